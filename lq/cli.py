@@ -1,0 +1,71 @@
+"""The ``lq`` command (also ``python -m lq``).
+
+Data commands are plain argparse and import nothing heavy; training stages (added with their
+LightningModules) go through LightningCLI.
+"""
+
+from __future__ import annotations
+
+import argparse
+import sys
+from collections.abc import Sequence
+from pathlib import Path
+
+
+def _cmd_data_download(args: argparse.Namespace) -> int:
+    from lq.data.download import RESOURCES, DownloadError, download_all
+
+    chosen = [r for r in RESOURCES if not args.only or r.name in args.only]
+    unknown = set(args.only or ()) - {r.name for r in RESOURCES}
+    if unknown:
+        print(f"error: unknown resource {', '.join(sorted(unknown))}; choose from "
+              f"{', '.join(r.name for r in RESOURCES)}", file=sys.stderr)
+        return 2
+    try:
+        download_all(args.dest, chosen, timeout=args.timeout)
+    except DownloadError as err:
+        print(f"error: {err}", file=sys.stderr)
+        return 1
+    return 0
+
+
+def _cmd_data_stats(args: argparse.Namespace) -> int:
+    from lq.data.errors import DataFormatError
+    from lq.data.stats import dataset_stats, format_stats
+
+    try:
+        print(format_stats(dataset_stats(args.path)))
+    except DataFormatError as err:
+        print(f"error: {err}", file=sys.stderr)
+        return 1
+    return 0
+
+
+def build_parser() -> argparse.ArgumentParser:
+    parser = argparse.ArgumentParser(prog="lq", description=__doc__.splitlines()[0])
+    sub = parser.add_subparsers(dest="command", required=True, metavar="COMMAND")
+
+    data = sub.add_parser("data", help="download, generate and inspect datasets")
+    data_sub = data.add_subparsers(dest="data_command", required=True, metavar="SUBCOMMAND")
+
+    dl = data_sub.add_parser("download", help="fetch the public LIGHT-Quests and ATOMIC releases")
+    dl.add_argument("dest", nargs="?", type=Path, default=Path("data/release"),
+                    help="destination folder (default: data/release)")
+    dl.add_argument("--only", nargs="+", metavar="NAME",
+                    help="only these resources: quest_stems, wild_completions, atomic")
+    dl.add_argument("--timeout", type=float, default=30.0, help="seconds to wait on the network")
+    dl.set_defaults(func=_cmd_data_download)
+
+    st = data_sub.add_parser("stats", help="counts and averages of a dataset beside the paper's")
+    st.add_argument("path", type=Path, help="dataset folder, quest folder, or demonstrations file/folder")
+    st.set_defaults(func=_cmd_data_stats)
+    return parser
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    args = build_parser().parse_args(argv)
+    return args.func(args)
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())
