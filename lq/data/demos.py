@@ -1,0 +1,179 @@
+"""Human demonstrations of quests: the "wild completions" list format.
+
+A file is a JSON list of ``{"conv_info": {"room": {"category", "description"}, "characters":
+[[id, {"name", "personas", "motivation"}], ...] (partner first, self second), "acts": [{"type":
+"speech"|"action"|"emote", "text", "task_data": {"actions": [...]}}]}}``. Turns alternate: acts at
+even indices are the partner's, at odd indices the self character's. ``task_data.actions`` lists
+the valid actions at that turn.
+
+Splits: a folder holding ``train.json``, ``valid.json`` and ``test.json`` (what ``lq data
+generate`` writes) is read as it is; a single file (the public release) is split in file order
+80 / 10 / 10 as the original builder does.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any, Literal
+
+from lq.data.errors import DataFormatError
+from lq.data.fields import Fields
+from lq.data.io import atomic_dir, read_json, write_json
+from lq.data.splits import SPLITS, Splits, split_by_percent
+
+ACT_TYPES = ("speech", "action", "emote")
+ActType = Literal["speech", "action", "emote"]
+PARTNER, SELF = "partner", "self"
+
+
+@dataclass
+class DemoCharacter:
+    id: str | int
+    name: str
+    personas: list[str]
+    motivation: str
+    extra: dict[str, Any] = field(default_factory=dict)
+
+    @property
+    def persona(self) -> str:
+        return " ".join(self.personas)
+
+    def to_json(self) -> list[Any]:
+        return [self.id, {"name": self.name, "personas": self.personas, "motivation": self.motivation, **self.extra}]
+
+
+@dataclass
+class DemoAct:
+    type: ActType
+    text: str
+    actions: list[str] | None = None  # valid actions at this turn (task_data.actions)
+    task_data_extra: dict[str, Any] = field(default_factory=dict)
+    extra: dict[str, Any] = field(default_factory=dict)
+
+    def to_json(self) -> dict[str, Any]:
+        out: dict[str, Any] = {"type": self.type, "text": self.text}
+        if self.actions is not None or self.task_data_extra:
+            task_data = dict(self.task_data_extra)
+            if self.actions is not None:
+                task_data["actions"] = self.actions
+            out["task_data"] = task_data
+        out.update(self.extra)
+        return out
+
+
+@dataclass
+class Demonstration:
+    room_category: str
+    room_description: str
+    partner: DemoCharacter
+    self_character: DemoCharacter
+    acts: list[DemoAct]
+    room_extra: dict[str, Any] = field(default_factory=dict)
+    conv_extra: dict[str, Any] = field(default_factory=dict)
+    extra: dict[str, Any] = field(default_factory=dict)
+
+    @staticmethod
+    def speaker(turn: int) -> str:
+        """Who takes turn ``turn``: the partner at even turns, the self character at odd ones."""
+        return PARTNER if turn % 2 == 0 else SELF
+
+    def self_acts(self, act_type: str | None = None) -> list[DemoAct]:
+        return [a for i, a in enumerate(self.acts)
+                if i % 2 == 1 and (act_type is None or a.type == act_type)]
+
+    def count(self, act_type: str) -> int:
+        return sum(a.type == act_type for a in self.acts)
+
+    def to_json(self) -> dict[str, Any]:
+        room = {"category": self.room_category, "description": self.room_description, **self.room_extra}
+        conv = {"room": room, "characters": [self.partner.to_json(), self.self_character.to_json()],
+                "acts": [a.to_json() for a in self.acts], **self.conv_extra}
+        return {"conv_info": conv, **self.extra}
+
+    @classmethod
+    def from_json(cls, obj: Any, path: str | Path | None = None, record: int | None = None) -> Demonstration:
+        outer = Fields(obj, path, record, "demonstration")
+        f = Fields(outer.dict("conv_info"), path, record, "conv_info")
+        rf = Fields(f.dict("room"), path, record, "room")
+        chars = f.list("characters")
+        if len(chars) != 2:
+            raise f.error("characters", f"has {len(chars)} entries, expected 2 (partner first, self second)",
+                          "list exactly [[partner_id, {...}], [self_id, {...}]]")
+        partner, self_character = (_character(c, path, record, i) for i, c in enumerate(chars))
+        acts_raw = f.list("acts")
+        if not acts_raw:
+            raise f.error("acts", "has no turns", "give the demonstration at least one act")
+        return cls(
+            room_category=rf.str("category"), room_description=rf.str("description"),
+            partner=partner, self_character=self_character,
+            acts=[_act(a, path, record, i) for i, a in enumerate(acts_raw)],
+            room_extra=rf.extra({"category", "description"}),
+            conv_extra=f.extra({"room", "characters", "acts"}), extra=outer.extra({"conv_info"}),
+        )
+
+
+def _character(entry: Any, path: str | Path | None, record: int | None, i: int) -> DemoCharacter:
+    name = f"characters[{i}]"
+    if not isinstance(entry, list) or len(entry) != 2:
+        raise DataFormatError(path, "expected a pair [id, {name, personas, motivation}]", record=record,
+                              field=name, fix="write each character as [id, {...}]")
+    cid, info = entry
+    if not isinstance(cid, (str, int)) or isinstance(cid, bool):
+        raise DataFormatError(path, "character id must be a string or an integer", record=record,
+                              field=f"{name}[0]", fix="use the character's id")
+    cf = Fields(info, path, record, f"{name}[1]")
+    try:
+        return DemoCharacter(id=cid, name=cf.str("name", nonempty=True), personas=cf.str_list("personas"),
+                             motivation=cf.str("motivation"),
+                             extra=cf.extra({"name", "personas", "motivation"}))
+    except DataFormatError as err:
+        raise DataFormatError(path, err.problem, record=record, field=f"{name}.{err.field}", fix=err.fix) from None
+
+
+def _act(obj: Any, path: str | Path | None, record: int | None, i: int) -> DemoAct:
+    af = Fields(obj, path, record, f"acts[{i}]")
+    try:
+        kind = af.str("type")
+        if kind not in ACT_TYPES:
+            raise af.error("type", f"unknown act type '{kind}'", f"use one of {', '.join(ACT_TYPES)}")
+        actions, td_extra = None, {}
+        if "task_data" in af.obj and af.obj["task_data"] is not None:
+            tf = Fields(af.obj["task_data"], path, record, "task_data")
+            actions = tf.str_list("actions", None)
+            td_extra = tf.extra({"actions"})
+        return DemoAct(type=kind, text=af.str("text"), actions=actions, task_data_extra=td_extra,  # type: ignore[arg-type]
+                       extra=af.extra({"type", "text", "task_data"}))
+    except DataFormatError as err:
+        raise DataFormatError(path, err.problem, record=record, field=f"acts[{i}].{err.field}", fix=err.fix) from None
+
+
+def load_demo_file(path: str | Path) -> list[Demonstration]:
+    data = read_json(path)
+    if not isinstance(data, list):
+        raise DataFormatError(path, f"expected a JSON list of demonstrations, found {type(data).__name__}",
+                              fix="the file must be [ {\"conv_info\": ...}, ... ]")
+    return [Demonstration.from_json(d, path, i) for i, d in enumerate(data)]
+
+
+def write_demo_file(demos: list[Demonstration], path: str | Path) -> None:
+    write_json(path, [d.to_json() for d in demos])
+
+
+def load_demos(path: str | Path) -> Splits[Demonstration]:
+    """Demonstrations from a split folder (train/valid/test.json) or one release file (see module doc)."""
+    path = Path(path)
+    if path.is_dir():
+        files = [path / f"{s}.json" for s in SPLITS]
+        missing = [p.name for p in files if not p.is_file()]
+        if missing:
+            raise DataFormatError(path, f"missing {', '.join(missing)}",
+                                  fix="a demonstrations folder holds train.json, valid.json and test.json")
+        return Splits(*(load_demo_file(p) for p in files))
+    return split_by_percent(load_demo_file(path))
+
+
+def write_demos(splits: Splits[Demonstration], directory: str | Path, *, overwrite: bool = False) -> None:
+    with atomic_dir(directory, overwrite=overwrite) as tmp:
+        for split, demos in splits.items():
+            write_demo_file(demos, tmp / f"{split}.json")

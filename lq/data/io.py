@@ -1,0 +1,91 @@
+"""Atomic file writes and JSON reads that report errors as :class:`DataFormatError`."""
+
+from __future__ import annotations
+
+import json
+import os
+import tempfile
+from collections.abc import Iterator
+from contextlib import contextmanager
+from pathlib import Path
+from typing import IO, Any
+
+from lq.data.errors import DataFormatError
+
+
+@contextmanager
+def atomic_open(path: str | Path, mode: str = "w", **kwargs: Any) -> Iterator[IO[Any]]:
+    """Open a temporary file beside ``path``; rename it over ``path`` only if the block succeeds.
+
+    A crash or an exception inside the block leaves ``path`` as it was and no temporary file behind.
+    """
+    path = Path(path)
+    path.parent.mkdir(parents=True, exist_ok=True)
+    fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.", suffix=".tmp")
+    try:
+        with os.fdopen(fd, mode, **kwargs) as handle:
+            yield handle
+            handle.flush()
+            os.fsync(handle.fileno())
+        os.replace(tmp, path)
+    except BaseException:
+        Path(tmp).unlink(missing_ok=True)
+        raise
+
+
+def write_json(path: str | Path, value: Any, *, indent: int | None = 2) -> None:
+    """Write ``value`` as UTF-8 JSON to ``path`` atomically."""
+    with atomic_open(path, "w", encoding="utf-8") as handle:
+        json.dump(value, handle, ensure_ascii=False, indent=indent)
+        handle.write("\n")
+
+
+def read_json(path: str | Path) -> Any:
+    """Read a JSON file, turning a missing file or bad JSON into a :class:`DataFormatError`."""
+    path = Path(path)
+    try:
+        text = path.read_text(encoding="utf-8")
+    except FileNotFoundError:
+        raise DataFormatError(path, "file not found", fix="check the path") from None
+    except IsADirectoryError:
+        raise DataFormatError(path, "is a directory, expected a JSON file", fix="pass the file inside it") from None
+    except UnicodeDecodeError as err:
+        raise DataFormatError(path, f"not UTF-8 text ({err.reason} at byte {err.start})",
+                              fix="re-save the file as UTF-8") from None
+    try:
+        return json.loads(text)
+    except json.JSONDecodeError as err:
+        raise DataFormatError(path, f"invalid JSON at line {err.lineno}, column {err.colno}: {err.msg}",
+                              fix="repair the JSON syntax there") from None
+
+
+@contextmanager
+def atomic_dir(path: str | Path, *, overwrite: bool = False) -> Iterator[Path]:
+    """Build a directory in a temporary sibling and move it to ``path`` only when the block succeeds.
+
+    With ``overwrite`` an existing ``path`` is replaced; without it an existing ``path`` is an error.
+    """
+    path = Path(path)
+    if path.exists() and not overwrite:
+        raise FileExistsError(f"{path} already exists: remove it or pass overwrite=True (--overwrite)")
+    path.parent.mkdir(parents=True, exist_ok=True)
+    tmp = Path(tempfile.mkdtemp(dir=path.parent, prefix=f".{path.name}.", suffix=".tmp"))
+    try:
+        yield tmp
+        if path.exists():
+            old = path.with_name(f".{path.name}.old")
+            _rmtree(old)
+            os.replace(path, old)
+            os.replace(tmp, path)
+            _rmtree(old)
+        else:
+            os.replace(tmp, path)
+    except BaseException:
+        _rmtree(tmp)
+        raise
+
+
+def _rmtree(path: Path) -> None:
+    import shutil
+
+    shutil.rmtree(path, ignore_errors=True)
