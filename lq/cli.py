@@ -22,7 +22,7 @@ def _cmd_data_download(args: argparse.Namespace) -> int:
               f"{', '.join(r.name for r in RESOURCES)}", file=sys.stderr)
         return 2
     try:
-        download_all(args.dest, chosen, timeout=args.timeout)
+        download_all(args.dest, chosen, timeout=args.timeout, mirror=args.mirror)
     except DownloadError as err:
         print(f"error: {err}", file=sys.stderr)
         return 1
@@ -54,6 +54,7 @@ def build_parser() -> argparse.ArgumentParser:
     dl.add_argument("--only", nargs="+", metavar="NAME",
                     help="only these resources: quest_stems, wild_completions, atomic")
     dl.add_argument("--timeout", type=float, default=30.0, help="seconds to wait on the network")
+    dl.add_argument("--mirror", metavar="URL", help="fetch every file as URL/<file name> (same checksums)")
     dl.set_defaults(func=_cmd_data_download)
 
     st = data_sub.add_parser("stats", help="counts and averages of a dataset beside the paper's")

@@ -9,6 +9,7 @@ Offline, the first connection fails at once with a message that says what to do 
 from __future__ import annotations
 
 import hashlib
+import http.client
 import os
 import socket
 import sys
@@ -16,7 +17,7 @@ import tarfile
 import urllib.error
 import urllib.request
 from collections.abc import Callable, Iterable
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from pathlib import Path
 from urllib.parse import urlparse
 
@@ -82,7 +83,7 @@ def _fetch(url: str, part: Path, timeout: float, progress: Callable[[int, int | 
         if err.code == 416 and have:  # nothing left to fetch: the part file is complete
             return
         raise DownloadError(f"{url}: HTTP {err.code} {err.reason}") from None
-    except (urllib.error.URLError, socket.timeout, ConnectionError, OSError) as err:
+    except (urllib.error.URLError, OSError, http.client.HTTPException) as err:
         raise _offline_error(url, getattr(err, "reason", err)) from None
     with response:
         resumed = have and response.status == 206
@@ -96,9 +97,13 @@ def _fetch(url: str, part: Path, timeout: float, progress: Callable[[int, int | 
                     done += len(block)
                     if progress:
                         progress(done, total_bytes)
-        except (socket.timeout, ConnectionError, OSError) as err:
+        except (socket.timeout, OSError, http.client.HTTPException) as err:
             raise DownloadError(f"{url}: connection lost after {done} bytes ({err}); run the command again "
                                 f"to resume from {part}") from None
+        # http.client returns a short body without complaint when the server closes early.
+        if total_bytes is not None and done < total_bytes:
+            raise DownloadError(f"{url}: connection lost after {done} of {total_bytes} bytes; run the command "
+                                f"again to resume from {part}")
 
 
 def download_resource(resource: Resource, dest: str | Path, *, timeout: float = 30.0,
@@ -129,10 +134,17 @@ def download_resource(resource: Resource, dest: str | Path, *, timeout: float = 
     return target
 
 
+def mirrored(resource: Resource, mirror: str) -> Resource:
+    """The same resource fetched from ``mirror/<filename>`` (a team's own copy), checksum unchanged."""
+    return replace(resource, url=f"{mirror.rstrip('/')}/{resource.filename}")
+
+
 def download_all(dest: str | Path, resources: Iterable[Resource] = RESOURCES, *, timeout: float = 30.0,
-                 log: Callable[[str], None] = print) -> dict[str, Path]:
+                 mirror: str | None = None, log: Callable[[str], None] = print) -> dict[str, Path]:
     out = {}
     for r in resources:
+        if mirror:
+            r = mirrored(r, mirror)
         log(f"[{r.name}] {r.description or r.url}")
         last = [-1]
 
