@@ -1,0 +1,379 @@
+"""The quest verbs: parse free text, check preconditions, apply effects, list valid actions.
+
+Verbs: go, follow, hit, hug, get (also ``get X from Y``), put (``in`` / ``on``), drop, steal
+(``from`` a character), give (``to`` a character), wear, wield, remove, eat, drink.
+
+One rule keeps listing and parsing in agreement: a name resolves to the *first* thing in scope,
+in containment order, with that name for which the action is possible, and the listing keeps the
+first action for each text. So every listed action, typed back, parses to that same action, and
+an action that succeeds is always one the listing holds.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from dataclasses import dataclass
+from typing import NamedTuple
+
+from lq.world.state import WIELDED, WORN, Node, World
+from lq.world.text import capitalize, normalize
+
+VERBS = ("go", "follow", "hit", "hug", "get", "put", "drop", "steal", "give", "wear", "wield", "remove", "eat",
+         "drink")
+# Other words players use, mapped to a verb (longest first when matching).
+SYNONYMS = {"pick up": "get", "take": "get", "grab": "get", "put down": "drop", "walk": "go", "move": "go",
+            "attack": "hit", "embrace": "hug", "take off": "remove", "unequip": "remove", "equip": "wield"}
+SEPARATORS = {"get": ("from",), "put": ("in", "on", "into", "onto"), "steal": ("from",), "give": ("to",)}
+
+
+class Action(NamedTuple):
+    verb: str
+    obj: Node
+    target: Node | None = None
+
+    @property
+    def text(self) -> str:
+        """The canonical command: lower-case names, no articles."""
+        v, o, t = self.verb, self.obj, self.target
+        if t is None:
+            return f"{v} {o.key}"
+        if v == "put":
+            return f"put {o.key} {t.surface} {t.key}"
+        return f"{v} {o.key} {'to' if v == 'give' else 'from'} {t.key}"
+
+
+@dataclass
+class StepResult:
+    success: bool
+    message: str  # what the actor sees
+    action: Action | None = None
+    room_message: str = ""  # what others in the room see
+
+    def __bool__(self) -> bool:
+        return self.success
+
+
+# -- preconditions: None when possible, else why not (second person, for the actor) -------------------
+
+def _here(actor: Node, other: Node) -> bool:
+    return other.container is actor.container and other is not actor
+
+
+def _carried(actor: Node, obj: Node) -> bool:
+    return obj.container is actor
+
+
+def _free(actor: Node, obj: Node) -> bool:
+    return obj.container is actor and obj.equipped is None
+
+
+def _reachable_container(actor: Node, c: Node) -> bool:
+    return c.kind == "object" and c.is_container and (c.container is actor.container or c.container is actor)
+
+
+def _why_not(verb: str, actor: Node, o: Node, t: Node | None) -> str | None:
+    if verb == "go":
+        return None if o.kind == "room" and actor.container is not None and o.id in actor.container.neighbors \
+            else f"You can't go to {o.name} from here."
+    if verb in ("follow", "hit", "hug"):
+        if o.kind != "agent" or not _here(actor, o):
+            return f"You can't {verb} {o.the()}."
+        if verb == "follow" and actor.following is o:
+            return f"You are already following {o.the()}."
+        return None
+    if o.kind != "object":
+        return f"You can't {verb} {o.the()}."
+    if verb == "get":
+        if not o.gettable:
+            return f"You can't pick up {o.the()}."
+        if t is None:
+            return None if o.container is actor.container else f"{capitalize(o.the())} is not here for the taking."
+        return None if _reachable_container(actor, t) and o.container is t \
+            else f"{capitalize(o.the())} is not {t.surface if t.kind == 'object' else 'with'} {t.the()}."
+    if verb == "put":
+        if not _free(actor, o):
+            return f"You aren't holding {o.the()} free in your hands."
+        return None if t is not None and t is not o and _reachable_container(actor, t) \
+            else f"You can't put {o.the()} there."
+    if verb == "drop":
+        return None if _free(actor, o) else f"You aren't holding {o.the()} free in your hands."
+    if verb == "give":
+        if not _free(actor, o):
+            return f"You aren't holding {o.the()} free in your hands."
+        return None if t is not None and t.kind == "agent" and _here(actor, t) else "There is no one here to take it."
+    if verb == "steal":
+        if t is None or t.kind != "agent" or not _here(actor, t):
+            return "There is no one here to steal from."
+        return None if o.container is t and o.equipped is None and o.gettable \
+            else f"{capitalize(t.the())} has no {o.name} you could take."
+    if verb == "wear":
+        return None if _free(actor, o) and o.wearable else f"You can't wear {o.the()}."
+    if verb == "wield":
+        return None if _free(actor, o) and o.wieldable else f"You can't wield {o.the()}."
+    if verb == "remove":
+        return None if _carried(actor, o) and o.equipped else f"You aren't wearing or wielding {o.the()}."
+    if verb == "eat":
+        return None if _carried(actor, o) and o.food else f"You can't eat {o.the()}."
+    if verb == "drink":
+        return None if _carried(actor, o) and o.drink else f"You can't drink {o.the()}."
+    raise ValueError(f"unknown verb {verb}")
+
+
+# -- effects ---------------------------------------------------------------------------------------
+
+def _apply(world: World, actor: Node, a: Action) -> tuple[str, str]:
+    """Change the state; return (what the actor sees, what others in the room see)."""
+    verb, o, t = a
+    me = actor.the() if actor.kind == "agent" else actor.name
+    Me = capitalize(me)
+    if verb == "go":
+        origin = actor.container
+        followers = [n for n in origin.contents.values() if n.kind == "agent" and n.following is actor]
+        world.move(actor, o)
+        for f in followers:
+            world.move(f, o)
+        tail = f" {capitalize(' and '.join(f.the() for f in followers))} follow{'s' if len(followers) == 1 else ''} you." \
+            if followers else ""
+        return f"You go to {o.name}.{tail}\n{world.describe(actor)}", f"{Me} leaves towards {o.name}."
+    if verb == "follow":
+        actor.following = o
+        return f"You start following {o.the()}.", f"{Me} starts following {o.the()}."
+    if verb == "hit":
+        o.health = max(0, o.health - 1)
+        return f"You hit {o.the()}!", f"{Me} hits {o.the()}!"
+    if verb == "hug":
+        return f"You hug {o.the()}.", f"{Me} hugs {o.the()}."
+    if verb == "get":
+        src = f" from {t.the()}" if t is not None else ""
+        world.move(o, actor)
+        return f"You get {o.the()}{src}.", f"{Me} gets {o.the()}{src}."
+    if verb == "put":
+        world.move(o, t)
+        return f"You put {o.the()} {t.surface} {t.the()}.", f"{Me} puts {o.the()} {t.surface} {t.the()}."
+    if verb == "drop":
+        world.move(o, actor.container)
+        return f"You drop {o.the()}.", f"{Me} drops {o.the()}."
+    if verb == "give":
+        world.move(o, t)
+        return f"You give {o.the()} to {t.the()}.", f"{Me} gives {o.the()} to {t.the()}."
+    if verb == "steal":
+        world.move(o, actor)
+        return f"You steal {o.the()} from {t.the()}.", f"{Me} steals {o.the()} from {t.the()}."
+    if verb in ("wear", "wield"):
+        o.equipped = WORN if verb == "wear" else WIELDED
+        return f"You {verb} {o.the()}.", f"{Me} {verb}s {o.the()}."
+    if verb == "remove":
+        o.equipped = None
+        return f"You remove {o.the()}.", f"{Me} removes {o.the()}."
+    if verb in ("eat", "drink"):
+        world.consume(o)
+        return f"You {verb} {o.the()}. Delicious.", f"{Me} {verb}s {o.the()}."
+    raise ValueError(f"unknown verb {verb}")
+
+
+# -- listing ---------------------------------------------------------------------------------------
+
+def valid_actions(world: World, actor: Node) -> dict[str, Action]:
+    """Every action ``actor`` can take now, by canonical text, in a stable order.
+
+    Touches only the actor's room, its contents one level down, and the actor's inventory.
+    """
+    out: dict[str, Action] = {}
+    room = actor.container
+    if room is None:
+        return out
+    add = out.setdefault
+    nodes = world.nodes
+    for rid in room.neighbors:
+        r = nodes.get(rid)
+        if r is not None:
+            add(f"go {r.key}", Action("go", r))
+    agents, containers = [], []
+    for n in room.contents.values():
+        if n is actor:
+            continue
+        if n.kind == "agent":
+            agents.append(n)
+            k = n.key
+            if actor.following is not n:
+                add(f"follow {k}", Action("follow", n))
+            add(f"hit {k}", Action("hit", n))
+            add(f"hug {k}", Action("hug", n))
+        elif n.kind == "object":
+            if n.gettable:
+                add(f"get {n.key}", Action("get", n))
+            if n.is_container:
+                containers.append(n)
+                for c in n.contents.values():
+                    if c.gettable:
+                        add(f"get {c.key} from {n.key}", Action("get", c, n))
+    held = []
+    for o in actor.contents.values():
+        k = o.key
+        if o.equipped is not None:
+            add(f"remove {k}", Action("remove", o))
+        else:
+            held.append(o)
+            add(f"drop {k}", Action("drop", o))
+            if o.wearable:
+                add(f"wear {k}", Action("wear", o))
+            if o.wieldable:
+                add(f"wield {k}", Action("wield", o))
+        if o.food:
+            add(f"eat {k}", Action("eat", o))
+        if o.drink:
+            add(f"drink {k}", Action("drink", o))
+        if o.is_container:
+            containers.append(o)
+            for c in o.contents.values():
+                if c.gettable:
+                    add(f"get {c.key} from {k}", Action("get", c, o))
+    for o in held:
+        k = o.key
+        for b in agents:
+            add(f"give {k} to {b.key}", Action("give", o, b))
+        for c in containers:
+            if c is not o:
+                add(f"put {k} {c.surface} {c.key}", Action("put", o, c))
+    for b in agents:
+        for o in b.contents.values():
+            if o.equipped is None and o.gettable:
+                add(f"steal {o.key} from {b.key}", Action("steal", o, b))
+    return out
+
+
+# -- parsing ---------------------------------------------------------------------------------------
+
+def _scope(world: World, actor: Node, verb: str, role: str) -> Iterator[Node]:
+    """Candidates for an argument, in the order the listing visits them."""
+    room = actor.container
+    if room is None:
+        return
+    if verb == "go":
+        for rid in room.neighbors:
+            if rid in world.nodes:
+                yield world.nodes[rid]
+    elif role == "target" and verb in ("give", "steal") or verb in ("follow", "hit", "hug"):
+        for n in room.contents.values():
+            if n.kind == "agent" and n is not actor:
+                yield n
+    elif role == "target":  # get ... from C / put ... in C: containers on the floor, then carried
+        for n in room.contents.values():
+            if n.kind == "object" and n.is_container:
+                yield n
+        for n in actor.contents.values():
+            if n.is_container:
+                yield n
+    elif verb == "get":
+        yield from (n for n in room.contents.values() if n.kind == "object")
+    elif verb == "steal":
+        for b in room.contents.values():
+            if b.kind == "agent" and b is not actor:
+                yield from b.contents.values()
+    else:
+        yield from actor.contents.values()
+
+
+def _resolve(world: World, actor: Node, verb: str, obj_key: str, target_key: str | None
+             ) -> tuple[Action | None, str]:
+    """First possible action matching the names; else the reason the first match is impossible."""
+    objs = [n for n in _scope(world, actor, verb, "obj") if n.key == obj_key] if verb not in ("steal",) \
+        else None
+    if target_key is None:
+        if not objs:
+            return None, f"You don't see '{obj_key}' here."
+        for o in objs:
+            if _why_not(verb, actor, o, None) is None:
+                return Action(verb, o), ""
+        return None, _why_not(verb, actor, objs[0], None) or ""
+    targets = [n for n in _scope(world, actor, verb, "target") if n.key == target_key]
+    if not targets:
+        return None, f"You don't see '{target_key}' here."
+    first_reason = ""
+    if verb == "steal":  # object scope is the target's inventory
+        for t in targets:
+            for o in t.contents.values():
+                if o.key == obj_key:
+                    reason = _why_not(verb, actor, o, t)
+                    if reason is None:
+                        return Action(verb, o, t), ""
+                    first_reason = first_reason or reason
+        return None, first_reason or f"{capitalize(targets[0].the())} has no '{obj_key}'."
+    if verb == "get":  # object scope is the container's contents
+        for t in targets:
+            for o in t.contents.values():
+                if o.key == obj_key:
+                    reason = _why_not(verb, actor, o, t)
+                    if reason is None:
+                        return Action(verb, o, t), ""
+                    first_reason = first_reason or reason
+        return None, first_reason or f"There is no '{obj_key}' {targets[0].surface} {targets[0].the()}."
+    if not objs:
+        return None, f"You aren't carrying '{obj_key}'."
+    for o in objs:
+        for t in targets:
+            reason = _why_not(verb, actor, o, t)
+            if reason is None:
+                return Action(verb, o, t), ""
+            first_reason = first_reason or reason
+    return None, first_reason
+
+
+def _split_verb(words: list[str]) -> tuple[str | None, list[str]]:
+    for phrase in sorted(SYNONYMS, key=len, reverse=True):
+        pw = phrase.split()
+        if words[: len(pw)] == pw:
+            return SYNONYMS[phrase], words[len(pw):]
+    if words[0] in VERBS:
+        return words[0], words[1:]
+    return None, words
+
+
+def parse(world: World, actor: Node, text: str) -> tuple[Action | None, str]:
+    """``(action, "")`` for a possible action, or ``(None, why)``. Never raises, never changes state."""
+    if not isinstance(text, str):
+        return None, "Type a command as text."
+    words = text.lower().split()
+    if not words:
+        return None, "Say what you want to do (type 'help' for the verbs)."
+    verb, rest = _split_verb(words)
+    if verb is None:
+        return None, f"Unknown verb '{words[0]}'. Verbs: {', '.join(VERBS)}."
+    if not rest:
+        return None, f"{capitalize(verb)} what?"
+    if verb == "go" and rest[0] == "to" and len(rest) > 1:
+        action, why = _resolve(world, actor, verb, normalize(" ".join(rest)), None)
+        if action is not None:
+            return action, ""
+        rest = rest[1:]
+    seps = SEPARATORS.get(verb, ())
+    splits = [(rest[:i], rest[i + 1:]) for i, w in enumerate(rest) if w in seps and 0 < i < len(rest) - 1]
+    if verb in ("put", "give", "steal") and not splits:
+        usage = {"put": "put X in Y (or on Y)", "give": "give X to Y", "steal": "steal X from Y"}[verb]
+        return None, f"Usage: {usage}."
+    why = ""
+    # "get X" may itself contain "from" inside a name: try the whole phrase as one name too.
+    attempts = [(normalize(" ".join(o)), normalize(" ".join(t))) for o, t in splits]
+    if verb not in ("put", "give", "steal"):
+        attempts.append((normalize(" ".join(rest)), None))
+    for obj_key, target_key in attempts:
+        action, reason = _resolve(world, actor, verb, obj_key, target_key)
+        if action is not None:
+            return action, ""
+        why = why or reason
+    return None, why
+
+
+def execute(world: World, actor: Node, action: Action) -> StepResult:
+    """Apply a parsed, possible action."""
+    self_msg, room_msg = _apply(world, actor, action)
+    return StepResult(True, self_msg, action, room_msg)
+
+
+def step(world: World, actor: Node, text: str) -> StepResult:
+    """Parse and apply one command; on failure the state is unchanged and the message says why."""
+    action, why = parse(world, actor, text)
+    if action is None:
+        return StepResult(False, why)
+    return execute(world, actor, action)
+

@@ -1,0 +1,113 @@
+"""Act goals (paper 4.1): has the goal state been reached, by the self character or by its partner?
+
+A quest's goal is an action text ("get golden dragon egg", "give sword to knight", "hit knight").
+Most goals are states: *get* and *steal* X are reached when self holds X (picked up, stolen, or
+given by the partner: partner act completion); *give X to Y* when Y holds X; *put X in C* when X is
+in C; *wear* / *wield* / *remove* by the equipment of X on self; *drop X* when X lies on a room
+floor; *go R* when self is in R; *follow Y* when self follows Y. Others are events: *hit Y*, *eat
+X*, *drink X* need self to do them; *hug Y* is also reached when the partner Y hugs self.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from lq.world.actions import SEPARATORS, VERBS, Action, _split_verb
+from lq.world.state import WIELDED, WORN, Node, World
+from lq.world.text import normalize
+
+SELF, PARTNER, OTHER = "self", "partner", "other"
+EVENT_VERBS = ("hit", "hug", "eat", "drink")
+
+
+class GoalError(ValueError):
+    """A goal text that names an unknown verb or a thing not in the world."""
+
+
+@dataclass(frozen=True)
+class ActGoal:
+    text: str
+    verb: str
+    obj_id: str
+    target_id: str | None
+    self_id: str
+    partner_id: str | None = None
+
+    @classmethod
+    def parse(cls, world: World, text: str, self_id: str, partner_id: str | None = None) -> ActGoal:
+        words = text.lower().split()
+        verb, rest = _split_verb(words) if words else (None, [])
+        if verb is None or verb not in VERBS:
+            raise GoalError(f"goal '{text}': unknown verb; goals use {', '.join(VERBS)}")
+        if verb == "go" and rest[:1] == ["to"] and len(rest) > 1:
+            rest = rest[1:]
+        me = world.nodes[self_id]
+        seps = SEPARATORS.get(verb, ())
+        splits = [(rest[:i], rest[i + 1:]) for i, w in enumerate(rest) if w in seps and 0 < i < len(rest) - 1]
+        attempts = [(normalize(" ".join(o)), normalize(" ".join(t))) for o, t in splits]
+        if verb not in ("put", "give", "steal"):
+            attempts.append((normalize(" ".join(rest)), None))
+        for obj_key, target_key in attempts:
+            obj = _find(world, me, obj_key, "room" if verb == "go" else "agent" if verb in ("follow", "hit", "hug")
+                        else "object")
+            target = _find(world, me, target_key, "agent" if verb in ("give", "steal") else "object") \
+                if target_key else None
+            if obj is not None and (target_key is None or target is not None):
+                return cls(text, verb, obj.id, target.id if target else None, self_id, partner_id)
+        raise GoalError(f"goal '{text}': names something that is not in this world")
+
+    def satisfied(self, world: World) -> bool:
+        """Whether the goal *state* holds now (always False for event goals, which need the act itself)."""
+        me, obj = world.nodes.get(self.self_id), world.nodes.get(self.obj_id)
+        if me is None or obj is None or self.verb in EVENT_VERBS:
+            return False
+        v = self.verb
+        if v in ("get", "steal"):
+            return me.holds(obj)
+        if v == "give":
+            t = world.nodes.get(self.target_id)
+            return t is not None and t.holds(obj)
+        if v == "put":
+            return obj.container is not None and obj.container.id == self.target_id
+        if v == "drop":
+            return obj.container is not None and obj.container.kind == "room"
+        if v in ("wear", "wield"):
+            return obj.container is me and obj.equipped == (WORN if v == "wear" else WIELDED)
+        if v == "remove":
+            return obj.container is me and obj.equipped is None
+        if v == "go":
+            return me.container is obj
+        if v == "follow":
+            return me.following is obj
+        return False
+
+    def reached_by(self, world: World, actor: Node, action: Action) -> str | None:
+        """After ``actor`` did ``action`` (successfully): who reached the goal with it, if it is reached."""
+        role = SELF if actor.id == self.self_id else PARTNER if actor.id == self.partner_id else OTHER
+        if self.verb in EVENT_VERBS:
+            if action.verb != self.verb:
+                return None
+            if role == SELF and action.obj.id == self.obj_id:
+                return SELF
+            # a hug goal is mutual: the partner hugging self reaches it too
+            if self.verb == "hug" and role == PARTNER and actor.id == self.obj_id and action.obj.id == self.self_id:
+                return PARTNER
+            return None
+        return role if self.satisfied(world) else None
+
+
+def _find(world: World, me: Node, key: str | None, kind: str) -> Node | None:
+    """The thing a goal names: nearest first (carried, in the room, one level down), then anywhere."""
+    if not key:
+        return None
+    room = me.container
+    near: list[Node] = list(me.contents.values())
+    if room is not None:
+        near += [room] + list(room.contents.values())
+        for n in room.contents.values():
+            near += list(n.contents.values())
+        near += [world.nodes[r] for r in room.neighbors if r in world.nodes]
+    for n in near + list(world.nodes.values()):
+        if n.kind == kind and n.key == key and n is not me:
+            return n
+    return None
