@@ -99,7 +99,9 @@ class World:
                 node.following = self.nodes[target]
         for vid in self.void:
             del self.nodes[vid]
-        self.consumed: list[str] = []
+        # ids eaten or drunk so far (saved with the state, for event goals and episode logs)
+        consumed = graph.extra.get("consumed", [])
+        self.consumed: list[str] = [c for c in consumed if isinstance(c, str)] if isinstance(consumed, list) else []
 
     # -- construction and persistence ------------------------------------------------------------
 
@@ -126,7 +128,7 @@ class World:
                 gn.raw["following"] = {"target_id": node.following.id} if node.following else None
                 gn.raw["health"] = node.health
             nodes[node.id] = gn
-        return WorldGraph(nodes=nodes, title=self.graph.title, extra=dict(self.graph.extra),
+        return WorldGraph(nodes=nodes, title=self.graph.title, extra={**self.graph.extra, "consumed": list(self.consumed)},
                           listed={k: [i for i in v if i in nodes] for k, v in self.graph.listed.items()})
 
     def to_json(self) -> dict[str, Any]:

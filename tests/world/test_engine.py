@@ -1,0 +1,156 @@
+import json
+import random
+
+import pytest
+
+from lq.world import World, parse, step, valid_actions
+from tests.samples import tiny_graph
+from tests.world.helpers import check_invariants, fingerprint
+
+ALL_VERB_FORMS = ["go {a}", "follow {a}", "hit {a}", "hug {a}", "get {a}", "get {a} from {b}", "put {a} in {b}",
+                  "put {a} on {b}", "drop {a}", "steal {a} from {b}", "give {a} to {b}", "wear {a}", "wield {a}",
+                  "remove {a}", "eat {a}", "drink {a}"]
+
+
+def test_every_world_loads_and_lists_actions_for_every_character(light_worlds):
+    for path in light_worlds:
+        world = World.load(path)
+        check_invariants(world)
+        for agent in world.agents():
+            actions = valid_actions(world, agent)
+            assert all(text == a.text for text, a in actions.items())
+            if agent.container.neighbors:
+                assert any(t.startswith("go ") for t in actions), (path.name, agent.id)
+
+
+def _invalid_texts(world, agent, valid, rng, n):
+    names = [node.key for node in rng.sample(list(world.nodes.values()), min(12, len(world.nodes)))]
+    out = []
+    for _ in range(n * 4):
+        text = rng.choice(ALL_VERB_FORMS).format(a=rng.choice(names), b=rng.choice(names))
+        if text not in valid:
+            out.append(text)
+        if len(out) == n:
+            break
+    return out
+
+
+@pytest.mark.parametrize("seed", [0])
+def test_random_play_keeps_the_invariants(light_worlds, seed):
+    for path in light_worlds:
+        rng = random.Random(f"{seed}-{path.stem}")
+        world = World.load(path)
+        agents = world.agents()
+        for i in range(2000):
+            agent = rng.choice(agents)
+            valid = valid_actions(world, agent)
+            if i % 4 == 0:  # actions outside the valid list never change the state
+                before = fingerprint(world)
+                for text in _invalid_texts(world, agent, valid, rng, 3):
+                    result = step(world, agent, text)
+                    if result.success:  # a paraphrase ("put X on Y" for a container) of a listed action
+                        assert result.action.text in valid, (path.name, agent.id, text, result.message)
+                        break
+                    assert fingerprint(world) == before, (path.name, text)
+            if not valid:
+                continue
+            text = rng.choice(list(valid))
+            result = step(world, agent, text)
+            assert result.success, (path.name, agent.id, text, result.message)
+            assert result.action == valid[text]
+            check_invariants(world)
+
+
+def test_every_listed_action_typed_back_parses_to_itself_and_succeeds(light_worlds):
+    rng = random.Random(1)
+    for path in light_worlds:
+        world = World.load(path)
+        for turn in range(300):
+            for agent in world.agents():
+                for text, action in valid_actions(world, agent).items():
+                    assert parse(world, agent, text) == (action, ""), (path.name, agent.id, text)
+            agent = rng.choice(world.agents())
+            options = list(valid_actions(world, agent).items())
+            if options:
+                text, action = rng.choice(options)
+                # a person types it: capitals, extra spaces, articles
+                typed = "  " + text.upper().replace(" ", "   ", 1)
+                if action.target is None and action.verb != "go":
+                    typed = typed.replace(action.obj.key.upper(), "the " + action.obj.key.upper(), 1)
+                assert parse(world, agent, typed)[0] == action, (path.name, typed)
+                copy = world.copy()
+                assert step(copy, copy[agent.id], text).success
+                step(world, agent, text)
+            if turn >= 30 and path.stat().st_size > 100_000:
+                break
+
+
+def _tiny():
+    world = World.from_json(tiny_graph())
+    return world, world["dragon_1"], world["knight_2"]
+
+
+def test_verbs_and_messages():
+    world, dragon, knight = _tiny()
+    assert sorted(valid_actions(world, dragon)) == ["follow knight", "hit knight", "hug knight",
+                                                    "steal golden dragon egg from knight"]
+    result = step(world, dragon, "steal the golden dragon egg from the knight")
+    assert result.success and result.message == "You steal the golden dragon egg from the knight."
+    assert result.room_message == "The dragon steals the golden dragon egg from the knight."
+    assert world["egg_3"].container is dragon
+    assert "give golden dragon egg to knight" in valid_actions(world, dragon)
+    assert step(world, knight, "Pick up egg").message == "You don't see 'egg' here."
+    assert not step(world, dragon, "wear golden dragon egg").success
+    assert step(world, dragon, "drop golden dragon egg").success
+    assert step(world, knight, "pick up golden dragon egg").success
+    assert step(world, knight, "give golden dragon egg to dragon").success
+    assert "You are carrying a golden dragon egg." in world.describe(dragon)
+    assert step(world, dragon, "dance").message.startswith("Unknown verb 'dance'")
+    assert step(world, dragon, "give golden dragon egg").message == "Usage: give X to Y."
+
+
+def test_containers_wearables_food_and_following(light_worlds):
+    world = World.load(next(p for p in light_worlds if p.stem == "complex_world"))
+    agent = next(a for a in world.agents() if any(o.is_container for o in a.container.contents.values()))
+    box = next(o for o in agent.container.contents.values() if o.is_container)
+    thing = next(o for o in world.nodes.values() if o.kind == "object" and o.gettable and not o.is_container and o.equipped is None
+                 and o is not box)
+    world.move(thing, agent)
+    assert step(world, agent, f"put {thing.key} {box.surface} {box.key}").success
+    assert thing.container is box
+    assert step(world, agent, f"get {thing.key} from {box.key}").success and thing.container is agent
+    thing.wearable = True
+    assert step(world, agent, f"wear {thing.key}").success and thing.equipped == "worn"
+    assert not step(world, agent, f"drop {thing.key}").success
+    assert step(world, agent, f"remove {thing.key}").success and step(world, agent, f"drop {thing.key}").success
+    thing.food = True
+    assert step(world, agent, f"get {thing.key}").success and step(world, agent, f"eat {thing.key}").success
+    assert thing.id not in world.nodes
+    check_invariants(world)
+    # a follower goes along
+    other = next(a for a in world.agents() if a is not agent)
+    world.move(other, agent.container)
+    assert step(world, other, f"follow {agent.key}").success
+    exit_room = world[next(iter(agent.container.neighbors))]
+    assert step(world, agent, f"go to {exit_room.key}").success
+    assert other.container is exit_room is agent.container
+
+
+def test_save_and_load_keep_the_state(light_worlds, tmp_path):
+    rng = random.Random(3)
+    world = World.load(next(p for p in light_worlds if p.stem == "dragon-village"))
+    agents = world.agents()
+    for _ in range(300):
+        agent = rng.choice(agents)
+        options = list(valid_actions(world, agent))
+        if options:
+            step(world, agent, rng.choice(options))
+    (tmp_path / "save.json").write_text(json.dumps(world.to_json()))
+    again = World.load(str(tmp_path / "save.json"))
+    assert fingerprint(again) == fingerprint(world)
+    for agent in agents:
+        if agent.id in again.nodes:
+            assert list(valid_actions(again, again[agent.id])) == list(valid_actions(world, agent))
+    copy = world.copy()
+    step(copy, copy[agents[0].id], next(iter(valid_actions(copy, copy[agents[0].id]))))
+    assert fingerprint(copy) != fingerprint(world)
