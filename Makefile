@@ -14,7 +14,10 @@ DEST ?= data/release
 DATA ?= data/release/wild_completions
 PYTEST_ARGS ?=
 
-.PHONY: help venv test test-fast download stats clean
+WORLD ?= ../shared/data/light_worlds/dragon-village.json
+AS ?=
+
+.PHONY: help venv test test-fast download stats play bench clean
 
 help: ## show this help
 	@grep -hE '^[a-zA-Z_.-]+:.*?## ' $(MAKEFILE_LIST) | awk 'BEGIN {FS = ":.*?## "}; {printf "  \033[36mmake %-12s\033[0m %s\n", $$1, $$2}'
@@ -42,6 +45,12 @@ download: $(STAMP) ## fetch the public LIGHT-Quests and ATOMIC releases into DES
 
 stats: $(STAMP) ## print dataset statistics beside the paper's: make stats DATA=path
 	$(BIN)/lq data stats $(DATA)
+
+play: $(STAMP) ## play a LIGHT world in the terminal: make play WORLD=path.json [AS=character]
+	$(BIN)/lq play $(WORLD) $(if $(AS),--as "$(AS)")
+
+bench: $(STAMP) ## run the throughput benchmarks (prints tables)
+	$(BIN)/python benchmarks/engine.py
 
 clean: ## remove caches and build outputs (keeps .venv, data and mlflow.db)
 	rm -rf .pytest_cache .hypothesis build dist *.egg-info

@@ -41,6 +41,18 @@ def _cmd_data_stats(args: argparse.Namespace) -> int:
     return 0
 
 
+def _cmd_play(args: argparse.Namespace) -> int:
+    from lq.data.errors import DataFormatError
+    from lq.world.goals import GoalError
+    from lq.world.play import main as play_main
+
+    try:
+        return play_main(str(args.world), args.character, args.goal, args.partner)
+    except (DataFormatError, GoalError, KeyError, ValueError) as err:
+        print(f"error: {err.args[0] if isinstance(err, KeyError) else err}", file=sys.stderr)
+        return 1
+
+
 def build_parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(prog="lq", description=__doc__.splitlines()[0])
     sub = parser.add_subparsers(dest="command", required=True, metavar="COMMAND")
@@ -60,6 +72,13 @@ def build_parser() -> argparse.ArgumentParser:
     st = data_sub.add_parser("stats", help="counts and averages of a dataset beside the paper's")
     st.add_argument("path", type=Path, help="dataset folder, quest folder, or demonstrations file/folder")
     st.set_defaults(func=_cmd_data_stats)
+
+    pl = sub.add_parser("play", help="play a LIGHT world (or a quest stem) in the terminal")
+    pl.add_argument("world", type=Path, help="a LIGHT world graph JSON, or a quest stem JSON")
+    pl.add_argument("--as", dest="character", metavar="CHARACTER", help="whom to play (default: the first)")
+    pl.add_argument("--goal", help='an act goal to check, e.g. "get golden dragon egg"')
+    pl.add_argument("--partner", metavar="CHARACTER", help="the partner, for partner act completion")
+    pl.set_defaults(func=_cmd_play)
     return parser
 
 
