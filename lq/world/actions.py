@@ -266,10 +266,6 @@ def _scope(world: World, actor: Node, verb: str, role: str) -> Iterator[Node]:
                 yield n
     elif verb == "get":
         yield from (n for n in room.contents.values() if n.kind == "object")
-    elif verb == "steal":
-        for b in room.contents.values():
-            if b.kind == "agent" and b is not actor:
-                yield from b.contents.values()
     else:
         yield from actor.contents.values()
 
@@ -277,9 +273,8 @@ def _scope(world: World, actor: Node, verb: str, role: str) -> Iterator[Node]:
 def _resolve(world: World, actor: Node, verb: str, obj_key: str, target_key: str | None
              ) -> tuple[Action | None, str]:
     """First possible action matching the names; else the reason the first match is impossible."""
-    objs = [n for n in _scope(world, actor, verb, "obj") if n.key == obj_key] if verb not in ("steal",) \
-        else None
     if target_key is None:
+        objs = [n for n in _scope(world, actor, verb, "obj") if n.key == obj_key]
         if not objs:
             return None, f"You don't see '{obj_key}' here."
         for o in objs:
@@ -290,7 +285,7 @@ def _resolve(world: World, actor: Node, verb: str, obj_key: str, target_key: str
     if not targets:
         return None, f"You don't see '{target_key}' here."
     first_reason = ""
-    if verb == "steal":  # object scope is the target's inventory
+    if verb in ("steal", "get"):  # the object is looked for inside the target (a character, a container)
         for t in targets:
             for o in t.contents.values():
                 if o.key == obj_key:
@@ -298,16 +293,10 @@ def _resolve(world: World, actor: Node, verb: str, obj_key: str, target_key: str
                     if reason is None:
                         return Action(verb, o, t), ""
                     first_reason = first_reason or reason
-        return None, first_reason or f"{capitalize(targets[0].the())} has no '{obj_key}'."
-    if verb == "get":  # object scope is the container's contents
-        for t in targets:
-            for o in t.contents.values():
-                if o.key == obj_key:
-                    reason = _why_not(verb, actor, o, t)
-                    if reason is None:
-                        return Action(verb, o, t), ""
-                    first_reason = first_reason or reason
-        return None, first_reason or f"There is no '{obj_key}' {targets[0].surface} {targets[0].the()}."
+        t = targets[0]
+        return None, first_reason or (f"{capitalize(t.the())} has no '{obj_key}'." if verb == "steal"
+                                      else f"There is no '{obj_key}' {t.surface} {t.the()}.")
+    objs = [n for n in _scope(world, actor, verb, "obj") if n.key == obj_key]
     if not objs:
         return None, f"You aren't carrying '{obj_key}'."
     for o in objs:
@@ -319,14 +308,32 @@ def _resolve(world: World, actor: Node, verb: str, obj_key: str, target_key: str
     return None, first_reason
 
 
-def _split_verb(words: list[str]) -> tuple[str | None, list[str]]:
-    for phrase in sorted(SYNONYMS, key=len, reverse=True):
-        pw = phrase.split()
-        if words[: len(pw)] == pw:
-            return SYNONYMS[phrase], words[len(pw):]
+_SYNONYM_WORDS = sorted(((p.split(), v) for p, v in SYNONYMS.items()), key=lambda pv: -len(pv[0]))
+
+
+def split_verb(words: list[str]) -> tuple[str | None, list[str]]:
+    """The verb a command starts with (synonyms mapped, longest phrase first) and the words after it."""
+    for phrase, verb in _SYNONYM_WORDS:
+        if words[: len(phrase)] == phrase:
+            return verb, words[len(phrase):]
     if words[0] in VERBS:
         return words[0], words[1:]
     return None, words
+
+
+def arguments(verb: str, words: list[str]) -> list[tuple[str, str | None]]:
+    """Every way to read ``words`` as (object, target) names for ``verb``, splits first.
+
+    Names may hold the separator words themselves ("rare wood from a tree", "path to the cave"),
+    so each occurrence is tried; verbs with an optional target also try the whole phrase as one name.
+    """
+    seps = SEPARATORS.get(verb, ())
+    out: list[tuple[str, str | None]] = [
+        (normalize(" ".join(words[:i])), normalize(" ".join(words[i + 1:])))
+        for i, w in enumerate(words) if w in seps and 0 < i < len(words) - 1]
+    if verb not in ("put", "give", "steal"):
+        out.append((normalize(" ".join(words)), None))
+    return out
 
 
 def parse(world: World, actor: Node, text: str) -> tuple[Action | None, str]:
@@ -336,7 +343,7 @@ def parse(world: World, actor: Node, text: str) -> tuple[Action | None, str]:
     words = text.lower().split()
     if not words:
         return None, "Say what you want to do (type 'help' for the verbs)."
-    verb, rest = _split_verb(words)
+    verb, rest = split_verb(words)
     if verb is None:
         return None, f"Unknown verb '{words[0]}'. Verbs: {', '.join(VERBS)}."
     if not rest:
@@ -346,16 +353,11 @@ def parse(world: World, actor: Node, text: str) -> tuple[Action | None, str]:
         if action is not None:
             return action, ""
         rest = rest[1:]
-    seps = SEPARATORS.get(verb, ())
-    splits = [(rest[:i], rest[i + 1:]) for i, w in enumerate(rest) if w in seps and 0 < i < len(rest) - 1]
-    if verb in ("put", "give", "steal") and not splits:
+    attempts = arguments(verb, rest)
+    if not attempts:
         usage = {"put": "put X in Y (or on Y)", "give": "give X to Y", "steal": "steal X from Y"}[verb]
         return None, f"Usage: {usage}."
     why = ""
-    # "get X" may itself contain "from" inside a name: try the whole phrase as one name too.
-    attempts = [(normalize(" ".join(o)), normalize(" ".join(t))) for o, t in splits]
-    if verb not in ("put", "give", "steal"):
-        attempts.append((normalize(" ".join(rest)), None))
     for obj_key, target_key in attempts:
         action, reason = _resolve(world, actor, verb, obj_key, target_key)
         if action is not None:

@@ -12,9 +12,8 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from lq.world.actions import SEPARATORS, VERBS, Action, _split_verb
+from lq.world.actions import VERBS, Action, split_verb, arguments
 from lq.world.state import WIELDED, WORN, Node, World
-from lq.world.text import normalize
 
 SELF, PARTNER, OTHER = "self", "partner", "other"
 EVENT_VERBS = ("hit", "hug", "eat", "drink")
@@ -36,17 +35,13 @@ class ActGoal:
     @classmethod
     def parse(cls, world: World, text: str, self_id: str, partner_id: str | None = None) -> ActGoal:
         words = text.lower().split()
-        verb, rest = _split_verb(words) if words else (None, [])
+        verb, rest = split_verb(words) if words else (None, [])
         if verb is None or verb not in VERBS:
             raise GoalError(f"goal '{text}': unknown verb; goals use {', '.join(VERBS)}")
         if verb == "go" and rest[:1] == ["to"] and len(rest) > 1:
             rest = rest[1:]
         me = world.nodes[self_id]
-        seps = SEPARATORS.get(verb, ())
-        splits = [(rest[:i], rest[i + 1:]) for i, w in enumerate(rest) if w in seps and 0 < i < len(rest) - 1]
-        attempts = [(normalize(" ".join(o)), normalize(" ".join(t))) for o, t in splits]
-        if verb not in ("put", "give", "steal"):
-            attempts.append((normalize(" ".join(rest)), None))
+        attempts = arguments(verb, rest)
         for obj_key, target_key in attempts:
             obj = _find(world, me, obj_key, "room" if verb == "go" else "agent" if verb in ("follow", "hit", "hug")
                         else "object")
