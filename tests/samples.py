@@ -46,7 +46,7 @@ def quest_json(graph: object | None = None) -> dict:
         "short_motivation": "I need to recover the dragon egg that was stolen and punish the knight.",
         "mid_motivation": "I need to return the golden dragon egg to my treasure hoard.",
         "long_motivation": "I need to build the largest hoard ever attained by any one dragon.",
-        "timeline": [{"label": lab, "action": act} for lab, act in zip(labels, actions)],
+        "timeline": [{"label": lab, "action": act} for lab, act in zip(labels, actions, strict=True)],
         "graph": copy.deepcopy(graph) if graph is not None else tiny_graph(),
     }}
 

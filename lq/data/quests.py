@@ -16,7 +16,7 @@ import json
 import warnings
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, Literal
+from typing import Any
 
 from lq.data.errors import DataFormatError
 from lq.data.fields import Fields
