@@ -4,7 +4,15 @@ Every loader raises :class:`DataFormatError` (naming file, record, field and fix
 """
 
 from lq.data.atomic import AtomicEvent, load_atomic_csv, write_atomic_csv
-from lq.data.demos import DemoAct, DemoCharacter, Demonstration, load_demo_file, load_demos, write_demo_file, write_demos
+from lq.data.demos import (
+    DemoAct,
+    DemoCharacter,
+    Demonstration,
+    load_demo_file,
+    load_demos,
+    write_demo_file,
+    write_demos,
+)
 from lq.data.errors import DataFormatError
 from lq.data.light_db import Character, LightDB, LightObject, Room, load_light_db, write_light_db
 from lq.data.quests import Quest, TimelineStep, load_quest, load_quests, write_quest, write_quests

@@ -12,7 +12,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from lq.world.actions import VERBS, Action, split_verb, arguments
+from lq.world.actions import VERBS, Action, arguments, split_verb
 from lq.world.state import WIELDED, WORN, Node, World
 
 SELF, PARTNER, OTHER = "self", "partner", "other"

@@ -12,9 +12,16 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from lq.data import (DataFormatError, load_atomic_csv, load_demo_file, load_light_db, load_quest,
-                     load_world_graph, write_atomic_csv)
-from lq.data.atomic import AtomicEvent, RELATIONS
+from lq.data import (
+    DataFormatError,
+    load_atomic_csv,
+    load_demo_file,
+    load_light_db,
+    load_quest,
+    load_world_graph,
+    write_atomic_csv,
+)
+from lq.data.atomic import RELATIONS, AtomicEvent
 from tests.samples import demo_json, quest_json, tiny_graph
 
 json_values = st.recursive(
