@@ -41,6 +41,25 @@ def _cmd_data_stats(args: argparse.Namespace) -> int:
     return 0
 
 
+def _cmd_data_affordances(args: argparse.Namespace) -> int:
+    from lq.data.affordances import evaluate, format_scores
+    from lq.data.errors import DataFormatError
+    from lq.data.world_graph import load_world_graph
+
+    worlds = sorted(Path(args.worlds).glob("*.json"))
+    if not worlds:
+        print(f"error: no world graphs (*.json) in {args.worlds}", file=sys.stderr)
+        return 1
+    try:
+        scores = evaluate(load_world_graph(w) for w in worlds)
+    except DataFormatError as err:
+        print(f"error: {err}", file=sys.stderr)
+        return 1
+    print(f"affordance inference against {len(worlds)} LIGHT world graphs in {args.worlds}")
+    print(format_scores(scores))
+    return 0
+
+
 def _cmd_play(args: argparse.Namespace) -> int:
     from lq.data.errors import DataFormatError
     from lq.world.goals import GoalError
@@ -72,6 +91,10 @@ def build_parser() -> argparse.ArgumentParser:
     st = data_sub.add_parser("stats", help="counts and averages of a dataset beside the paper's")
     st.add_argument("path", type=Path, help="dataset folder, quest folder, or demonstrations file/folder")
     st.set_defaults(func=_cmd_data_stats)
+
+    af = data_sub.add_parser("affordances", help="check affordance inference against labelled world graphs")
+    af.add_argument("worlds", type=Path, help="folder of LIGHT world graphs (e.g. ../shared/data/light_worlds)")
+    af.set_defaults(func=_cmd_data_affordances)
 
     pl = sub.add_parser("play", help="play a LIGHT world (or a quest stem) in the terminal")
     pl.add_argument("world", type=Path, help="a LIGHT world graph JSON, or a quest stem JSON")
