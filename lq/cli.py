@@ -41,6 +41,22 @@ def _cmd_data_stats(args: argparse.Namespace) -> int:
     return 0
 
 
+def _cmd_data_generate(args: argparse.Namespace) -> int:
+    from lq.data.errors import DataFormatError
+    from lq.data.generate import generate_dataset
+
+    try:
+        manifest = generate_dataset(args.out, light_db=args.light_db, scale=args.scale, seed=args.seed,
+                                    overwrite=args.overwrite)
+    except (DataFormatError, FileExistsError, ValueError, RuntimeError) as err:
+        print(f"error: {err}", file=sys.stderr)
+        return 1
+    counts = manifest["counts"]
+    print(f"wrote {args.out} in {manifest['seconds']} s (scale {args.scale}, seed {args.seed}): "
+          + "; ".join(f"{k} {'/'.join(str(v) for v in c.values())}" for k, c in counts.items()))
+    return 0
+
+
 def _cmd_data_affordances(args: argparse.Namespace) -> int:
     from lq.data.affordances import evaluate, format_scores
     from lq.data.errors import DataFormatError
@@ -91,6 +107,16 @@ def build_parser() -> argparse.ArgumentParser:
     st = data_sub.add_parser("stats", help="counts and averages of a dataset beside the paper's")
     st.add_argument("path", type=Path, help="dataset folder, quest folder, or demonstrations file/folder")
     st.set_defaults(func=_cmd_data_stats)
+
+    gen = data_sub.add_parser("generate", help="write the embedded default dataset (quests, demos, episodes, ...)")
+    gen.add_argument("out", type=Path, help="output folder (appears only when complete)")
+    gen.add_argument("--light-db", type=Path, metavar="DIR",
+                     help="build from this LIGHT environment DB (rooms/characters/objects.json) instead of lq's own")
+    gen.add_argument("--scale", choices=["tiny", "default", "paper"], default="default",
+                     help="tiny (tests), default (minutes on a laptop) or paper (the paper's counts)")
+    gen.add_argument("--seed", type=int, default=0, help="random seed; the same seed gives the same dataset")
+    gen.add_argument("--overwrite", action="store_true", help="replace OUT if it exists")
+    gen.set_defaults(func=_cmd_data_generate)
 
     af = data_sub.add_parser("affordances", help="check affordance inference against labelled world graphs")
     af.add_argument("worlds", type=Path, help="folder of LIGHT world graphs (e.g. ../shared/data/light_worlds)")

@@ -1,0 +1,130 @@
+"""``lq data generate``: the embedded default dataset, in exactly the real LIGHT formats.
+
+Writes, into one folder that appears only when complete::
+
+    quests/{train,valid,test}/<quest_id>.json   LIGHT-Quests stems
+    demos/{train,valid,test}.json               demonstrations (wild-completions format)
+    episodes/{train,valid,test}.json            goal-free LIGHT-style episodes (same format)
+    chitchat/{train,valid,test}.jsonl           general chit-chat, {"dialogue": [...]} per line
+    atomic/seed.csv                             the ATOMIC-format seed it was built from
+    atomic_light/{train,valid,test}.jsonl       ATOMIC-LIGHT samples (context, tail, relation, event)
+    manifest.json                               seed, scale, DB source and counts
+
+Every record is drawn from its own random stream (seed, kind, split, index), so a seed always gives
+the same dataset, and the tiny scale is a prefix of nothing but itself.
+"""
+
+from __future__ import annotations
+
+import json
+import random
+import time
+from collections.abc import Callable
+from dataclasses import dataclass
+from pathlib import Path
+
+from lq.data.atomic import write_atomic_csv
+from lq.data.atomic_light import build_atomic_light, engine_triples, write_atomic_light
+from lq.data.atomic_seed import seed_events
+from lq.data.default_db import load_default_db
+from lq.data.demos import Demonstration, write_demos
+from lq.data.generate.chitchat import generate_conversation
+from lq.data.generate.demos import generate_demo, generate_episode
+from lq.data.generate.quests import generate_quest
+from lq.data.generate.worlds import Pools
+from lq.data.io import atomic_dir, atomic_open, write_json
+from lq.data.light_db import LightDB, load_light_db
+from lq.data.quests import Quest, write_quests
+from lq.data.splits import SPLITS, Splits
+
+
+@dataclass(frozen=True)
+class Scale:
+    quests: tuple[int, int, int]
+    demos: tuple[int, int, int]
+    episodes: tuple[int, int, int]
+    chitchat: tuple[int, int, int]
+    engine_triples_per_verb: int
+
+
+SCALES = {
+    "tiny": Scale((48, 8, 8), (24, 6, 6), (24, 6, 6), (60, 10, 10), 10),
+    "default": Scale((800, 100, 100), (400, 60, 80), (400, 50, 50), (1000, 100, 100), 40),
+    # paper 3.1: 5982 / 756 / 748 quests, 1800 / 100 / 211 demonstrations; LIGHT: 8538 / 500 / 1000 episodes
+    "paper": Scale((5982, 756, 748), (1800, 100, 211), (8538, 500, 1000), (20000, 1000, 1000), 200),
+}
+
+
+def _stream(seed: int, *key: object) -> random.Random:
+    return random.Random(f"{seed}/" + "/".join(map(str, key)))
+
+
+def _until(count: int, make: Callable[[int], object | None], what: str) -> list:
+    """``count`` items from ``make(attempt)``, which may decline (None); gives up loudly, never silently."""
+    out, attempt = [], 0
+    while len(out) < count:
+        if attempt > 20 * count + 100:
+            raise RuntimeError(f"could not generate {count} {what} ({len(out)} after {attempt} attempts): "
+                               "the environment DB offers too few usable characters and objects")
+        item = make(attempt)
+        attempt += 1
+        if item is not None:
+            out.append(item)
+    return out
+
+
+def generate_dataset(out: str | Path, *, light_db: str | Path | None = None, scale: str = "default", seed: int = 0,
+                     overwrite: bool = False, log: Callable[[str], None] = print) -> dict[str, object]:
+    if scale not in SCALES:
+        raise ValueError(f"unknown scale '{scale}': choose {', '.join(SCALES)}")
+    size = SCALES[scale]
+    db: LightDB = load_light_db(light_db) if light_db else load_default_db()
+    pools = Pools.from_db(db)
+    start = time.perf_counter()
+    quests: Splits[Quest] = Splits()
+    demos: Splits[Demonstration] = Splits()
+    episodes: Splits[Demonstration] = Splits()
+    for k, split in enumerate(SPLITS):
+        quests[split].extend(_until(size.quests[k], lambda i, s=split: generate_quest(
+            pools, _stream(seed, "quest", s, i), f"{s}_{i:05d}"), f"{split} quests"))
+        pool = list(quests[split])
+        _stream(seed, "demo-order", split).shuffle(pool)
+        made: list[Demonstration] = []
+        for i, q in enumerate(pool):
+            if len(made) == size.demos[k]:
+                break
+            d = generate_demo(q, _stream(seed, "demo", split, i))
+            if d is not None:
+                made.append(d)
+        if len(made) < size.demos[k]:
+            raise RuntimeError(f"only {len(made)} of {size.demos[k]} {split} demonstrations could be played")
+        demos[split].extend(made)
+        episodes[split].extend(generate_episode(pools, _stream(seed, "episode", split, i), f"{split}_{i:05d}")
+                               for i in range(size.episodes[k]))
+        log(f"  {split}: {len(quests[split])} quests, {len(demos[split])} demonstrations, "
+            f"{len(episodes[split])} episodes")
+    atomic_events = seed_events()
+    atomic_light = build_atomic_light(atomic_events, db, seed=seed)
+    derived = engine_triples(db, seed=seed, per_verb=size.engine_triples_per_verb)
+    for split in SPLITS:
+        atomic_light[split].extend(derived[split])
+    manifest = {
+        "seed": seed, "scale": scale, "light_db": str(light_db) if light_db else "lq embedded DB",
+        "counts": {"quests": quests.counts(), "demos": demos.counts(), "episodes": episodes.counts(),
+                   "chitchat": dict(zip(SPLITS, size.chitchat, strict=True)), "atomic_light": atomic_light.counts()},
+        "seconds": round(time.perf_counter() - start, 2),
+    }
+    with atomic_dir(out, overwrite=overwrite) as tmp:
+        write_quests(quests, tmp / "quests")
+        write_demos(demos, tmp / "demos")
+        write_demos(episodes, tmp / "episodes")
+        (tmp / "chitchat").mkdir()
+        for k, split in enumerate(SPLITS):
+            with atomic_open(tmp / "chitchat" / f"{split}.jsonl", "w", encoding="utf-8") as handle:
+                for i in range(size.chitchat[k]):
+                    conversation = generate_conversation(_stream(seed, "chitchat", split, i))
+                    handle.write(json.dumps({"dialogue": conversation}) + "\n")
+        write_atomic_csv(atomic_events, tmp / "atomic" / "seed.csv")
+        write_atomic_light(atomic_light, tmp / "atomic_light")
+        write_json(tmp / "manifest.json", manifest)
+    return manifest

@@ -1,0 +1,194 @@
+"""ATOMIC-LIGHT (paper 3.2, 7.4): ATOMIC's xIntent / xEffect / xWant / xNeed triples told of LIGHT characters.
+
+Each triple becomes a sentence from a template ("Before the merchant puts the merchant's trust in
+the guard, the merchant needs to ..."); PersonX and PersonY become LIGHT characters, and blanks
+(``___``) and everyday nouns that have no place in LIGHT are masked and filled with LIGHT nouns.
+The task is to complete the tail among candidates, so a sample is (context, tail).
+
+Filling: ``fill="vocab"`` draws LIGHT nouns at random (seeded). The paper fills with a masked
+language model fine-tuned on LIGHT text, restricted to LIGHT nouns; that filler is not built yet
+(see the project issues), and asking for it raises rather than silently using another.
+
+Beside ATOMIC proper, :func:`engine_triples` derives triples from the engine's verb semantics:
+what a character needs before an action (its preconditions), what follows from it (its effects)
+and what it then wants (the actions it makes possible).
+"""
+
+from __future__ import annotations
+
+import json
+import random
+import re
+from collections.abc import Iterable
+from dataclasses import asdict, dataclass
+from pathlib import Path
+
+from lq.data.affordances import infer
+from lq.data.atomic import LIGHT_RELATIONS, AtomicEvent
+from lq.data.errors import DataFormatError
+from lq.data.io import atomic_open
+from lq.data.light_db import LightDB
+from lq.data.splits import SPLITS, Splits
+
+TEMPLATES = {
+    "xIntent": ("{event}, because {x} wanted", "{event}, because {x} wanted {tail}"),
+    "xNeed": ("Before {event}, {x} needs", "Before {event}, {x} needs {tail}"),
+    "xWant": ("{event}, as a result {x} wants", "{event}, as a result {x} wants {tail}"),
+    "xEffect": ("{event}, as a result {x}", "{event}, as a result {x} {tail}"),
+}
+SPLIT_OF = {"trn": "train", "dev": "valid", "tst": "test"}
+# Everyday nouns with no place in a fantasy world: masked and refilled with LIGHT nouns.
+MODERN = {"car", "cars", "phone", "computer", "office", "school", "job", "email", "internet", "tv", "television",
+          "movie", "movies", "bus", "train", "airport", "store", "mall", "money", "dollars", "game", "games",
+          "restaurant", "class", "homework", "boss", "doctor", "police", "test", "exam", "bank", "party", "work",
+          "apartment", "car's", "laptop", "video", "radio", "coffee", "pizza", "hospital", "college"}
+
+
+@dataclass(frozen=True)
+class AtomicLightSample:
+    context: str
+    tail: str
+    relation: str
+    event: str
+
+    @property
+    def sentence(self) -> str:
+        return f"{self.context} {self.tail}"
+
+
+def light_characters(db: LightDB) -> list[str]:
+    """Singular person names from the DB, as "the merchant"."""
+    out = []
+    for c in db.characters:
+        name = " ".join(c.name.lower().split())
+        if c.char_type == "person" and 0 < len(name.split()) <= 3 and not name.endswith("s"):
+            out.append(name if name.startswith("the ") else f"the {name}")
+    return sorted(set(out))
+
+
+def light_nouns(db: LightDB) -> list[str]:
+    """Single-word base forms of DB objects: LIGHT's noun vocabulary for filling masks."""
+    nouns = {b.lower() for o in db.objects for b in o.base_form if b.isalpha() and len(b) > 2}
+    return sorted(nouns)
+
+
+def _person(text: str, x: str, y: str) -> str:
+    text = re.sub(r"\bPersonX's\b", f"{x}'s", text)
+    text = re.sub(r"\bPersonY's\b", f"{y}'s", text)
+    text = re.sub(r"\b(PersonX|Person X)\b", x, text)
+    text = re.sub(r"\b(PersonY|Person Y)\b", y, text)
+    return re.sub(r"(?<![\w'])([XY])(?![\w'])", lambda m: x if m.group(1) == "X" else y, text)
+
+
+def _fill(text: str, nouns: list[str], rng: random.Random) -> str:
+    text = re.sub(r"_{2,}", lambda _: f"the {rng.choice(nouns)}", text)
+    words = text.split(" ")
+    return " ".join(rng.choice(nouns) if w.lower().strip(".,!?") in MODERN else w for w in words)
+
+
+def build_atomic_light(events: Iterable[AtomicEvent], db: LightDB, *, seed: int = 0, fill: str = "vocab"
+                       ) -> Splits[AtomicLightSample]:
+    """ATOMIC events → ATOMIC-LIGHT samples, split as ATOMIC splits them (trn / dev / tst)."""
+    if fill != "vocab":
+        raise ValueError(f"fill='{fill}' is not available: the masked-LM filler is not built yet; use fill='vocab'")
+    rng = random.Random(seed)
+    people, nouns = light_characters(db), light_nouns(db)
+    if len(people) < 2 or not nouns:
+        raise ValueError("the environment DB needs at least two singular person characters and some object nouns")
+    out: Splits[AtomicLightSample] = Splits()
+    for ev in events:
+        x, y = rng.sample(people, 2)
+        event = _fill(_person(ev.event, x, y), nouns, rng)
+        event = event[:1].upper() + event[1:]
+        for relation in LIGHT_RELATIONS:
+            for tail in ev.relations.get(relation, []):
+                if tail.strip().lower() in ("none", ""):
+                    continue
+                tail_text = _fill(_person(tail.strip(), x, y), nouns, rng)
+                context, _ = TEMPLATES[relation]
+                out[SPLIT_OF[ev.split]].append(AtomicLightSample(
+                    context=context.format(event=event if relation != "xNeed" else event[:1].lower() + event[1:],
+                                           x=x), tail=tail_text, relation=relation, event=ev.event))
+    return out
+
+
+VERB_TRIPLES = {
+    # verb: (what X needs before, what follows, what X may want next)
+    "get": ("to find the {o}", "carries the {o}", ["to {use} the {o}", "to keep the {o} safe"]),
+    "wear": ("to get the {o}", "wears the {o}", ["to show off the {o}"]),
+    "wield": ("to get the {o}", "wields the {o}", ["to fight with the {o}"]),
+    "eat": ("to get the {o}", "is no longer hungry", ["to rest"]),
+    "drink": ("to get the {o}", "is no longer thirsty", ["to rest"]),
+    "give": ("to get the {o}", "no longer has the {o}", ["to be thanked"]),
+    "put": ("to get the {o}", "no longer carries the {o}", ["to remember where the {o} is"]),
+}
+
+
+def engine_triples(db: LightDB, *, seed: int = 0, per_verb: int = 40) -> Splits[AtomicLightSample]:
+    """Triples from the engine's verb semantics: preconditions (xNeed), effects (xEffect), next wants (xWant)."""
+    rng = random.Random(seed)
+    people = light_characters(db)
+    out: Splits[AtomicLightSample] = Splits()
+    by_affordance: dict[str, list[str]] = {v: [] for v in VERB_TRIPLES}
+    for o in db.objects:
+        a = infer(o.name, o.base_form)
+        name = o.name.lower()
+        if not a.gettable:
+            continue
+        by_affordance["get"].append(name)
+        by_affordance["give"].append(name)
+        by_affordance["put"].append(name)
+        for verb, ok in (("wear", a.wearable), ("wield", a.wieldable), ("eat", a.food), ("drink", a.drink)):
+            if ok:
+                by_affordance[verb].append(name)
+    wieldable = set(by_affordance["wield"])
+    for verb, (need, effect, wants) in VERB_TRIPLES.items():
+        objects = by_affordance[verb]
+        for i, o in enumerate(rng.sample(objects, min(per_verb, len(objects)))):
+            x, y = rng.sample(people, 2)
+            verb_s = {"get": "gets", "wear": "wears", "wield": "wields", "eat": "eats", "drink": "drinks",
+                      "give": "gives", "put": "puts"}[verb]
+            what = f"the {o} to {y}" if verb == "give" else f"the {o} away" if verb == "put" else f"the {o}"
+            event = f"{x} {verb_s} {what}"
+            use = "wield" if o in wieldable else "use"
+            split = SPLITS[0] if i % 10 < 8 else SPLITS[1] if i % 10 == 8 else SPLITS[2]
+            rows = [("xNeed", need), ("xEffect", effect), ("xWant", rng.choice(wants))]
+            for relation, tail in rows:
+                context, _ = TEMPLATES[relation]
+                shown = event if relation == "xNeed" else event[:1].upper() + event[1:]
+                out[split].append(AtomicLightSample(context=context.format(event=shown, x=x),
+                                                    tail=tail.format(o=o, use=use), relation=relation, event=event))
+    return out
+
+
+def write_atomic_light(splits: Splits[AtomicLightSample], directory: str | Path) -> None:
+    """``directory/{train,valid,test}.jsonl``, one sample per line."""
+    for split, samples in splits.items():
+        with atomic_open(Path(directory) / f"{split}.jsonl", "w", encoding="utf-8") as handle:
+            for s in samples:
+                handle.write(json.dumps(asdict(s), ensure_ascii=False) + "\n")
+
+
+def load_atomic_light(directory: str | Path) -> Splits[AtomicLightSample]:
+    out: Splits[AtomicLightSample] = Splits()
+    for split in SPLITS:
+        path = Path(directory) / f"{split}.jsonl"
+        try:
+            lines = path.read_text(encoding="utf-8").splitlines()
+        except FileNotFoundError:
+            raise DataFormatError(path, "file not found", fix="ATOMIC-LIGHT folders hold train/valid/test.jsonl") \
+                from None
+        for i, line in enumerate(lines):
+            if not line.strip():
+                continue
+            try:
+                obj = json.loads(line)
+            except json.JSONDecodeError as err:
+                raise DataFormatError(path, f"invalid JSON ({err.msg})", record=f"line {i + 1}",
+                                      fix="one JSON object per line") from None
+            if not isinstance(obj, dict) or not all(isinstance(obj.get(k), str) for k in
+                                                    ("context", "tail", "relation", "event")):
+                raise DataFormatError(path, "expected an object with string fields context, tail, relation, event",
+                                      record=f"line {i + 1}", fix="write samples as lq does")
+            out[split].append(AtomicLightSample(obj["context"], obj["tail"], obj["relation"], obj["event"]))
+    return out
