@@ -11,13 +11,16 @@ export HF_HUB_OFFLINE := 1
 export TRANSFORMERS_OFFLINE := 1
 
 DEST ?= data/release
-DATA ?= data/release/wild_completions
+DATA ?= data/default
+SCALE ?= default
+SEED ?= 0
+LIGHT_DB ?=
 PYTEST_ARGS ?=
 
 WORLD ?= ../shared/data/light_worlds/dragon-village.json
 AS ?=
 
-.PHONY: help venv test test-fast download stats play bench clean
+.PHONY: help venv test test-fast data download stats play bench clean
 
 help: ## show this help
 	@grep -hE '^[a-zA-Z_.-]+:.*?## ' $(MAKEFILE_LIST) | awk 'BEGIN {FS = ":.*?## "}; {printf "  \033[36mmake %-12s\033[0m %s\n", $$1, $$2}'
@@ -40,10 +43,14 @@ test: $(STAMP) ## run the whole test suite (fails if no test runs)
 test-fast: $(STAMP) ## run the tests, skipping those marked slow
 	$(MAKE) test PYTEST_ARGS="-m 'not slow' $(PYTEST_ARGS)"
 
+data: $(STAMP) ## write the embedded default dataset to DATA (SCALE=tiny|default|paper, SEED, LIGHT_DB=dir)
+	$(BIN)/lq data generate $(DATA) --scale $(SCALE) --seed $(SEED) --overwrite $(if $(LIGHT_DB),--light-db $(LIGHT_DB))
+	$(BIN)/lq data stats $(DATA)
+
 download: $(STAMP) ## fetch the public LIGHT-Quests and ATOMIC releases into DEST (needs internet)
 	$(BIN)/lq data download $(DEST)
 
-stats: $(STAMP) ## print dataset statistics beside the paper's: make stats DATA=path
+stats: $(STAMP) ## print dataset statistics beside the paper's (DATA=path, default data/default)
 	$(BIN)/lq data stats $(DATA)
 
 play: $(STAMP) ## play a LIGHT world in the terminal: make play WORLD=path.json [AS=character]

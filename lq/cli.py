@@ -52,7 +52,7 @@ def _cmd_data_generate(args: argparse.Namespace) -> int:
         print(f"error: {err}", file=sys.stderr)
         return 1
     counts = manifest["counts"]
-    print(f"wrote {args.out} in {manifest['seconds']} s (scale {args.scale}, seed {args.seed}): "
+    print(f"wrote {args.out} (scale {args.scale}, seed {args.seed}): "
           + "; ".join(f"{k} {'/'.join(str(v) for v in c.values())}" for k, c in counts.items()))
     return 0
 

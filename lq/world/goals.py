@@ -1,8 +1,8 @@
 """Act goals (paper 4.1): has the goal state been reached, by the self character or by its partner?
 
 A quest's goal is an action text ("get golden dragon egg", "give sword to knight", "hit knight").
-Most goals are states: *get* and *steal* X are reached when self holds X (picked up, stolen, or
-given by the partner: partner act completion); *give X to Y* when Y holds X; *put X in C* when X is
+Most goals are states: *get* and *steal* X are reached when self carries X in hand (picked up,
+stolen, or given by the partner: partner act completion); *give X to Y* when Y holds X; *put X in C* when X is
 in C; *wear* / *wield* / *remove* by the equipment of X on self; *drop X* when X lies on a room
 floor; *go R* when self is in R; *follow Y* when self follows Y. Others are events: *hit Y*, *eat
 X*, *drink X* need self to do them; *hug Y* is also reached when the partner Y hugs self.
@@ -57,8 +57,8 @@ class ActGoal:
         if me is None or obj is None or self.verb in EVENT_VERBS:
             return False
         v = self.verb
-        if v in ("get", "steal"):
-            return me.holds(obj)
+        if v in ("get", "steal"):  # in hand: taking it out of one's own bag also reaches "get X from bag"
+            return obj.container is me
         if v == "give":
             t = world.nodes.get(self.target_id)
             return t is not None and t.holds(obj)

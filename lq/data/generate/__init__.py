@@ -112,7 +112,6 @@ def generate_dataset(out: str | Path, *, light_db: str | Path | None = None, sca
         "seed": seed, "scale": scale, "light_db": str(light_db) if light_db else "lq embedded DB",
         "counts": {"quests": quests.counts(), "demos": demos.counts(), "episodes": episodes.counts(),
                    "chitchat": dict(zip(SPLITS, size.chitchat, strict=True)), "atomic_light": atomic_light.counts()},
-        "seconds": round(time.perf_counter() - start, 2),
     }
     with atomic_dir(out, overwrite=overwrite) as tmp:
         write_quests(quests, tmp / "quests")
@@ -127,4 +126,5 @@ def generate_dataset(out: str | Path, *, light_db: str | Path | None = None, sca
         write_atomic_csv(atomic_events, tmp / "atomic" / "seed.csv")
         write_atomic_light(atomic_light, tmp / "atomic_light")
         write_json(tmp / "manifest.json", manifest)
+    log(f"  generated in {time.perf_counter() - start:.1f} s")
     return manifest
