@@ -69,20 +69,26 @@ def main(argv: list[str] | None = None) -> int:
     if not worlds:
         print(f"no world graphs in {args.worlds}: pass --worlds DIR (LIGHT world JSON files)", file=sys.stderr)
         return 1
-    head = (f"{'world':<22}{'nodes':>6}{'load ms':>9}{'list med us':>13}{'list p95 us':>13}"
-            f"{'list calls/s':>14}{'step med us':>13}{'step p95 us':>13}")
+    head = (
+        f"{'world':<22}{'nodes':>6}{'load ms':>9}{'list med us':>13}{'list p95 us':>13}"
+        f"{'list calls/s':>14}{'step med us':>13}{'step p95 us':>13}"
+    )
     print(head)
     print("-" * len(head))
     worst_list = worst_step = 0.0
     for path in worlds:
         r = bench_world(path, args.steps)
         worst_list, worst_step = max(worst_list, r["list_median_us"]), max(worst_step, r["step_median_us"])
-        print(f"{path.stem:<22}{r['nodes']:>6}{r['load_ms']:>9.2f}{r['list_median_us']:>13.1f}"
-              f"{r['list_p95_us']:>13.1f}{r['list_calls_per_s']:>14,.0f}{r['step_median_us']:>13.1f}"
-              f"{r['step_p95_us']:>13.1f}")
+        print(
+            f"{path.stem:<22}{r['nodes']:>6}{r['load_ms']:>9.2f}{r['list_median_us']:>13.1f}"
+            f"{r['list_p95_us']:>13.1f}{r['list_calls_per_s']:>14,.0f}{r['step_median_us']:>13.1f}"
+            f"{r['step_p95_us']:>13.1f}"
+        )
     print("-" * len(head))
-    print(f"worst median listing {worst_list:.1f} us (target < 100 us); "
-          f"worst median parse-and-execute {worst_step:.1f} us (target < 50 us)")
+    print(
+        f"worst median listing {worst_list:.1f} us (target < 100 us); "
+        f"worst median parse-and-execute {worst_step:.1f} us (target < 50 us)"
+    )
     return 0
 
 

@@ -18,8 +18,10 @@ def _cmd_data_download(args: argparse.Namespace) -> int:
     chosen = [r for r in RESOURCES if not args.only or r.name in args.only]
     unknown = set(args.only or ()) - {r.name for r in RESOURCES}
     if unknown:
-        print(f"error: unknown resource {', '.join(sorted(unknown))}; choose from "
-              f"{', '.join(r.name for r in RESOURCES)}", file=sys.stderr)
+        print(
+            f"error: unknown resource {', '.join(sorted(unknown))}; choose from {', '.join(r.name for r in RESOURCES)}",
+            file=sys.stderr,
+        )
         return 2
     try:
         download_all(args.dest, chosen, timeout=args.timeout, mirror=args.mirror)
@@ -46,14 +48,49 @@ def _cmd_data_generate(args: argparse.Namespace) -> int:
     from lq.data.generate import generate_dataset
 
     try:
-        manifest = generate_dataset(args.out, light_db=args.light_db, scale=args.scale, seed=args.seed,
-                                    overwrite=args.overwrite)
+        manifest = generate_dataset(
+            args.out,
+            light_db=args.light_db,
+            scale=args.scale,
+            seed=args.seed,
+            overwrite=args.overwrite,
+            atomic_fill=args.atomic_fill,
+            mlm_steps=args.mlm_steps,
+        )
     except (DataFormatError, FileExistsError, ValueError, RuntimeError) as err:
         print(f"error: {err}", file=sys.stderr)
         return 1
     counts = manifest["counts"]
-    print(f"wrote {args.out} (scale {args.scale}, seed {args.seed}): "
-          + "; ".join(f"{k} {'/'.join(str(v) for v in c.values())}" for k, c in counts.items()))
+    print(
+        f"wrote {args.out} (scale {args.scale}, seed {args.seed}): "
+        + "; ".join(f"{k} {'/'.join(str(v) for v in c.values())}" for k, c in counts.items())
+    )
+    return 0
+
+
+def _cmd_data_atomic_light(args: argparse.Namespace) -> int:
+    from lq.data.atomic import load_atomic_csv
+    from lq.data.atomic_light import build_atomic_light, light_nouns, write_atomic_light
+    from lq.data.default_db import load_default_db
+    from lq.data.errors import DataFormatError
+    from lq.data.io import atomic_dir
+    from lq.data.light_db import load_light_db
+
+    try:
+        db = load_light_db(args.light_db) if args.light_db else load_default_db()
+        events = [e for path in args.atomic for e in load_atomic_csv(path)]
+        filler = None
+        if args.fill == "mlm":
+            from lq.data.mlm_fill import MaskedLMFiller
+
+            filler = MaskedLMFiller.fine_tune(db, light_nouns(db), steps=args.mlm_steps, seed=args.seed).fill
+        samples = build_atomic_light(events, db, seed=args.seed, filler=filler)
+        with atomic_dir(args.out, overwrite=args.overwrite) as tmp:
+            write_atomic_light(samples, tmp)
+    except (DataFormatError, FileExistsError, ValueError) as err:
+        print(f"error: {err}", file=sys.stderr)
+        return 1
+    print(f"wrote {args.out}: " + ", ".join(f"{k} {v}" for k, v in samples.counts().items()))
     return 0
 
 
@@ -96,10 +133,12 @@ def build_parser() -> argparse.ArgumentParser:
     data_sub = data.add_subparsers(dest="data_command", required=True, metavar="SUBCOMMAND")
 
     dl = data_sub.add_parser("download", help="fetch the public LIGHT-Quests and ATOMIC releases")
-    dl.add_argument("dest", nargs="?", type=Path, default=Path("data/release"),
-                    help="destination folder (default: data/release)")
-    dl.add_argument("--only", nargs="+", metavar="NAME",
-                    help="only these resources: quest_stems, wild_completions, atomic")
+    dl.add_argument(
+        "dest", nargs="?", type=Path, default=Path("data/release"), help="destination folder (default: data/release)"
+    )
+    dl.add_argument(
+        "--only", nargs="+", metavar="NAME", help="only these resources: quest_stems, wild_completions, atomic"
+    )
     dl.add_argument("--timeout", type=float, default=30.0, help="seconds to wait on the network")
     dl.add_argument("--mirror", metavar="URL", help="fetch every file as URL/<file name> (same checksums)")
     dl.set_defaults(func=_cmd_data_download)
@@ -110,13 +149,44 @@ def build_parser() -> argparse.ArgumentParser:
 
     gen = data_sub.add_parser("generate", help="write the embedded default dataset (quests, demos, episodes, ...)")
     gen.add_argument("out", type=Path, help="output folder (appears only when complete)")
-    gen.add_argument("--light-db", type=Path, metavar="DIR",
-                     help="build from this LIGHT environment DB (rooms/characters/objects.json) instead of lq's own")
-    gen.add_argument("--scale", choices=["tiny", "default", "paper"], default="default",
-                     help="tiny (tests), default (minutes on a laptop) or paper (the paper's counts)")
+    gen.add_argument(
+        "--light-db",
+        type=Path,
+        metavar="DIR",
+        help="build from this LIGHT environment DB (rooms/characters/objects.json) instead of lq's own",
+    )
+    gen.add_argument(
+        "--scale",
+        choices=["tiny", "default", "paper"],
+        default="default",
+        help="tiny (tests), default (minutes on a laptop) or paper (the paper's counts)",
+    )
     gen.add_argument("--seed", type=int, default=0, help="random seed; the same seed gives the same dataset")
     gen.add_argument("--overwrite", action="store_true", help="replace OUT if it exists")
+    gen.add_argument(
+        "--atomic-fill",
+        choices=["vocab", "mlm"],
+        default="vocab",
+        help="fill ATOMIC-LIGHT masks with random LIGHT nouns (fast) or a masked LM fine-tuned on "
+        "LIGHT text (the paper's way; minutes on a CPU)",
+    )
+    gen.add_argument("--mlm-steps", type=int, default=300, help="fine-tuning steps for --atomic-fill mlm")
     gen.set_defaults(func=_cmd_data_generate)
+
+    al = data_sub.add_parser("atomic-light", help="build ATOMIC-LIGHT from ATOMIC v4 CSV files")
+    al.add_argument("atomic", type=Path, nargs="+", help="v4_atomic_{trn,dev,tst}.csv (or the aggregated file)")
+    al.add_argument("out", type=Path, help="output folder: train/valid/test.jsonl")
+    al.add_argument("--light-db", type=Path, metavar="DIR", help="LIGHT environment DB (default: lq's own)")
+    al.add_argument(
+        "--fill",
+        choices=["vocab", "mlm"],
+        default="mlm",
+        help="masked LM fine-tuned on LIGHT text (the paper's way) or random LIGHT nouns",
+    )
+    al.add_argument("--mlm-steps", type=int, default=300, help="fine-tuning steps for --fill mlm")
+    al.add_argument("--seed", type=int, default=0)
+    al.add_argument("--overwrite", action="store_true", help="replace OUT if it exists")
+    al.set_defaults(func=_cmd_data_atomic_light)
 
     af = data_sub.add_parser("affordances", help="check affordance inference against labelled world graphs")
     af.add_argument("worlds", type=Path, help="folder of LIGHT world graphs (e.g. ../shared/data/light_worlds)")

@@ -10,23 +10,57 @@ def tiny_graph() -> dict:
     return {
         "agents": ["dragon_1", "knight_2"],
         "nodes": {
-            "lair_0": {"node_id": "lair_0", "name": "dragon's lair", "name_prefix": "the", "room": True,
-                       "agent": False, "object": False, "classes": ["room"], "desc": "A cave of gold.",
-                       "container_node": {"target_id": "VOID"},
-                       "contained_nodes": {"dragon_1": {"target_id": "dragon_1"},
-                                           "knight_2": {"target_id": "knight_2"}},
-                       "neighbors": {}},
-            "dragon_1": {"node_id": "dragon_1", "name": "dragon", "room": False, "agent": True, "object": False,
-                         "classes": ["agent"], "persona": "I am a dragon living in the mountains.",
-                         "container_node": {"target_id": "lair_0"}, "contained_nodes": {}},
-            "knight_2": {"node_id": "knight_2", "name": "knight", "room": False, "agent": True, "object": False,
-                         "classes": ["agent"], "persona": "I am a knight.",
-                         "container_node": {"target_id": "lair_0"},
-                         "contained_nodes": {"egg_3": {"target_id": "egg_3"}}},
-            "egg_3": {"node_id": "egg_3", "name": "golden dragon egg", "room": False, "agent": False,
-                      "object": True, "classes": ["object"], "gettable": True, "wearable": False,
-                      "wieldable": False, "food": False, "drink": False, "container": False,
-                      "container_node": {"target_id": "knight_2"}, "contained_nodes": {}},
+            "lair_0": {
+                "node_id": "lair_0",
+                "name": "dragon's lair",
+                "name_prefix": "the",
+                "room": True,
+                "agent": False,
+                "object": False,
+                "classes": ["room"],
+                "desc": "A cave of gold.",
+                "container_node": {"target_id": "VOID"},
+                "contained_nodes": {"dragon_1": {"target_id": "dragon_1"}, "knight_2": {"target_id": "knight_2"}},
+                "neighbors": {},
+            },
+            "dragon_1": {
+                "node_id": "dragon_1",
+                "name": "dragon",
+                "room": False,
+                "agent": True,
+                "object": False,
+                "classes": ["agent"],
+                "persona": "I am a dragon living in the mountains.",
+                "container_node": {"target_id": "lair_0"},
+                "contained_nodes": {},
+            },
+            "knight_2": {
+                "node_id": "knight_2",
+                "name": "knight",
+                "room": False,
+                "agent": True,
+                "object": False,
+                "classes": ["agent"],
+                "persona": "I am a knight.",
+                "container_node": {"target_id": "lair_0"},
+                "contained_nodes": {"egg_3": {"target_id": "egg_3"}},
+            },
+            "egg_3": {
+                "node_id": "egg_3",
+                "name": "golden dragon egg",
+                "room": False,
+                "agent": False,
+                "object": True,
+                "classes": ["object"],
+                "gettable": True,
+                "wearable": False,
+                "wieldable": False,
+                "food": False,
+                "drink": False,
+                "container": False,
+                "container_node": {"target_id": "knight_2"},
+                "contained_nodes": {},
+            },
         },
         "objects": ["egg_3"],
         "rooms": ["lair_0"],
@@ -35,20 +69,35 @@ def tiny_graph() -> dict:
 
 def quest_json(graph: object | None = None) -> dict:
     """A LIGHT-Quests stem in the release format (the paper's Figure 2 quest)."""
-    labels = ["4 hours ago", "15 minutes ago", "10 minutes ago", "5 minutes from now", "15 minutes from now",
-              "2 hours from now"]
-    actions = ["go to dangerous precipice", "get knights armor from knight", "get golden dragon egg",
-               "put dragon egg on back", "eat the knight", "go to the mountains"]
-    return {"data": {
-        "character": "dragon", "persona": "I am a dragon living in the mountains. I enjoy hoarding treasure.",
-        "description": "You are in the dragon's lair.\nA knight is here.\nYou are carrying nothing.",
-        "goal": "hit knight",
-        "short_motivation": "I need to recover the dragon egg that was stolen and punish the knight.",
-        "mid_motivation": "I need to return the golden dragon egg to my treasure hoard.",
-        "long_motivation": "I need to build the largest hoard ever attained by any one dragon.",
-        "timeline": [{"label": lab, "action": act} for lab, act in zip(labels, actions, strict=True)],
-        "graph": copy.deepcopy(graph) if graph is not None else tiny_graph(),
-    }}
+    labels = [
+        "4 hours ago",
+        "15 minutes ago",
+        "10 minutes ago",
+        "5 minutes from now",
+        "15 minutes from now",
+        "2 hours from now",
+    ]
+    actions = [
+        "go to dangerous precipice",
+        "get knights armor from knight",
+        "get golden dragon egg",
+        "put dragon egg on back",
+        "eat the knight",
+        "go to the mountains",
+    ]
+    return {
+        "data": {
+            "character": "dragon",
+            "persona": "I am a dragon living in the mountains. I enjoy hoarding treasure.",
+            "description": "You are in the dragon's lair.\nA knight is here.\nYou are carrying nothing.",
+            "goal": "hit knight",
+            "short_motivation": "I need to recover the dragon egg that was stolen and punish the knight.",
+            "mid_motivation": "I need to return the golden dragon egg to my treasure hoard.",
+            "long_motivation": "I need to build the largest hoard ever attained by any one dragon.",
+            "timeline": [{"label": lab, "action": act} for lab, act in zip(labels, actions, strict=True)],
+            "graph": copy.deepcopy(graph) if graph is not None else tiny_graph(),
+        }
+    }
 
 
 def demo_json(n_turns: int = 6, tag: str = "") -> dict:
@@ -56,15 +105,35 @@ def demo_json(n_turns: int = 6, tag: str = "") -> dict:
     acts = []
     for i in range(n_turns):
         if i == 3:
-            acts.append({"type": "action", "text": "get golden dragon egg",
-                         "task_data": {"actions": ["get golden dragon egg", "hit knight", "hug knight"]}})
+            acts.append(
+                {
+                    "type": "action",
+                    "text": "get golden dragon egg",
+                    "task_data": {"actions": ["get golden dragon egg", "hit knight", "hug knight"]},
+                }
+            )
         else:
-            acts.append({"type": "speech", "text": f"utterance {i}{tag}",
-                         "task_data": {"actions": ["hit knight", "hug knight"]}})
-    return {"conv_info": {
-        "room": {"category": "Cave", "description": "A cave of gold."},
-        "characters": [[17, {"name": "knight", "personas": ["I am a knight."], "motivation": ""}],
-                       [4, {"name": "dragon", "personas": ["I am a dragon."],
-                            "motivation": "I need to return the golden dragon egg to my treasure hoard."}]],
-        "acts": acts,
-    }}
+            acts.append(
+                {
+                    "type": "speech",
+                    "text": f"utterance {i}{tag}",
+                    "task_data": {"actions": ["hit knight", "hug knight"]},
+                }
+            )
+    return {
+        "conv_info": {
+            "room": {"category": "Cave", "description": "A cave of gold."},
+            "characters": [
+                [17, {"name": "knight", "personas": ["I am a knight."], "motivation": ""}],
+                [
+                    4,
+                    {
+                        "name": "dragon",
+                        "personas": ["I am a dragon."],
+                        "motivation": "I need to return the golden dragon egg to my treasure hoard.",
+                    },
+                ],
+            ],
+            "acts": acts,
+        }
+    }

@@ -15,46 +15,58 @@ from dataclasses import dataclass
 
 from lq.data.world_graph import WorldGraph
 
-WEARABLE = set("""
+WEARABLE = set(
+    """
 hat cap hood helmet helm crown circlet tiara diadem cloak cape robe gown dress tunic shirt blouse coat overcoat
 jacket vest waistcoat trousers breeches pants skirt kilt apron smock boot shoe sandal slipper glove gauntlet
 mitten scarf shawl bandana veil mask belt sash ring necklace amulet pendant bracelet earring brooch locket
 armor armour chainmail mail breastplate hauberk greaves bracer pauldron clothes clothing garment attire outfit
 uniform rags robes gown suit costume jewellery jewelry backpack knapsack satchel spectacles glasses collar
 corset stockings sock socks shawl fur headband headdress turban wig
-""".split())
-WIELDABLE = set("""
+""".split()
+)
+WIELDABLE = set(
+    """
 sword broadsword longsword shortsword rapier sabre saber cutlass scimitar dagger knife blade dirk axe hatchet
 battleaxe mace club cudgel hammer maul flail morningstar spear lance pike halberd trident javelin harpoon bow
 longbow crossbow sling staff stick cane rod wand scepter sceptre whip shield buckler torch pitchfork scythe
 sickle hoe rake shovel spade pickaxe pick chisel tongs crowbar broom fork poker cleaver scalpel saw club
 quarterstaff trowel oar paddle pistol musket cannon tool weapon
-""".split())
-FOOD = set("""
+""".split()
+)
+FOOD = set(
+    """
 apple pear peach plum cherry grape berry berries fruit orange lemon fig date melon banana bread loaf roll bun
 cake pie tart pastry biscuit cookie cracker cheese butter egg eggs meat beef pork mutton lamb venison ham
 bacon sausage chicken fowl duck goose fish trout salmon herring eel stew soup porridge gruel broth carrot
 turnip potato onion cabbage corn wheat grain oats barley rice bean beans pea peas nut nuts acorn mushroom
 honey jam sugar salt candy sweet sweets meal feast ration rations provision provisions jerky vegetable
 vegetables herb herbs seaweed mushroom mushrooms flour dough pudding turkey rabbit
-""".split())
-DRINK = set("""
+""".split()
+)
+DRINK = set(
+    """
 water wine ale beer mead cider milk tea coffee juice potion elixir tonic brew grog rum whiskey whisky brandy
 spirits liquor nectar broth soup
-""".split())
-CONTAINER = set("""
+""".split()
+)
+CONTAINER = set(
+    """
 bag sack pouch purse satchel backpack knapsack basket box chest crate barrel cask keg trunk coffer casket
 bucket pail pot cauldron kettle pan jar jug pitcher bottle flask vial canteen cup mug goblet tankard chalice
 bowl plate dish tray platter urn vase cupboard cabinet wardrobe drawer shelf shelves bookshelf bookcase table
 desk counter bench altar cart wagon wheelbarrow trough sheath scabbard quiver case bin hamper pot
-""".split())
-IMMOVABLE = set("""
+""".split()
+)
+IMMOVABLE = set(
+    """
 tree trees statue throne fountain pond lake stream river well altar anvil forge furnace fireplace hearth oven
 stove wall walls floor ceiling door gate window pillar column arch bridge stairs staircase house building
 barn tower castle wagon cart boulder rock rocks mountain hill field garden orchard stall booth stage
 platform counter cupboard wardrobe bookshelf bookcase shelf shelves bed table desk bench organ bell tapestry
 painting mural carpet rug tent ship boat vine vines bush bushes hedge grass mud area ground road path
-""".split())
+""".split()
+)
 AFFORDANCE_NAMES = ("gettable", "wearable", "wieldable", "food", "drink", "container")
 _SPLIT = {"of", "with", "for", "from", "in", "on", "made", "filled", "full", "and", "that", "which", "to"}
 
@@ -78,7 +90,7 @@ def head_and_rest(name: str) -> tuple[str, list[str]]:
     words = _words(name)
     for i, w in enumerate(words):
         if w in _SPLIT and i > 0:
-            return words[i - 1], words[i + 1:]
+            return words[i - 1], words[i + 1 :]
     return (words[-1] if words else ""), []
 
 

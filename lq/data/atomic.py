@@ -29,8 +29,12 @@ class AtomicEvent:
     split: str = "trn"
 
     def to_row(self) -> list[str]:
-        return [self.event, *(json.dumps(self.relations.get(r, [])) for r in RELATIONS),
-                json.dumps(self.prefix), self.split]
+        return [
+            self.event,
+            *(json.dumps(self.relations.get(r, [])) for r in RELATIONS),
+            json.dumps(self.prefix),
+            self.split,
+        ]
 
 
 def _json_list(cell: str, path: Path, line: int, column: str) -> list[str]:
@@ -39,8 +43,13 @@ def _json_list(cell: str, path: Path, line: int, column: str) -> list[str]:
     except json.JSONDecodeError:
         value = None
     if not isinstance(value, list) or not all(isinstance(v, str) for v in value):
-        raise DataFormatError(path, f"expected a JSON list of strings, found {cell[:60]!r}", record=f"line {line}",
-                              field=column, fix='write the cell as a JSON list, e.g. ["none"]')
+        raise DataFormatError(
+            path,
+            f"expected a JSON list of strings, found {cell[:60]!r}",
+            record=f"line {line}",
+            field=column,
+            fix='write the cell as a JSON list, e.g. ["none"]',
+        )
     return value
 
 
@@ -61,28 +70,51 @@ def load_atomic_csv(path: str | Path) -> list[AtomicEvent]:
                 raise DataFormatError(path, "empty file", fix="an ATOMIC CSV starts with its header row")
             missing = [c for c in COLUMNS if c not in header]
             if missing:
-                raise DataFormatError(path, f"header lacks {', '.join(missing)}", record="line 1", field=missing[0],
-                                      fix=f"the header must name {', '.join(COLUMNS)}")
+                raise DataFormatError(
+                    path,
+                    f"header lacks {', '.join(missing)}",
+                    record="line 1",
+                    field=missing[0],
+                    fix=f"the header must name {', '.join(COLUMNS)}",
+                )
             index = {c: header.index(c) for c in COLUMNS}
             for row in reader:
                 line = reader.line_num
                 if not any(cell.strip() for cell in row):
                     continue
                 if len(row) != len(header):
-                    raise DataFormatError(path, f"has {len(row)} cells, the header has {len(header)}",
-                                          record=f"line {line}", fix="quote cells that contain commas")
+                    raise DataFormatError(
+                        path,
+                        f"has {len(row)} cells, the header has {len(header)}",
+                        record=f"line {line}",
+                        fix="quote cells that contain commas",
+                    )
                 event = row[index["event"]]
                 if not event.strip():
-                    raise DataFormatError(path, "empty event", record=f"line {line}", field="event",
-                                          fix="give the event text, e.g. 'PersonX gets a sword'")
+                    raise DataFormatError(
+                        path,
+                        "empty event",
+                        record=f"line {line}",
+                        field="event",
+                        fix="give the event text, e.g. 'PersonX gets a sword'",
+                    )
                 split = row[index["split"]]
                 if split not in ATOMIC_SPLITS:
-                    raise DataFormatError(path, f"unknown split '{split}'", record=f"line {line}", field="split",
-                                          fix=f"use one of {', '.join(ATOMIC_SPLITS)}")
-                events.append(AtomicEvent(
-                    event=event,
-                    relations={r: _json_list(row[index[r]], path, line, r) for r in RELATIONS},
-                    prefix=_json_list(row[index["prefix"]], path, line, "prefix"), split=split))
+                    raise DataFormatError(
+                        path,
+                        f"unknown split '{split}'",
+                        record=f"line {line}",
+                        field="split",
+                        fix=f"use one of {', '.join(ATOMIC_SPLITS)}",
+                    )
+                events.append(
+                    AtomicEvent(
+                        event=event,
+                        relations={r: _json_list(row[index[r]], path, line, r) for r in RELATIONS},
+                        prefix=_json_list(row[index["prefix"]], path, line, "prefix"),
+                        split=split,
+                    )
+                )
         except csv.Error as err:
             raise DataFormatError(path, f"malformed CSV: {err}", fix="repair the quoting on that line") from None
         except UnicodeDecodeError as err:

@@ -5,9 +5,9 @@ the guard, the merchant needs to ..."); PersonX and PersonY become LIGHT charact
 (``___``) and everyday nouns that have no place in LIGHT are masked and filled with LIGHT nouns.
 The task is to complete the tail among candidates, so a sample is (context, tail).
 
-Filling: ``fill="vocab"`` draws LIGHT nouns at random (seeded). The paper fills with a masked
-language model fine-tuned on LIGHT text, restricted to LIGHT nouns; that filler is not built yet
-(see the project issues), and asking for it raises rather than silently using another.
+Filling: as in the paper, a masked language model fine-tuned on LIGHT text chooses the LIGHT noun
+for each mask (:class:`lq.data.mlm_fill.MaskedLMFiller`, pass ``filler=``); without one, nouns
+are drawn at random from LIGHT's noun vocabulary (seeded), which is what the fast default uses.
 
 Beside ATOMIC proper, :func:`engine_triples` derives triples from the engine's verb semantics:
 what a character needs before an action (its preconditions), what follows from it (its effects)
@@ -19,7 +19,7 @@ from __future__ import annotations
 import json
 import random
 import re
-from collections.abc import Iterable
+from collections.abc import Callable, Iterable
 from dataclasses import asdict, dataclass
 from pathlib import Path
 
@@ -28,6 +28,7 @@ from lq.data.atomic import LIGHT_RELATIONS, AtomicEvent
 from lq.data.errors import DataFormatError
 from lq.data.io import atomic_open
 from lq.data.light_db import LightDB
+from lq.data.names import looks_singular, strip_article
 from lq.data.splits import SPLITS, Splits
 
 TEMPLATES = {
@@ -38,10 +39,50 @@ TEMPLATES = {
 }
 SPLIT_OF = {"trn": "train", "dev": "valid", "tst": "test"}
 # Everyday nouns with no place in a fantasy world: masked and refilled with LIGHT nouns.
-MODERN = {"car", "cars", "phone", "computer", "office", "school", "job", "email", "internet", "tv", "television",
-          "movie", "movies", "bus", "train", "airport", "store", "mall", "money", "dollars", "game", "games",
-          "restaurant", "class", "homework", "boss", "doctor", "police", "test", "exam", "bank", "party", "work",
-          "apartment", "car's", "laptop", "video", "radio", "coffee", "pizza", "hospital", "college"}
+MODERN = {
+    "car",
+    "cars",
+    "phone",
+    "computer",
+    "office",
+    "school",
+    "job",
+    "email",
+    "internet",
+    "tv",
+    "television",
+    "movie",
+    "movies",
+    "bus",
+    "train",
+    "airport",
+    "store",
+    "mall",
+    "money",
+    "dollars",
+    "game",
+    "games",
+    "restaurant",
+    "class",
+    "homework",
+    "boss",
+    "doctor",
+    "police",
+    "test",
+    "exam",
+    "bank",
+    "party",
+    "work",
+    "apartment",
+    "car's",
+    "laptop",
+    "video",
+    "radio",
+    "coffee",
+    "pizza",
+    "hospital",
+    "college",
+}
 
 
 @dataclass(frozen=True)
@@ -58,12 +99,13 @@ class AtomicLightSample:
 
 def light_characters(db: LightDB) -> list[str]:
     """Singular person names from the DB, as "the merchant"."""
-    out = []
-    for c in db.characters:
-        name = " ".join(c.name.lower().split())
-        if c.char_type == "person" and 0 < len(name.split()) <= 3 and not name.endswith("s"):
-            out.append(name if name.startswith("the ") else f"the {name}")
-    return sorted(set(out))
+    return sorted(
+        {
+            f"the {strip_article(c.name).lower()}"
+            for c in db.characters
+            if c.char_type == "person" and looks_singular(c.name, max_words=3)
+        }
+    )
 
 
 def light_nouns(db: LightDB) -> list[str]:
@@ -80,35 +122,57 @@ def _person(text: str, x: str, y: str) -> str:
     return re.sub(r"(?<![\w'])([XY])(?![\w'])", lambda m: x if m.group(1) == "X" else y, text)
 
 
-def _fill(text: str, nouns: list[str], rng: random.Random) -> str:
-    text = re.sub(r"_{2,}", lambda _: f"the {rng.choice(nouns)}", text)
-    words = text.split(" ")
-    return " ".join(rng.choice(nouns) if w.lower().strip(".,!?") in MODERN else w for w in words)
+def mask(text: str) -> str:
+    """Blanks (``___``) and nouns with no place in LIGHT become ``[MASK]``."""
+    text = re.sub(r"_{2,}", "the [MASK]", text)
+    return " ".join("[MASK]" if w.lower().strip(".,!?") in MODERN else w for w in text.split(" "))
 
 
-def build_atomic_light(events: Iterable[AtomicEvent], db: LightDB, *, seed: int = 0, fill: str = "vocab"
-                       ) -> Splits[AtomicLightSample]:
-    """ATOMIC events → ATOMIC-LIGHT samples, split as ATOMIC splits them (trn / dev / tst)."""
-    if fill != "vocab":
-        raise ValueError(f"fill='{fill}' is not available: the masked-LM filler is not built yet; use fill='vocab'")
+def build_atomic_light(
+    events: Iterable[AtomicEvent], db: LightDB, *, seed: int = 0, filler: Callable[[list[str]], list[str]] | None = None
+) -> Splits[AtomicLightSample]:
+    """ATOMIC events → ATOMIC-LIGHT samples, split as ATOMIC splits them (trn / dev / tst).
+
+    ``filler`` fills the ``[MASK]`` slots of a list of texts (e.g. ``MaskedLMFiller(...).fill``);
+    without it each slot gets a random LIGHT noun.
+    """
     rng = random.Random(seed)
     people, nouns = light_characters(db), light_nouns(db)
     if len(people) < 2 or not nouns:
         raise ValueError("the environment DB needs at least two singular person characters and some object nouns")
-    out: Splits[AtomicLightSample] = Splits()
+    events_masked: list[tuple[str, str]] = []  # (masked event text, X) per ATOMIC event
+    rows: list[tuple[int, str, str, str, str]] = []  # event index, split, relation, masked tail, ATOMIC event
     for ev in events:
         x, y = rng.sample(people, 2)
-        event = _fill(_person(ev.event, x, y), nouns, rng)
-        event = event[:1].upper() + event[1:]
+        events_masked.append((mask(_person(ev.event, x, y)), x))
         for relation in LIGHT_RELATIONS:
             for tail in ev.relations.get(relation, []):
-                if tail.strip().lower() in ("none", ""):
-                    continue
-                tail_text = _fill(_person(tail.strip(), x, y), nouns, rng)
-                context, _ = TEMPLATES[relation]
-                out[SPLIT_OF[ev.split]].append(AtomicLightSample(
-                    context=context.format(event=event if relation != "xNeed" else event[:1].lower() + event[1:],
-                                           x=x), tail=tail_text, relation=relation, event=ev.event))
+                if tail.strip().lower() not in ("none", ""):
+                    rows.append(
+                        (
+                            len(events_masked) - 1,
+                            SPLIT_OF[ev.split],
+                            relation,
+                            mask(_person(tail.strip(), x, y)),
+                            ev.event,
+                        )
+                    )
+    texts = [e for e, _ in events_masked] + [r[3] for r in rows]
+    if filler is not None:
+        texts = filler(texts)
+    else:
+        texts = [re.sub(r"\[MASK\]", lambda _: rng.choice(nouns), t) for t in texts]
+    filled_events, tails = texts[: len(events_masked)], texts[len(events_masked) :]
+    out: Splits[AtomicLightSample] = Splits()
+    for (e, split, relation, _, atomic_event), tail in zip(rows, tails, strict=True):
+        event, x = filled_events[e], events_masked[e][1]
+        shown = event[:1].lower() + event[1:] if relation == "xNeed" else event[:1].upper() + event[1:]
+        context, _ = TEMPLATES[relation]
+        out[split].append(
+            AtomicLightSample(
+                context=context.format(event=shown, x=x), tail=tail, relation=relation, event=atomic_event
+            )
+        )
     return out
 
 
@@ -146,8 +210,15 @@ def engine_triples(db: LightDB, *, seed: int = 0, per_verb: int = 40) -> Splits[
         objects = by_affordance[verb]
         for i, o in enumerate(rng.sample(objects, min(per_verb, len(objects)))):
             x, y = rng.sample(people, 2)
-            verb_s = {"get": "gets", "wear": "wears", "wield": "wields", "eat": "eats", "drink": "drinks",
-                      "give": "gives", "put": "puts"}[verb]
+            verb_s = {
+                "get": "gets",
+                "wear": "wears",
+                "wield": "wields",
+                "eat": "eats",
+                "drink": "drinks",
+                "give": "gives",
+                "put": "puts",
+            }[verb]
             what = f"the {o} to {y}" if verb == "give" else f"the {o} away" if verb == "put" else f"the {o}"
             event = f"{x} {verb_s} {what}"
             use = "wield" if o in wieldable else "use"
@@ -156,8 +227,14 @@ def engine_triples(db: LightDB, *, seed: int = 0, per_verb: int = 40) -> Splits[
             for relation, tail in rows:
                 context, _ = TEMPLATES[relation]
                 shown = event if relation == "xNeed" else event[:1].upper() + event[1:]
-                out[split].append(AtomicLightSample(context=context.format(event=shown, x=x),
-                                                    tail=tail.format(o=o, use=use), relation=relation, event=event))
+                out[split].append(
+                    AtomicLightSample(
+                        context=context.format(event=shown, x=x),
+                        tail=tail.format(o=o, use=use),
+                        relation=relation,
+                        event=event,
+                    )
+                )
     return out
 
 
@@ -176,19 +253,26 @@ def load_atomic_light(directory: str | Path) -> Splits[AtomicLightSample]:
         try:
             lines = path.read_text(encoding="utf-8").splitlines()
         except FileNotFoundError:
-            raise DataFormatError(path, "file not found", fix="ATOMIC-LIGHT folders hold train/valid/test.jsonl") \
-                from None
+            raise DataFormatError(
+                path, "file not found", fix="ATOMIC-LIGHT folders hold train/valid/test.jsonl"
+            ) from None
         for i, line in enumerate(lines):
             if not line.strip():
                 continue
             try:
                 obj = json.loads(line)
             except json.JSONDecodeError as err:
-                raise DataFormatError(path, f"invalid JSON ({err.msg})", record=f"line {i + 1}",
-                                      fix="one JSON object per line") from None
-            if not isinstance(obj, dict) or not all(isinstance(obj.get(k), str) for k in
-                                                    ("context", "tail", "relation", "event")):
-                raise DataFormatError(path, "expected an object with string fields context, tail, relation, event",
-                                      record=f"line {i + 1}", fix="write samples as lq does")
+                raise DataFormatError(
+                    path, f"invalid JSON ({err.msg})", record=f"line {i + 1}", fix="one JSON object per line"
+                ) from None
+            if not isinstance(obj, dict) or not all(
+                isinstance(obj.get(k), str) for k in ("context", "tail", "relation", "event")
+            ):
+                raise DataFormatError(
+                    path,
+                    "expected an object with string fields context, tail, relation, event",
+                    record=f"line {i + 1}",
+                    fix="write samples as lq does",
+                )
             out[split].append(AtomicLightSample(obj["context"], obj["tail"], obj["relation"], obj["event"]))
     return out

@@ -79,16 +79,19 @@ class Demonstration:
         return PARTNER if turn % 2 == 0 else SELF
 
     def self_acts(self, act_type: str | None = None) -> list[DemoAct]:
-        return [a for i, a in enumerate(self.acts)
-                if i % 2 == 1 and (act_type is None or a.type == act_type)]
+        return [a for i, a in enumerate(self.acts) if i % 2 == 1 and (act_type is None or a.type == act_type)]
 
     def count(self, act_type: str) -> int:
         return sum(a.type == act_type for a in self.acts)
 
     def to_json(self) -> dict[str, Any]:
         room = {"category": self.room_category, "description": self.room_description, **self.room_extra}
-        conv = {"room": room, "characters": [self.partner.to_json(), self.self_character.to_json()],
-                "acts": [a.to_json() for a in self.acts], **self.conv_extra}
+        conv = {
+            "room": room,
+            "characters": [self.partner.to_json(), self.self_character.to_json()],
+            "acts": [a.to_json() for a in self.acts],
+            **self.conv_extra,
+        }
         return {"conv_info": conv, **self.extra}
 
     @classmethod
@@ -98,35 +101,55 @@ class Demonstration:
         rf = Fields(f.dict("room"), path, record, "room")
         chars = f.list("characters")
         if len(chars) != 2:
-            raise f.error("characters", f"has {len(chars)} entries, expected 2 (partner first, self second)",
-                          "list exactly [[partner_id, {...}], [self_id, {...}]]")
+            raise f.error(
+                "characters",
+                f"has {len(chars)} entries, expected 2 (partner first, self second)",
+                "list exactly [[partner_id, {...}], [self_id, {...}]]",
+            )
         partner, self_character = (_character(c, path, record, i) for i, c in enumerate(chars))
         acts_raw = f.list("acts")
         if not acts_raw:
             raise f.error("acts", "has no turns", "give the demonstration at least one act")
         return cls(
-            room_category=rf.str("category"), room_description=rf.str("description"),
-            partner=partner, self_character=self_character,
+            room_category=rf.str("category"),
+            room_description=rf.str("description"),
+            partner=partner,
+            self_character=self_character,
             acts=[_act(a, path, record, i) for i, a in enumerate(acts_raw)],
             room_extra=rf.extra({"category", "description"}),
-            conv_extra=f.extra({"room", "characters", "acts"}), extra=outer.extra({"conv_info"}),
+            conv_extra=f.extra({"room", "characters", "acts"}),
+            extra=outer.extra({"conv_info"}),
         )
 
 
 def _character(entry: Any, path: str | Path | None, record: int | None, i: int) -> DemoCharacter:
     name = f"characters[{i}]"
     if not isinstance(entry, list) or len(entry) != 2:
-        raise DataFormatError(path, "expected a pair [id, {name, personas, motivation}]", record=record,
-                              field=name, fix="write each character as [id, {...}]")
+        raise DataFormatError(
+            path,
+            "expected a pair [id, {name, personas, motivation}]",
+            record=record,
+            field=name,
+            fix="write each character as [id, {...}]",
+        )
     cid, info = entry
     if not isinstance(cid, (str, int)) or isinstance(cid, bool):
-        raise DataFormatError(path, "character id must be a string or an integer", record=record,
-                              field=f"{name}[0]", fix="use the character's id")
+        raise DataFormatError(
+            path,
+            "character id must be a string or an integer",
+            record=record,
+            field=f"{name}[0]",
+            fix="use the character's id",
+        )
     cf = Fields(info, path, record, f"{name}[1]")
     try:
-        return DemoCharacter(id=cid, name=cf.str("name", nonempty=True), personas=cf.str_list("personas"),
-                             motivation=cf.str("motivation"),
-                             extra=cf.extra({"name", "personas", "motivation"}))
+        return DemoCharacter(
+            id=cid,
+            name=cf.str("name", nonempty=True),
+            personas=cf.str_list("personas"),
+            motivation=cf.str("motivation"),
+            extra=cf.extra({"name", "personas", "motivation"}),
+        )
     except DataFormatError as err:
         raise DataFormatError(path, err.problem, record=record, field=f"{name}.{err.field}", fix=err.fix) from None
 
@@ -142,8 +165,13 @@ def _act(obj: Any, path: str | Path | None, record: int | None, i: int) -> DemoA
             tf = Fields(af.obj["task_data"], path, record, "task_data")
             actions = tf.str_list("actions", None)
             td_extra = tf.extra({"actions"})
-        return DemoAct(type=kind, text=af.str("text"), actions=actions, task_data_extra=td_extra,  # type: ignore[arg-type]
-                       extra=af.extra({"type", "text", "task_data"}))
+        return DemoAct(
+            type=kind,
+            text=af.str("text"),
+            actions=actions,
+            task_data_extra=td_extra,  # type: ignore[arg-type]
+            extra=af.extra({"type", "text", "task_data"}),
+        )
     except DataFormatError as err:
         raise DataFormatError(path, err.problem, record=record, field=f"acts[{i}].{err.field}", fix=err.fix) from None
 
@@ -151,8 +179,11 @@ def _act(obj: Any, path: str | Path | None, record: int | None, i: int) -> DemoA
 def load_demo_file(path: str | Path) -> list[Demonstration]:
     data = read_json(path)
     if not isinstance(data, list):
-        raise DataFormatError(path, f"expected a JSON list of demonstrations, found {type(data).__name__}",
-                              fix="the file must be [ {\"conv_info\": ...}, ... ]")
+        raise DataFormatError(
+            path,
+            f"expected a JSON list of demonstrations, found {type(data).__name__}",
+            fix='the file must be [ {"conv_info": ...}, ... ]',
+        )
     return [Demonstration.from_json(d, path, i) for i, d in enumerate(data)]
 
 
@@ -167,8 +198,11 @@ def load_demos(path: str | Path) -> Splits[Demonstration]:
         files = [path / f"{s}.json" for s in SPLITS]
         missing = [p.name for p in files if not p.is_file()]
         if missing:
-            raise DataFormatError(path, f"missing {', '.join(missing)}",
-                                  fix="a demonstrations folder holds train.json, valid.json and test.json")
+            raise DataFormatError(
+                path,
+                f"missing {', '.join(missing)}",
+                fix="a demonstrations folder holds train.json, valid.json and test.json",
+            )
         return Splits(*(load_demo_file(p) for p in files))
     return split_by_percent(load_demo_file(path))
 

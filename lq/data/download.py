@@ -11,7 +11,6 @@ from __future__ import annotations
 import hashlib
 import http.client
 import os
-import socket
 import sys
 import tarfile
 import urllib.error
@@ -42,16 +41,29 @@ class Resource:
 
 # Checksums as pinned by the LIGHT project's own build scripts (facebookresearch/LIGHT).
 RESOURCES: tuple[Resource, ...] = (
-    Resource("quest_stems", "http://parl.ai/downloads/light_project/quests/quest_stems.tar.gz",
-             "743d9a9dc85e9fd7737c6cb51762deae684382de326bf724cde5b72bcf7c7c7d", "quest_stems.tar.gz",
-             extract=True, description="LIGHT-Quests stems, one JSON per quest (7486)"),
-    Resource("wild_completions",
-             "http://parl.ai/downloads/light_project/quests/wild_chats/formatted_wild_completions.json",
-             "2ea8ae86a8f1f935d50055205a7d2cab243d8d01b34662cd7368cb2d578f5b8b",
-             "formatted_wild_completions.json", description="human demonstrations (2111)"),
-    Resource("atomic", "https://storage.googleapis.com/ai2-mosaic/public/atomic/v1.0/atomic_data.tgz",
-             "f22779944e6613044d530875dd9592a333be2e3cb83d25493b36bba7c59b2ba9", "atomic_data.tgz",
-             extract=True, description="ATOMIC v1.0 (v4_atomic_*.csv)"),
+    Resource(
+        "quest_stems",
+        "http://parl.ai/downloads/light_project/quests/quest_stems.tar.gz",
+        "743d9a9dc85e9fd7737c6cb51762deae684382de326bf724cde5b72bcf7c7c7d",
+        "quest_stems.tar.gz",
+        extract=True,
+        description="LIGHT-Quests stems, one JSON per quest (7486)",
+    ),
+    Resource(
+        "wild_completions",
+        "http://parl.ai/downloads/light_project/quests/wild_chats/formatted_wild_completions.json",
+        "2ea8ae86a8f1f935d50055205a7d2cab243d8d01b34662cd7368cb2d578f5b8b",
+        "formatted_wild_completions.json",
+        description="human demonstrations (2111)",
+    ),
+    Resource(
+        "atomic",
+        "https://storage.googleapis.com/ai2-mosaic/public/atomic/v1.0/atomic_data.tgz",
+        "f22779944e6613044d530875dd9592a333be2e3cb83d25493b36bba7c59b2ba9",
+        "atomic_data.tgz",
+        extract=True,
+        description="ATOMIC v1.0 (v4_atomic_*.csv)",
+    ),
 )
 
 
@@ -68,7 +80,8 @@ def _offline_error(url: str, reason: object) -> DownloadError:
     return DownloadError(
         f"cannot reach {host} ({reason}). `lq data download` needs internet access. On an offline machine, "
         f"copy the release files into the destination folder by hand (they are resumed and checksummed from "
-        f"there), or run `lq data generate` for the embedded default data.")
+        f"there), or run `lq data generate` for the embedded default data."
+    )
 
 
 def _fetch(url: str, part: Path, timeout: float, progress: Callable[[int, int | None], None] | None) -> None:
@@ -97,17 +110,25 @@ def _fetch(url: str, part: Path, timeout: float, progress: Callable[[int, int | 
                     done += len(block)
                     if progress:
                         progress(done, total_bytes)
-        except (socket.timeout, OSError, http.client.HTTPException) as err:
-            raise DownloadError(f"{url}: connection lost after {done} bytes ({err}); run the command again "
-                                f"to resume from {part}") from None
+        except (TimeoutError, OSError, http.client.HTTPException) as err:
+            raise DownloadError(
+                f"{url}: connection lost after {done} bytes ({err}); run the command again to resume from {part}"
+            ) from None
         # http.client returns a short body without complaint when the server closes early.
         if total_bytes is not None and done < total_bytes:
-            raise DownloadError(f"{url}: connection lost after {done} of {total_bytes} bytes; run the command "
-                                f"again to resume from {part}")
+            raise DownloadError(
+                f"{url}: connection lost after {done} of {total_bytes} bytes; run the command "
+                f"again to resume from {part}"
+            )
 
 
-def download_resource(resource: Resource, dest: str | Path, *, timeout: float = 30.0,
-                      progress: Callable[[int, int | None], None] | None = None) -> Path:
+def download_resource(
+    resource: Resource,
+    dest: str | Path,
+    *,
+    timeout: float = 30.0,
+    progress: Callable[[int, int | None], None] | None = None,
+) -> Path:
     """Fetch one resource into ``dest``; returns the file, or the unpacked folder for archives."""
     dest = Path(dest)
     dest.mkdir(parents=True, exist_ok=True)
@@ -118,8 +139,10 @@ def download_resource(resource: Resource, dest: str | Path, *, timeout: float = 
         got = sha256_of(part)
         if got != resource.sha256:
             part.unlink()
-            raise DownloadError(f"{resource.url}: checksum mismatch (expected sha256 {resource.sha256}, got {got}); "
-                                f"the partial file was removed, run the command again")
+            raise DownloadError(
+                f"{resource.url}: checksum mismatch (expected sha256 {resource.sha256}, got {got}); "
+                f"the partial file was removed, run the command again"
+            )
         os.replace(part, final)
     if not resource.extract:
         return final
@@ -139,8 +162,14 @@ def mirrored(resource: Resource, mirror: str) -> Resource:
     return replace(resource, url=f"{mirror.rstrip('/')}/{resource.filename}")
 
 
-def download_all(dest: str | Path, resources: Iterable[Resource] = RESOURCES, *, timeout: float = 30.0,
-                 mirror: str | None = None, log: Callable[[str], None] = print) -> dict[str, Path]:
+def download_all(
+    dest: str | Path,
+    resources: Iterable[Resource] = RESOURCES,
+    *,
+    timeout: float = 30.0,
+    mirror: str | None = None,
+    log: Callable[[str], None] = print,
+) -> dict[str, Path]:
     out = {}
     for r in resources:
         if mirror:

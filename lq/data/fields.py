@@ -10,15 +10,27 @@ from lq.data.errors import DataFormatError
 
 _MISSING: Any = object()
 
-_TYPE_NAMES = {str: "a string", int: "an integer", float: "a number", bool: "true or false",
-               list: "a list", dict: "an object"}
+_TYPE_NAMES = {
+    str: "a string",
+    int: "an integer",
+    float: "a number",
+    bool: "true or false",
+    list: "a list",
+    dict: "an object",
+}
 
 
 def _describe(value: Any) -> str:
     if value is None:
         return "null"
-    return {bool: "a boolean", int: "an integer", float: "a number", str: "a string",
-            list: "a list", dict: "an object"}.get(type(value), type(value).__name__)
+    return {
+        bool: "a boolean",
+        int: "an integer",
+        float: "a number",
+        str: "a string",
+        list: "a list",
+        dict: "an object",
+    }.get(type(value), type(value).__name__)
 
 
 class Fields:
@@ -30,8 +42,12 @@ class Fields:
 
     def __init__(self, obj: Any, path: str | Path | None, record: str | int | None, what: str = "record"):
         if not isinstance(obj, dict):
-            raise DataFormatError(path, f"expected {what} to be a JSON object, found {_describe(obj)}",
-                                  record=record, fix=f"make each {what} a JSON object {{...}}")
+            raise DataFormatError(
+                path,
+                f"expected {what} to be a JSON object, found {_describe(obj)}",
+                record=record,
+                fix=f"make each {what} a JSON object {{...}}",
+            )
         self.obj = obj
         self.path = path
         self.record = record
@@ -43,7 +59,7 @@ class Fields:
         if key in self.obj:
             return self.obj[key]
         if default is _MISSING:
-            raise self.error(key, "missing required field", f"add \"{key}\" to this record")
+            raise self.error(key, "missing required field", f'add "{key}" to this record')
         return default
 
     def _typed(self, key: str, types: tuple[type, ...], default: Any, nullable: bool = False) -> Any:
@@ -55,14 +71,13 @@ class Fields:
         ok = isinstance(value, types) and not (isinstance(value, bool) and bool not in types)
         if not ok:
             expected = " or ".join(_TYPE_NAMES.get(t, t.__name__) for t in types)
-            raise self.error(key, f"expected {expected}, found {_describe(value)}",
-                             f"set \"{key}\" to {expected}")
+            raise self.error(key, f"expected {expected}, found {_describe(value)}", f'set "{key}" to {expected}')
         return value
 
     def str(self, key: str, default: Any = _MISSING, *, nonempty: bool = False, nullable: bool = False) -> str:
         value = self._typed(key, (str,), default, nullable=nullable)
         if nonempty and isinstance(value, str) and not value.strip():
-            raise self.error(key, "is empty", f"give \"{key}\" a non-empty value")
+            raise self.error(key, "is empty", f'give "{key}" a non-empty value')
         return value
 
     def int(self, key: str, default: Any = _MISSING) -> int:
@@ -72,7 +87,7 @@ class Fields:
         """A boolean affordance; LIGHT also writes these as 0.0/1.0 numbers."""
         value = self._typed(key, (bool, int, float), default, nullable=True)
         if isinstance(value, float) and not math.isfinite(value):
-            raise self.error(key, f"expected true/false or a number, found {value}", f"set \"{key}\" to true or false")
+            raise self.error(key, f"expected true/false or a number, found {value}", f'set "{key}" to true or false')
         return bool(value)
 
     def list(self, key: str, default: Any = _MISSING) -> list:
@@ -87,10 +102,13 @@ class Fields:
             return value
         for i, item in enumerate(value):
             if not isinstance(item, str):
-                raise self.error(f"{key}[{i}]", f"expected a string, found {_describe(item)}",
-                                 f"make every entry of \"{key}\" a string")
+                raise self.error(
+                    f"{key}[{i}]",
+                    f"expected a string, found {_describe(item)}",
+                    f'make every entry of "{key}" a string',
+                )
         if nonempty and not value:
-            raise self.error(key, "is an empty list", f"give \"{key}\" at least one entry")
+            raise self.error(key, "is an empty list", f'give "{key}" at least one entry')
         return value
 
     def extra(self, known: set[str] | frozenset[str]) -> dict[str, Any]:

@@ -50,13 +50,17 @@ def read_json(path: str | Path) -> Any:
     except IsADirectoryError:
         raise DataFormatError(path, "is a directory, expected a JSON file", fix="pass the file inside it") from None
     except UnicodeDecodeError as err:
-        raise DataFormatError(path, f"not UTF-8 text ({err.reason} at byte {err.start})",
-                              fix="re-save the file as UTF-8") from None
+        raise DataFormatError(
+            path, f"not UTF-8 text ({err.reason} at byte {err.start})", fix="re-save the file as UTF-8"
+        ) from None
     try:
         return json.loads(text)
     except json.JSONDecodeError as err:
-        raise DataFormatError(path, f"invalid JSON at line {err.lineno}, column {err.colno}: {err.msg}",
-                              fix="repair the JSON syntax there") from None
+        raise DataFormatError(
+            path,
+            f"invalid JSON at line {err.lineno}, column {err.colno}: {err.msg}",
+            fix="repair the JSON syntax there",
+        ) from None
 
 
 @contextmanager

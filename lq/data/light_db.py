@@ -33,12 +33,22 @@ class Room:
     @classmethod
     def from_json(cls, obj: Any, path: str | Path | None = None, record: int | None = None) -> Room:
         f = Fields(obj, path, record, "room")
-        return cls(id=f.int("id"), name=f.str("name", nonempty=True), category=f.str("category"),
-                   description=f.str("description"), extra=f.extra(cls._KNOWN))
+        return cls(
+            id=f.int("id"),
+            name=f.str("name", nonempty=True),
+            category=f.str("category"),
+            description=f.str("description"),
+            extra=f.extra(cls._KNOWN),
+        )
 
     def to_json(self) -> dict[str, Any]:
-        return {"category": self.category, "name": self.name, "description": self.description,
-                "id": self.id, **self.extra}
+        return {
+            "category": self.category,
+            "name": self.name,
+            "description": self.description,
+            "id": self.id,
+            **self.extra,
+        }
 
 
 @dataclass
@@ -56,13 +66,26 @@ class Character:
     @classmethod
     def from_json(cls, obj: Any, path: str | Path | None = None, record: int | None = None) -> Character:
         f = Fields(obj, path, record, "character")
-        return cls(id=f.int("id"), name=f.str("name", nonempty=True), char_type=f.str("char_type"),
-                   persona=f.str_list("persona"), description=f.str("description"),
-                   emojis=f.str_list("emojis", []), extra=f.extra(cls._KNOWN))
+        return cls(
+            id=f.int("id"),
+            name=f.str("name", nonempty=True),
+            char_type=f.str("char_type"),
+            persona=f.str_list("persona"),
+            description=f.str("description"),
+            emojis=f.str_list("emojis", []),
+            extra=f.extra(cls._KNOWN),
+        )
 
     def to_json(self) -> dict[str, Any]:
-        return {"char_type": self.char_type, "name": self.name, "persona": self.persona, "id": self.id,
-                "description": self.description, "emojis": self.emojis, **self.extra}
+        return {
+            "char_type": self.char_type,
+            "name": self.name,
+            "persona": self.persona,
+            "id": self.id,
+            "description": self.description,
+            "emojis": self.emojis,
+            **self.extra,
+        }
 
 
 @dataclass
@@ -80,13 +103,24 @@ class LightObject:
     @classmethod
     def from_json(cls, obj: Any, path: str | Path | None = None, record: int | None = None) -> LightObject:
         f = Fields(obj, path, record, "object")
-        return cls(id=f.int("id"), name=f.str("name", nonempty=True), base_form=f.str_list("base_form"),
-                   descriptions=f.str_list("descripton"), emojis=f.str_list("emojis", []),
-                   extra=f.extra(cls._KNOWN))
+        return cls(
+            id=f.int("id"),
+            name=f.str("name", nonempty=True),
+            base_form=f.str_list("base_form"),
+            descriptions=f.str_list("descripton"),
+            emojis=f.str_list("emojis", []),
+            extra=f.extra(cls._KNOWN),
+        )
 
     def to_json(self) -> dict[str, Any]:
-        return {"base_form": self.base_form, "name": self.name, "descripton": self.descriptions,
-                "id": self.id, "emojis": self.emojis, **self.extra}
+        return {
+            "base_form": self.base_form,
+            "name": self.name,
+            "descripton": self.descriptions,
+            "id": self.id,
+            "emojis": self.emojis,
+            **self.extra,
+        }
 
 
 @dataclass
@@ -102,14 +136,22 @@ class LightDB:
 def _load_list(path: Path, cls: type) -> list:
     data = read_json(path)
     if not isinstance(data, list):
-        raise DataFormatError(path, f"expected a JSON list of records, found {type(data).__name__}",
-                              fix="the file must be [ {...}, {...} ] as in the LIGHT release")
+        raise DataFormatError(
+            path,
+            f"expected a JSON list of records, found {type(data).__name__}",
+            fix="the file must be [ {...}, {...} ] as in the LIGHT release",
+        )
     records = [cls.from_json(obj, path, i) for i, obj in enumerate(data)]
     seen: dict[int, int] = {}
     for i, rec in enumerate(records):
         if rec.id in seen:
-            raise DataFormatError(path, f"duplicate id {rec.id} (also record {seen[rec.id]})", record=i,
-                                  field="id", fix="give every record its own id")
+            raise DataFormatError(
+                path,
+                f"duplicate id {rec.id} (also record {seen[rec.id]})",
+                record=i,
+                field="id",
+                fix="give every record its own id",
+            )
         seen[rec.id] = i
     return records
 
@@ -118,11 +160,16 @@ def load_light_db(directory: str | Path) -> LightDB:
     """Load ``rooms.json``, ``characters.json`` and ``objects.json`` from ``directory``."""
     directory = Path(directory)
     if not directory.is_dir():
-        raise DataFormatError(directory, "LIGHT DB directory not found",
-                              fix="pass a folder holding rooms.json, characters.json and objects.json")
-    return LightDB(rooms=_load_list(directory / ROOMS_FILE, Room),
-                   characters=_load_list(directory / CHARACTERS_FILE, Character),
-                   objects=_load_list(directory / OBJECTS_FILE, LightObject))
+        raise DataFormatError(
+            directory,
+            "LIGHT DB directory not found",
+            fix="pass a folder holding rooms.json, characters.json and objects.json",
+        )
+    return LightDB(
+        rooms=_load_list(directory / ROOMS_FILE, Room),
+        characters=_load_list(directory / CHARACTERS_FILE, Character),
+        objects=_load_list(directory / OBJECTS_FILE, LightObject),
+    )
 
 
 def write_light_db(db: LightDB, directory: str | Path) -> None:

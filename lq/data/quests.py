@@ -77,35 +77,51 @@ class Quest:
         f = Fields(outer.dict("data"), path, "data", "quest")
         steps_raw = f.list("timeline")
         if len(steps_raw) != TIMELINE_STEPS:
-            raise f.error("timeline", f"has {len(steps_raw)} steps, expected {TIMELINE_STEPS} "
-                          "(three past, three future; the goal is stored apart)",
-                          f"give exactly {TIMELINE_STEPS} {{\"label\", \"action\"}} steps")
+            raise f.error(
+                "timeline",
+                f"has {len(steps_raw)} steps, expected {TIMELINE_STEPS} "
+                "(three past, three future; the goal is stored apart)",
+                f'give exactly {TIMELINE_STEPS} {{"label", "action"}} steps',
+            )
         timeline = []
         for i, step in enumerate(steps_raw):
             sf = Fields(step, path, "data", f"timeline[{i}]")
             try:
-                timeline.append(TimelineStep(sf.str("label"), sf.str("action", nonempty=True),
-                                             sf.extra({"label", "action"})))
+                timeline.append(
+                    TimelineStep(sf.str("label"), sf.str("action", nonempty=True), sf.extra({"label", "action"}))
+                )
             except DataFormatError as err:
-                raise DataFormatError(path, err.problem, record="data", field=f"timeline[{i}].{err.field}",
-                                      fix=err.fix) from None
+                raise DataFormatError(
+                    path, err.problem, record="data", field=f"timeline[{i}].{err.field}", fix=err.fix
+                ) from None
         graph_value = f.obj.get("graph")
         graph = parse_world_graph(graph_value, path, "data.graph") if graph_value is not None else None
         return cls(
             quest_id=quest_id if quest_id is not None else (Path(path).stem if path else ""),
-            character=f.str("character", nonempty=True), persona=f.str("persona"),
-            description=f.str("description"), goal=f.str("goal", nonempty=True),
-            short_motivation=f.str("short_motivation"), mid_motivation=f.str("mid_motivation"),
-            long_motivation=f.str("long_motivation"), timeline=timeline, graph=graph,
+            character=f.str("character", nonempty=True),
+            persona=f.str("persona"),
+            description=f.str("description"),
+            goal=f.str("goal", nonempty=True),
+            short_motivation=f.str("short_motivation"),
+            mid_motivation=f.str("mid_motivation"),
+            long_motivation=f.str("long_motivation"),
+            timeline=timeline,
+            graph=graph,
             graph_as_string=isinstance(graph_value, str),
-            extra=f.extra(cls._KNOWN), file_extra=outer.extra({"data"}),
+            extra=f.extra(cls._KNOWN),
+            file_extra=outer.extra({"data"}),
         )
 
     def to_json(self) -> dict[str, Any]:
         data: dict[str, Any] = {
-            "character": self.character, "persona": self.persona, "description": self.description,
-            "goal": self.goal, "short_motivation": self.short_motivation, "mid_motivation": self.mid_motivation,
-            "long_motivation": self.long_motivation, "timeline": [s.to_json() for s in self.timeline],
+            "character": self.character,
+            "persona": self.persona,
+            "description": self.description,
+            "goal": self.goal,
+            "short_motivation": self.short_motivation,
+            "mid_motivation": self.mid_motivation,
+            "long_motivation": self.long_motivation,
+            "timeline": [s.to_json() for s in self.timeline],
         }
         if self.graph is not None:
             g = self.graph.to_json()
@@ -140,8 +156,11 @@ def load_quests(directory: str | Path, *, skip_invalid: bool = False) -> Splits[
     """All quests under ``directory``, split into train / valid / test (see the module doc)."""
     directory = Path(directory)
     if not directory.is_dir():
-        raise DataFormatError(directory, "quest folder not found",
-                              fix="pass a folder of quest JSON files (or with train/ valid/ test/ inside)")
+        raise DataFormatError(
+            directory,
+            "quest folder not found",
+            fix="pass a folder of quest JSON files (or with train/ valid/ test/ inside)",
+        )
     if all((directory / s).is_dir() for s in SPLITS):
         return Splits(*(_load_many(sorted((directory / s).glob("*.json")), skip_invalid) for s in SPLITS))
     files = sorted(directory.rglob("*.json"))

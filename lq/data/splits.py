@@ -36,7 +36,7 @@ class Splits(Generic[T]):
 def split_by_tenths(items: Sequence[T]) -> Splits[T]:
     """80 / 10 / 10 in the given order, as the original LIGHT-Quests builder does (``x = int(0.1 n)``)."""
     x = int(0.1 * len(items))
-    return Splits(list(items[: 8 * x]), list(items[8 * x: 9 * x]), list(items[9 * x:]))
+    return Splits(list(items[: 8 * x]), list(items[8 * x : 9 * x]), list(items[9 * x :]))
 
 
 def split_by_percent(items: Sequence[T]) -> Splits[T]:

@@ -12,10 +12,19 @@ from lq.data.splits import SPLITS, Splits
 
 # LIGHT-Quests as reported in the paper (section 3.1, Figure 3, section 4.1).
 PAPER = {
-    "quests/train": 5982, "quests/valid": 756, "quests/test": 748, "quests/total": 7486,
-    "demos/train": 1800, "demos/valid": 100, "demos/test": 211, "demos/total": 2111,
-    "mean turns per demo": 12.92, "mean actions per demo": 2.18, "mean utterances per demo": 10.74,
-    "distinct actions": 4710, "distinct utterances": 22672,
+    "quests/train": 5982,
+    "quests/valid": 756,
+    "quests/test": 748,
+    "quests/total": 7486,
+    "demos/train": 1800,
+    "demos/valid": 100,
+    "demos/test": 211,
+    "demos/total": 2111,
+    "mean turns per demo": 12.92,
+    "mean actions per demo": 2.18,
+    "mean utterances per demo": 10.74,
+    "distinct actions": 4710,
+    "distinct utterances": 22672,
 }
 
 
@@ -30,8 +39,9 @@ def find_dataset(path: str | Path) -> DatasetPaths:
     a quest folder, a demonstrations folder or a demonstrations file."""
     path = Path(path)
     if not path.exists():
-        raise DataFormatError(path, "not found", fix="pass a dataset folder written by `lq data generate` "
-                              "or a downloaded release")
+        raise DataFormatError(
+            path, "not found", fix="pass a dataset folder written by `lq data generate` or a downloaded release"
+        )
     if path.is_file():
         return DatasetPaths(None, path)
     quests, demos = path / "quests", path / "demos"
@@ -67,8 +77,9 @@ def compute_stats(quests: Splits[Quest] | None, demos: Splits[Demonstration] | N
 
 def dataset_stats(path: str | Path) -> dict[str, float]:
     where = find_dataset(path)
-    return compute_stats(load_quests(where.quests) if where.quests else None,
-                         load_demos(where.demos) if where.demos else None)
+    return compute_stats(
+        load_quests(where.quests) if where.quests else None, load_demos(where.demos) if where.demos else None
+    )
 
 
 def _fmt(key: str, value: float) -> str:

@@ -84,8 +84,13 @@ class GraphNode:
             out["contained_nodes"] = {cid: {"target_id": cid} for cid in self.contained_ids}
         if self.kind == "room" and changed("neighbors"):
             out["neighbors"] = {
-                tid: {"examine_desc": e.examine_desc, "label": e.label, "locked_edge": e.locked_edge,
-                      "target_id": e.target_id, **e.extra}
+                tid: {
+                    "examine_desc": e.examine_desc,
+                    "label": e.label,
+                    "locked_edge": e.locked_edge,
+                    "target_id": e.target_id,
+                    **e.extra,
+                }
                 for tid, e in self.neighbors.items()
             }
         if self.kind == "object":
@@ -108,8 +113,11 @@ def _node_kind(f: Fields) -> NodeKind:
         flags = [k for k in ("room", "agent", "object") if k in classes]
         if len(flags) == 1:
             return flags[0]  # type: ignore[return-value]
-    raise f.error("room/agent/object", f"node must be exactly one of room, agent, object (found {flags or 'none'})",
-                  "set exactly one of \"room\", \"agent\", \"object\" to true")
+    raise f.error(
+        "room/agent/object",
+        f"node must be exactly one of room, agent, object (found {flags or 'none'})",
+        'set exactly one of "room", "agent", "object" to true',
+    )
 
 
 def _target(f: Fields, key: str) -> str:
@@ -131,23 +139,35 @@ def parse_node(obj: Any, path: str | Path | None, key: str) -> GraphNode:
     kind = _node_kind(f)
     node_id = f.str("node_id", nonempty=True)
     if node_id != key:
-        raise f.error("node_id", f"node_id '{node_id}' differs from its key '{key}'",
-                      "make the key of each entry in \"nodes\" its node_id")
+        raise f.error(
+            "node_id",
+            f"node_id '{node_id}' differs from its key '{key}'",
+            'make the key of each entry in "nodes" its node_id',
+        )
     contained = f.dict("contained_nodes", {})
     for cid, ref in contained.items():
         Fields(ref, path, f"node '{key}'", f"contained_nodes['{cid}']").str("target_id", nonempty=True)
     classes = f.str_list("classes", [])
     node = GraphNode(
-        node_id=node_id, kind=kind, name=f.str("name", nonempty=True),
-        container_id=_target(f, "container_node"), contained_ids=list(contained),
-        name_prefix=f.str("name_prefix", "a"), desc=f.str("desc", ""), raw=dict(obj),
+        node_id=node_id,
+        kind=kind,
+        name=f.str("name", nonempty=True),
+        container_id=_target(f, "container_node"),
+        contained_ids=list(contained),
+        name_prefix=f.str("name_prefix", "a"),
+        desc=f.str("desc", ""),
+        raw=dict(obj),
     )
     if kind == "room":
         for tid, e in f.dict("neighbors", {}).items():
             ef = Fields(e, path, f"node '{key}'", f"neighbors['{tid}']")
-            node.neighbors[tid] = Edge(target_id=ef.str("target_id", nonempty=True), label=ef.str("label", ""),
-                                       examine_desc=ef.str("examine_desc", None, nullable=True), locked_edge=e.get("locked_edge"),
-                                       extra=ef.extra(Edge._KNOWN))
+            node.neighbors[tid] = Edge(
+                target_id=ef.str("target_id", nonempty=True),
+                label=ef.str("label", ""),
+                examine_desc=ef.str("examine_desc", None, nullable=True),
+                locked_edge=e.get("locked_edge"),
+                extra=ef.extra(Edge._KNOWN),
+            )
             if node.neighbors[tid].target_id != tid:
                 raise ef.error("target_id", f"target_id differs from its key '{tid}'", "make them equal")
     elif kind == "object":
@@ -210,10 +230,12 @@ class WorldGraph:
             listed[key] = f.str_list(key, [])
             for nid in listed[key]:
                 if nid not in nodes or nodes[nid].kind != key[:-1]:
-                    raise f.error(key, f"lists '{nid}', which is not a {key[:-1]} node",
-                                  f"remove it from \"{key}\" or add the {key[:-1]} to \"nodes\"")
-        return cls(nodes=nodes, title=f.str("title", None, nullable=True), extra=f.extra(cls._KNOWN),
-                   listed=listed)
+                    raise f.error(
+                        key,
+                        f"lists '{nid}', which is not a {key[:-1]} node",
+                        f'remove it from "{key}" or add the {key[:-1]} to "nodes"',
+                    )
+        return cls(nodes=nodes, title=f.str("title", None, nullable=True), extra=f.extra(cls._KNOWN), listed=listed)
 
 
 def _check_references(nodes: dict[str, GraphNode], path: str | Path | None) -> None:
@@ -223,27 +245,50 @@ def _check_references(nodes: dict[str, GraphNode], path: str | Path | None) -> N
         if n.container_id == VOID:
             pass
         elif n.container_id not in nodes:
-            raise DataFormatError(path, f"container '{n.container_id}' is not a node", record=record,
-                                  field="container_node", fix="point it at a node in \"nodes\" (or VOID for rooms)")
+            raise DataFormatError(
+                path,
+                f"container '{n.container_id}' is not a node",
+                record=record,
+                field="container_node",
+                fix='point it at a node in "nodes" (or VOID for rooms)',
+            )
         elif nid not in nodes[n.container_id].contained_ids:
-            raise DataFormatError(path, f"is inside '{n.container_id}', which does not list it", record=record,
-                                  field="container_node",
-                                  fix=f"add '{nid}' to contained_nodes of '{n.container_id}'")
+            raise DataFormatError(
+                path,
+                f"is inside '{n.container_id}', which does not list it",
+                record=record,
+                field="container_node",
+                fix=f"add '{nid}' to contained_nodes of '{n.container_id}'",
+            )
         if n.kind == "room" and n.container_id != VOID:
-            raise DataFormatError(path, "a room must not be inside another node", record=record,
-                                  field="container_node", fix="set its target_id to \"VOID\"")
+            raise DataFormatError(
+                path,
+                "a room must not be inside another node",
+                record=record,
+                field="container_node",
+                fix='set its target_id to "VOID"',
+            )
     # Second pass, once every node's own container is known good: the lists that point the other way.
     for nid, n in nodes.items():
         record = f"node '{nid}'"
         for cid in n.contained_ids:
             if cid not in nodes or nodes[cid].container_id != nid:
-                raise DataFormatError(path, f"lists '{cid}' as contained, but that node is not inside it",
-                                      record=record, field="contained_nodes",
-                                      fix=f"remove '{cid}' or set its container_node to '{nid}'")
+                raise DataFormatError(
+                    path,
+                    f"lists '{cid}' as contained, but that node is not inside it",
+                    record=record,
+                    field="contained_nodes",
+                    fix=f"remove '{cid}' or set its container_node to '{nid}'",
+                )
         for tid in n.neighbors:
             if tid not in nodes or nodes[tid].kind != "room":
-                raise DataFormatError(path, f"neighbour '{tid}' is not a room node", record=record,
-                                      field="neighbors", fix="point every neighbour at a room in \"nodes\"")
+                raise DataFormatError(
+                    path,
+                    f"neighbour '{tid}' is not a room node",
+                    record=record,
+                    field="neighbors",
+                    fix='point every neighbour at a room in "nodes"',
+                )
 
 
 def parse_world_graph(value: Any, path: str | Path | None = None, record: str | int | None = None) -> WorldGraph:
@@ -252,8 +297,13 @@ def parse_world_graph(value: Any, path: str | Path | None = None, record: str | 
         try:
             value = json.loads(value)
         except json.JSONDecodeError as err:
-            raise DataFormatError(path, f"graph string is not valid JSON ({err.msg})", record=record,
-                                  field="graph", fix="embed the world graph as a JSON object or valid JSON string") from None
+            raise DataFormatError(
+                path,
+                f"graph string is not valid JSON ({err.msg})",
+                record=record,
+                field="graph",
+                fix="embed the world graph as a JSON object or valid JSON string",
+            ) from None
     return WorldGraph.from_json(value, path, record)
 
 

@@ -4,5 +4,16 @@ from lq.world.actions import VERBS, Action, StepResult, execute, parse, step, va
 from lq.world.goals import ActGoal, GoalError
 from lq.world.state import Node, World
 
-__all__ = ["VERBS", "ActGoal", "Action", "GoalError", "Node", "StepResult", "World", "execute", "parse", "step",
-           "valid_actions"]
+__all__ = [
+    "VERBS",
+    "ActGoal",
+    "Action",
+    "GoalError",
+    "Node",
+    "StepResult",
+    "World",
+    "execute",
+    "parse",
+    "step",
+    "valid_actions",
+]

@@ -18,11 +18,21 @@ from typing import NamedTuple
 from lq.world.state import WIELDED, WORN, Node, World
 from lq.world.text import capitalize, normalize
 
-VERBS = ("go", "follow", "hit", "hug", "get", "put", "drop", "steal", "give", "wear", "wield", "remove", "eat",
-         "drink")
+VERBS = ("go", "follow", "hit", "hug", "get", "put", "drop", "steal", "give", "wear", "wield", "remove", "eat", "drink")
 # Other words players use, mapped to a verb (longest first when matching).
-SYNONYMS = {"pick up": "get", "take": "get", "grab": "get", "put down": "drop", "walk": "go", "move": "go",
-            "attack": "hit", "embrace": "hug", "take off": "remove", "unequip": "remove", "equip": "wield"}
+SYNONYMS = {
+    "pick up": "get",
+    "take": "get",
+    "grab": "get",
+    "put down": "drop",
+    "walk": "go",
+    "move": "go",
+    "attack": "hit",
+    "embrace": "hug",
+    "take off": "remove",
+    "unequip": "remove",
+    "equip": "wield",
+}
 SEPARATORS = {"get": ("from",), "put": ("in", "on", "into", "onto"), "steal": ("from",), "give": ("to",)}
 
 
@@ -55,6 +65,7 @@ class StepResult:
 
 # -- preconditions: None when possible, else why not (second person, for the actor) -------------------
 
+
 def _here(actor: Node, other: Node) -> bool:
     return other.container is actor.container and other is not actor
 
@@ -73,8 +84,11 @@ def _reachable_container(actor: Node, c: Node) -> bool:
 
 def _why_not(verb: str, actor: Node, o: Node, t: Node | None) -> str | None:
     if verb == "go":
-        return None if o.kind == "room" and actor.container is not None and o.id in actor.container.neighbors \
+        return (
+            None
+            if o.kind == "room" and actor.container is not None and o.id in actor.container.neighbors
             else f"You can't go to {o.name} from here."
+        )
     if verb in ("follow", "hit", "hug"):
         if o.kind != "agent" or not _here(actor, o):
             return f"You can't {verb} {o.the()}."
@@ -88,13 +102,19 @@ def _why_not(verb: str, actor: Node, o: Node, t: Node | None) -> str | None:
             return f"You can't pick up {o.the()}."
         if t is None:
             return None if o.container is actor.container else f"{capitalize(o.the())} is not here for the taking."
-        return None if _reachable_container(actor, t) and o.container is t \
+        return (
+            None
+            if _reachable_container(actor, t) and o.container is t
             else f"{capitalize(o.the())} is not {t.surface if t.kind == 'object' else 'with'} {t.the()}."
+        )
     if verb == "put":
         if not _free(actor, o):
             return f"You aren't holding {o.the()} free in your hands."
-        return None if t is not None and t is not o and _reachable_container(actor, t) \
+        return (
+            None
+            if t is not None and t is not o and _reachable_container(actor, t)
             else f"You can't put {o.the()} there."
+        )
     if verb == "drop":
         return None if _free(actor, o) else f"You aren't holding {o.the()} free in your hands."
     if verb == "give":
@@ -104,8 +124,11 @@ def _why_not(verb: str, actor: Node, o: Node, t: Node | None) -> str | None:
     if verb == "steal":
         if t is None or t.kind != "agent" or not _here(actor, t):
             return "There is no one here to steal from."
-        return None if o.container is t and o.equipped is None and o.gettable \
+        return (
+            None
+            if o.container is t and o.equipped is None and o.gettable
             else f"{capitalize(t.the())} has no {o.name} you could take."
+        )
     if verb == "wear":
         return None if _free(actor, o) and o.wearable else f"You can't wear {o.the()}."
     if verb == "wield":
@@ -121,6 +144,7 @@ def _why_not(verb: str, actor: Node, o: Node, t: Node | None) -> str | None:
 
 # -- effects ---------------------------------------------------------------------------------------
 
+
 def _apply(world: World, actor: Node, a: Action) -> tuple[str, str]:
     """Change the state; return (what the actor sees, what others in the room see)."""
     verb, o, t = a
@@ -132,8 +156,11 @@ def _apply(world: World, actor: Node, a: Action) -> tuple[str, str]:
         world.move(actor, o)
         for f in followers:
             world.move(f, o)
-        tail = f" {capitalize(' and '.join(f.the() for f in followers))} follow{'s' if len(followers) == 1 else ''} you." \
-            if followers else ""
+        tail = (
+            f" {capitalize(' and '.join(f.the() for f in followers))} follow{'s' if len(followers) == 1 else ''} you."
+            if followers
+            else ""
+        )
         return f"You go to {o.name}.{tail}\n{world.describe(actor)}", f"{Me} leaves towards {o.name}."
     if verb == "follow":
         actor.following = o
@@ -172,6 +199,7 @@ def _apply(world: World, actor: Node, a: Action) -> tuple[str, str]:
 
 
 # -- listing ---------------------------------------------------------------------------------------
+
 
 def valid_actions(world: World, actor: Node) -> dict[str, Action]:
     """Every action ``actor`` can take now, by canonical text, in a stable order.
@@ -244,6 +272,7 @@ def valid_actions(world: World, actor: Node) -> dict[str, Action]:
 
 # -- parsing ---------------------------------------------------------------------------------------
 
+
 def _scope(world: World, actor: Node, verb: str, role: str) -> Iterator[Node]:
     """Candidates for an argument, in the order the listing visits them."""
     room = actor.container
@@ -270,8 +299,7 @@ def _scope(world: World, actor: Node, verb: str, role: str) -> Iterator[Node]:
         yield from actor.contents.values()
 
 
-def _resolve(world: World, actor: Node, verb: str, obj_key: str, target_key: str | None
-             ) -> tuple[Action | None, str]:
+def _resolve(world: World, actor: Node, verb: str, obj_key: str, target_key: str | None) -> tuple[Action | None, str]:
     """First possible action matching the names; else the reason the first match is impossible."""
     if target_key is None:
         objs = [n for n in _scope(world, actor, verb, "obj") if n.key == obj_key]
@@ -294,8 +322,11 @@ def _resolve(world: World, actor: Node, verb: str, obj_key: str, target_key: str
                         return Action(verb, o, t), ""
                     first_reason = first_reason or reason
         t = targets[0]
-        return None, first_reason or (f"{capitalize(t.the())} has no '{obj_key}'." if verb == "steal"
-                                      else f"There is no '{obj_key}' {t.surface} {t.the()}.")
+        return None, first_reason or (
+            f"{capitalize(t.the())} has no '{obj_key}'."
+            if verb == "steal"
+            else f"There is no '{obj_key}' {t.surface} {t.the()}."
+        )
     objs = [n for n in _scope(world, actor, verb, "obj") if n.key == obj_key]
     if not objs:
         return None, f"You aren't carrying '{obj_key}'."
@@ -315,7 +346,7 @@ def split_verb(words: list[str]) -> tuple[str | None, list[str]]:
     """The verb a command starts with (synonyms mapped, longest phrase first) and the words after it."""
     for phrase, verb in _SYNONYM_WORDS:
         if words[: len(phrase)] == phrase:
-            return verb, words[len(phrase):]
+            return verb, words[len(phrase) :]
     if words[0] in VERBS:
         return words[0], words[1:]
     return None, words
@@ -329,8 +360,10 @@ def arguments(verb: str, words: list[str]) -> list[tuple[str, str | None]]:
     """
     seps = SEPARATORS.get(verb, ())
     out: list[tuple[str, str | None]] = [
-        (normalize(" ".join(words[:i])), normalize(" ".join(words[i + 1:])))
-        for i, w in enumerate(words) if w in seps and 0 < i < len(words) - 1]
+        (normalize(" ".join(words[:i])), normalize(" ".join(words[i + 1 :])))
+        for i, w in enumerate(words)
+        if w in seps and 0 < i < len(words) - 1
+    ]
     if verb not in ("put", "give", "steal"):
         out.append((normalize(" ".join(words)), None))
     return out
@@ -378,4 +411,3 @@ def step(world: World, actor: Node, text: str) -> StepResult:
     if action is None:
         return StepResult(False, why)
     return execute(world, actor, action)
-

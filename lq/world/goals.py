@@ -43,10 +43,15 @@ class ActGoal:
         me = world.nodes[self_id]
         attempts = arguments(verb, rest)
         for obj_key, target_key in attempts:
-            obj = _find(world, me, obj_key, "room" if verb == "go" else "agent" if verb in ("follow", "hit", "hug")
-                        else "object")
-            target = _find(world, me, target_key, "agent" if verb in ("give", "steal") else "object") \
-                if target_key else None
+            obj = _find(
+                world,
+                me,
+                obj_key,
+                "room" if verb == "go" else "agent" if verb in ("follow", "hit", "hug") else "object",
+            )
+            target = (
+                _find(world, me, target_key, "agent" if verb in ("give", "steal") else "object") if target_key else None
+            )
             if obj is not None and (target_key is None or target is not None):
                 return cls(text, verb, obj.id, target.id if target else None, self_id, partner_id)
         raise GoalError(f"goal '{text}': names something that is not in this world")

@@ -34,8 +34,14 @@ def load_game(path: str | Path) -> tuple[World, str | None, str | None]:
     return World(parse_world_graph(raw, path)), None, None
 
 
-def play(world: World, actor: Node, goal: ActGoal | None = None, partner: Node | None = None,
-         read: Callable[[str], str] = input, write: Callable[[str], None] = print) -> bool:
+def play(
+    world: World,
+    actor: Node,
+    goal: ActGoal | None = None,
+    partner: Node | None = None,
+    read: Callable[[str], str] = input,
+    write: Callable[[str], None] = print,
+) -> bool:
     """Run the game loop until quit or end of input; returns whether the goal was reached."""
     write(f"You are {actor.a() if actor.prefix in ('a', 'an') else actor.name}. {actor.persona}".strip())
     if goal is not None:
@@ -71,8 +77,7 @@ def play(world: World, actor: Node, goal: ActGoal | None = None, partner: Node |
                     write(f"*** Goal reached: {goal.text} ***")
 
 
-def main(path: str, character: str | None = None, goal_text: str | None = None,
-         partner_name: str | None = None) -> int:
+def main(path: str, character: str | None = None, goal_text: str | None = None, partner_name: str | None = None) -> int:
     world, quest_character, quest_goal = load_game(path)
     name = character or quest_character
     actor = world.find_agent(name) if name else next(iter(world.agents()), None)

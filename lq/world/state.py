@@ -18,9 +18,29 @@ WORN, WIELDED = "worn", "wielded"
 
 
 class Node:
-    __slots__ = ("id", "kind", "name", "key", "prefix", "desc", "container", "contents", "gettable", "wearable",
-                 "wieldable", "food", "drink", "is_container", "surface", "equipped", "persona", "neighbors",
-                 "following", "health", "raw")
+    __slots__ = (
+        "id",
+        "kind",
+        "name",
+        "key",
+        "prefix",
+        "desc",
+        "container",
+        "contents",
+        "gettable",
+        "wearable",
+        "wieldable",
+        "food",
+        "drink",
+        "is_container",
+        "surface",
+        "equipped",
+        "persona",
+        "neighbors",
+        "following",
+        "health",
+        "raw",
+    )
 
     def __init__(self, gn: GraphNode):
         self.id = gn.node_id
@@ -128,8 +148,12 @@ class World:
                 gn.raw["following"] = {"target_id": node.following.id} if node.following else None
                 gn.raw["health"] = node.health
             nodes[node.id] = gn
-        return WorldGraph(nodes=nodes, title=self.graph.title, extra={**self.graph.extra, "consumed": list(self.consumed)},
-                          listed={k: [i for i in v if i in nodes] for k, v in self.graph.listed.items()})
+        return WorldGraph(
+            nodes=nodes,
+            title=self.graph.title,
+            extra={**self.graph.extra, "consumed": list(self.consumed)},
+            listed={k: [i for i in v if i in nodes] for k, v in self.graph.listed.items()},
+        )
 
     def to_json(self) -> dict[str, Any]:
         return self.to_graph().to_json()

@@ -5,14 +5,17 @@ from lq.data import load_world_graph
 from lq.data.affordances import evaluate, head_and_rest, infer
 
 
-@pytest.mark.parametrize(("name", "expected"), [
-    ("rusty sword", {"wieldable"}),
-    ("cloak of midnight blue", {"wearable"}),
-    ("bottle of wine", {"container", "drink"}),
-    ("basket of apples", {"container", "food"}),
-    ("loaf of bread", {"food"}),
-    ("towering pine trees", set()),
-])
+@pytest.mark.parametrize(
+    ("name", "expected"),
+    [
+        ("rusty sword", {"wieldable"}),
+        ("cloak of midnight blue", {"wearable"}),
+        ("bottle of wine", {"container", "drink"}),
+        ("basket of apples", {"container", "food"}),
+        ("loaf of bread", {"food"}),
+        ("towering pine trees", set()),
+    ],
+)
 def test_infer(name, expected):
     got = infer(name).as_dict()
     assert {a for a, v in got.items() if v and a != "gettable"} == expected

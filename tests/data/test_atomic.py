@@ -4,14 +4,20 @@ from lq.data import AtomicEvent, DataFormatError, load_atomic_csv, write_atomic_
 from lq.data.atomic import COLUMNS, RELATIONS
 
 HEADER = ",".join(COLUMNS)
-ROW = ('"PersonX puts PersonX\'s trust in PersonY",' + ",".join(['"[""none""]"'] * 8) +
-       ',"[""rely on PersonY""]","[""puts"", ""trust""]",trn')
+ROW = (
+    '"PersonX puts PersonX\'s trust in PersonY",'
+    + ",".join(['"[""none""]"'] * 8)
+    + ',"[""rely on PersonY""]","[""puts"", ""trust""]",trn'
+)
 
 
 def test_atomic_csv_round_trip(tmp_path):
-    events = [AtomicEvent("PersonX gets a sword", {r: ["none"] for r in RELATIONS} | {"xWant": ["to fight"]},
-                          ["gets", "sword"], "trn"),
-              AtomicEvent("PersonX hugs PersonY, warmly", {r: [] for r in RELATIONS}, [], "tst")]
+    events = [
+        AtomicEvent(
+            "PersonX gets a sword", {r: ["none"] for r in RELATIONS} | {"xWant": ["to fight"]}, ["gets", "sword"], "trn"
+        ),
+        AtomicEvent("PersonX hugs PersonY, warmly", {r: [] for r in RELATIONS}, [], "tst"),
+    ]
     write_atomic_csv(events, tmp_path / "v4_atomic_trn.csv")
     assert load_atomic_csv(tmp_path / "v4_atomic_trn.csv") == events
 
@@ -22,13 +28,16 @@ def test_reads_the_release_layout(tmp_path):
     assert event.relations["xWant"] == ["rely on PersonY"] and event.prefix == ["puts", "trust"]
 
 
-@pytest.mark.parametrize(("text", "field", "message"), [
-    ("event,xWant\n", "oEffect", "header lacks"),
-    (HEADER + "\n" + ROW.replace(",trn", ",train") + "\n", "split", "unknown split 'train'"),
-    (HEADER + "\n" + ROW.replace('"[""rely on PersonY""]"', "rely") + "\n", "xWant", "JSON list"),
-    (HEADER + "\n" + ROW.replace('"[""rely on PersonY""]"', '"[1]"') + "\n", "xWant", "JSON list"),
-    (HEADER + "\nonly,three,cells\n", None, "has 3 cells"),
-])
+@pytest.mark.parametrize(
+    ("text", "field", "message"),
+    [
+        ("event,xWant\n", "oEffect", "header lacks"),
+        (HEADER + "\n" + ROW.replace(",trn", ",train") + "\n", "split", "unknown split 'train'"),
+        (HEADER + "\n" + ROW.replace('"[""rely on PersonY""]"', "rely") + "\n", "xWant", "JSON list"),
+        (HEADER + "\n" + ROW.replace('"[""rely on PersonY""]"', '"[1]"') + "\n", "xWant", "JSON list"),
+        (HEADER + "\nonly,three,cells\n", None, "has 3 cells"),
+    ],
+)
 def test_bad_atomic_rows(tmp_path, text, field, message):
     (tmp_path / "v4.csv").write_text(text)
     with pytest.raises(DataFormatError) as info:

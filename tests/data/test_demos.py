@@ -41,15 +41,18 @@ def test_split_folder(tmp_path):
         load_demos(tmp_path / "demos")
 
 
-@pytest.mark.parametrize(("mutate", "field", "text"), [
-    (lambda d: d["conv_info"]["acts"][2].update(type="dance"), "acts[2].type", "unknown act type 'dance'"),
-    (lambda d: d["conv_info"].update(acts=[]), "acts", "no turns"),
-    (lambda d: d["conv_info"]["acts"][1].pop("text"), "acts[1].text", "missing"),
-    (lambda d: d["conv_info"]["acts"][1]["task_data"].update(actions="hit"), "acts[1].actions", "expected a list"),
-    (lambda d: d["conv_info"]["characters"].pop(), "characters", "expected 2"),
-    (lambda d: d["conv_info"]["characters"][1][1].pop("name"), "characters[1].name", "missing"),
-    (lambda d: d["conv_info"]["room"].pop("category"), "category", "missing"),
-])
+@pytest.mark.parametrize(
+    ("mutate", "field", "text"),
+    [
+        (lambda d: d["conv_info"]["acts"][2].update(type="dance"), "acts[2].type", "unknown act type 'dance'"),
+        (lambda d: d["conv_info"].update(acts=[]), "acts", "no turns"),
+        (lambda d: d["conv_info"]["acts"][1].pop("text"), "acts[1].text", "missing"),
+        (lambda d: d["conv_info"]["acts"][1]["task_data"].update(actions="hit"), "acts[1].actions", "expected a list"),
+        (lambda d: d["conv_info"]["characters"].pop(), "characters", "expected 2"),
+        (lambda d: d["conv_info"]["characters"][1][1].pop("name"), "characters[1].name", "missing"),
+        (lambda d: d["conv_info"]["room"].pop("category"), "category", "missing"),
+    ],
+)
 def test_bad_demonstration_names_record_and_field(tmp_path, mutate, field, text):
     raw = [demo_json(4), demo_json(6)]
     mutate(raw[1])

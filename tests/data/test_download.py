@@ -83,8 +83,9 @@ def _tar_gz(members: dict[str, bytes]) -> bytes:
 
 
 def _atomic_csv() -> bytes:
-    event = AtomicEvent("PersonX gets a sword", {r: ["none"] for r in RELATIONS} | {"xWant": ["to fight"]},
-                        ["gets", "sword"], "trn")
+    event = AtomicEvent(
+        "PersonX gets a sword", {r: ["none"] for r in RELATIONS} | {"xWant": ["to fight"]}, ["gets", "sword"], "trn"
+    )
     out = io.StringIO()
     writer = csv.writer(out)
     writer.writerow(COLUMNS)
@@ -102,11 +103,20 @@ def _release() -> dict[str, bytes]:
 
 
 def _resources(files: dict[str, bytes], url: str) -> list[Resource]:
-    return [Resource(name, f"{url}/{filename}", hashlib.sha256(files[filename]).hexdigest(), filename,
-                     extract=filename.endswith("gz"))
-            for name, filename in (("quest_stems", "quest_stems.tar.gz"),
-                                   ("wild_completions", "formatted_wild_completions.json"),
-                                   ("atomic", "atomic_data.tgz"))]
+    return [
+        Resource(
+            name,
+            f"{url}/{filename}",
+            hashlib.sha256(files[filename]).hexdigest(),
+            filename,
+            extract=filename.endswith("gz"),
+        )
+        for name, filename in (
+            ("quest_stems", "quest_stems.tar.gz"),
+            ("wild_completions", "formatted_wild_completions.json"),
+            ("atomic", "atomic_data.tgz"),
+        )
+    ]
 
 
 def test_downloads_verifies_unpacks_and_the_loaders_read_it(tmp_path):
@@ -125,8 +135,9 @@ def test_downloads_verifies_unpacks_and_the_loaders_read_it(tmp_path):
 def test_interrupted_download_resumes_with_a_range_request(tmp_path):
     files = {"big.json": json.dumps([demo_json(13, str(i)) for i in range(300)]).encode()}
     with _Server(files) as server:
-        resource = Resource("demos", f"{server.url}/big.json", hashlib.sha256(files["big.json"]).hexdigest(),
-                            "big.json")
+        resource = Resource(
+            "demos", f"{server.url}/big.json", hashlib.sha256(files["big.json"]).hexdigest(), "big.json"
+        )
         server.cut_after = len(files["big.json"]) // 3
         with pytest.raises(DownloadError, match="connection lost"):
             download_resource(resource, tmp_path)
@@ -163,8 +174,10 @@ def test_offline_fails_at_once_with_a_clear_message(tmp_path):
 
 
 def test_cli_reports_errors_and_exits_nonzero(tmp_path, capsys):
-    assert main(["data", "download", str(tmp_path), "--only", "atomic",
-                 "--mirror", f"http://127.0.0.1:{_closed_port()}"]) == 1
+    assert (
+        main(["data", "download", str(tmp_path), "--only", "atomic", "--mirror", f"http://127.0.0.1:{_closed_port()}"])
+        == 1
+    )
     assert "cannot reach" in capsys.readouterr().err
     with _Server({"atomic_data.tgz": b"not the real archive"}) as server:
         assert main(["data", "download", str(tmp_path), "--only", "atomic", "--mirror", server.url]) == 1

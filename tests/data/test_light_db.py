@@ -24,21 +24,29 @@ def test_real_light_db_writes_back_unchanged(light_env, tmp_path):
 
 
 def test_small_db_round_trip(tmp_path):
-    db = LightDB(rooms=[Room(1, "The rectory", "Inside Church", "Small and cramped.")],
-                 characters=[Character(2, "priest", "person", ["I pray."], "A priest.", ["x"], {"is_plural": 0})],
-                 objects=[LightObject(3, "candle", ["candle"], ["It flickers."])])
+    db = LightDB(
+        rooms=[Room(1, "The rectory", "Inside Church", "Small and cramped.")],
+        characters=[Character(2, "priest", "person", ["I pray."], "A priest.", ["x"], {"is_plural": 0})],
+        objects=[LightObject(3, "candle", ["candle"], ["It flickers."])],
+    )
     write_light_db(db, tmp_path)
     assert load_light_db(tmp_path) == db
     assert "descripton" in json.loads((tmp_path / "objects.json").read_text())[0]
 
 
-@pytest.mark.parametrize(("file", "content", "field"), [
-    ("rooms.json", [{"name": "r", "category": "c", "description": "d"}], "id"),
-    ("rooms.json", [{"id": "1", "name": "r", "category": "c", "description": "d"}], "id"),
-    ("characters.json", [{"id": 1, "name": "x", "char_type": "person", "persona": "not a list",
-                          "description": "d"}], "persona"),
-    ("objects.json", [{"id": 1, "name": "x", "base_form": ["x"], "descripton": [3]}], "descripton[0]"),
-])
+@pytest.mark.parametrize(
+    ("file", "content", "field"),
+    [
+        ("rooms.json", [{"name": "r", "category": "c", "description": "d"}], "id"),
+        ("rooms.json", [{"id": "1", "name": "r", "category": "c", "description": "d"}], "id"),
+        (
+            "characters.json",
+            [{"id": 1, "name": "x", "char_type": "person", "persona": "not a list", "description": "d"}],
+            "persona",
+        ),
+        ("objects.json", [{"id": 1, "name": "x", "base_form": ["x"], "descripton": [3]}], "descripton[0]"),
+    ],
+)
 def test_bad_record_names_file_record_and_field(tmp_path, file, content, field):
     write_light_db(LightDB([Room(0, "r", "c", "d")], [], []), tmp_path)
     (tmp_path / file).write_text(json.dumps(content))

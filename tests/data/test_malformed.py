@@ -31,8 +31,16 @@ json_values = st.recursive(
 )
 
 ROOMS = [{"category": "Cave", "name": "The lair", "description": "Dark.", "id": 1}]
-CHARACTERS = [{"char_type": "person", "name": "knight", "persona": ["I am a knight."], "id": 2,
-               "description": "A knight.", "emojis": []}]
+CHARACTERS = [
+    {
+        "char_type": "person",
+        "name": "knight",
+        "persona": ["I am a knight."],
+        "id": 2,
+        "description": "A knight.",
+        "emojis": [],
+    }
+]
 OBJECTS = [{"base_form": ["egg"], "name": "golden egg", "descripton": ["It shines."], "id": 3, "emojis": []}]
 
 
@@ -47,6 +55,7 @@ def _load_db_with(which: str) -> Callable[[Path, object], object]:
         files = {"rooms": ROOMS, "characters": CHARACTERS, "objects": OBJECTS}
         files[which] = value
         return load_light_db(_write_db(root, files["rooms"], files["characters"], files["objects"]))
+
     return load
 
 
@@ -54,6 +63,7 @@ def _load_file(loader: Callable[[Path], object], name: str) -> Callable[[Path, o
     def load(root: Path, value: object) -> object:
         (root / name).write_text(json.dumps(value))
         return loader(root / name)
+
     return load
 
 
@@ -127,12 +137,32 @@ def test_removing_a_required_field_is_reported_by_name(name, valid, load, data):
         "rooms": [(0, "id"), (0, "name"), (0, "category"), (0, "description")],
         "characters": [(0, "id"), (0, "name"), (0, "persona"), (0, "char_type"), (0, "description")],
         "objects": [(0, "id"), (0, "name"), (0, "base_form"), (0, "descripton")],
-        "world_graph": [("nodes",), ("nodes", "egg_3", "node_id"), ("nodes", "egg_3", "container_node"),
-                        ("nodes", "lair_0", "name")],
-        "quest": [("data", k) for k in ("character", "goal", "timeline", "short_motivation", "mid_motivation",
-                                        "long_motivation", "persona", "description")],
-        "demonstrations": [(0, "conv_info"), (0, "conv_info", "acts"), (0, "conv_info", "characters"),
-                           (0, "conv_info", "room"), (0, "conv_info", "acts", 2, "type")],
+        "world_graph": [
+            ("nodes",),
+            ("nodes", "egg_3", "node_id"),
+            ("nodes", "egg_3", "container_node"),
+            ("nodes", "lair_0", "name"),
+        ],
+        "quest": [
+            ("data", k)
+            for k in (
+                "character",
+                "goal",
+                "timeline",
+                "short_motivation",
+                "mid_motivation",
+                "long_motivation",
+                "persona",
+                "description",
+            )
+        ],
+        "demonstrations": [
+            (0, "conv_info"),
+            (0, "conv_info", "acts"),
+            (0, "conv_info", "characters"),
+            (0, "conv_info", "room"),
+            (0, "conv_info", "acts", 2, "type"),
+        ],
     }[name]
     path = data.draw(st.sampled_from(required))
     with tempfile.TemporaryDirectory() as tmp, pytest.raises(DataFormatError) as info:
@@ -161,11 +191,14 @@ def test_truncated_json_raises_data_format_error(name, valid, load, cut):
 
 
 @settings(max_examples=150, deadline=None)
-@given(row=st.integers(min_value=0, max_value=1), column=st.integers(min_value=0, max_value=11),
-       cell=st.text(max_size=30))
+@given(
+    row=st.integers(min_value=0, max_value=1), column=st.integers(min_value=0, max_value=11), cell=st.text(max_size=30)
+)
 def test_atomic_any_cell_raises_only_data_format_error(row, column, cell):
-    events = [AtomicEvent("PersonX gets a sword", {r: ["none"] for r in RELATIONS}, ["gets"], "trn"),
-              AtomicEvent("PersonX hits PersonY", {r: ["to fight"] for r in RELATIONS}, ["hits"], "dev")]
+    events = [
+        AtomicEvent("PersonX gets a sword", {r: ["none"] for r in RELATIONS}, ["gets"], "trn"),
+        AtomicEvent("PersonX hits PersonY", {r: ["to fight"] for r in RELATIONS}, ["hits"], "dev"),
+    ]
     with tempfile.TemporaryDirectory() as tmp:
         path = Path(tmp) / "v4_atomic_trn.csv"
         write_atomic_csv(events, path)

@@ -90,15 +90,18 @@ def test_malformed_files_can_be_skipped_with_a_warning(tmp_path):
         assert len(load_quests(tmp_path, skip_invalid=True).all()) == 1
 
 
-@pytest.mark.parametrize(("mutate", "field", "text"), [
-    (lambda d: d["data"].update(timeline=[]), "timeline", "has 0 steps"),
-    (lambda d: d["data"]["timeline"].pop(), "timeline", "has 5 steps"),
-    (lambda d: d["data"].pop("goal"), "goal", "missing"),
-    (lambda d: d["data"].update(goal=""), "goal", "empty"),
-    (lambda d: d["data"]["timeline"][2].update(action=5), "timeline[2].action", "expected a string"),
-    (lambda d: d["data"].update(long_motivation=["x"]), "long_motivation", "expected a string"),
-    (lambda d: d.pop("data"), "data", "missing"),
-])
+@pytest.mark.parametrize(
+    ("mutate", "field", "text"),
+    [
+        (lambda d: d["data"].update(timeline=[]), "timeline", "has 0 steps"),
+        (lambda d: d["data"]["timeline"].pop(), "timeline", "has 5 steps"),
+        (lambda d: d["data"].pop("goal"), "goal", "missing"),
+        (lambda d: d["data"].update(goal=""), "goal", "empty"),
+        (lambda d: d["data"]["timeline"][2].update(action=5), "timeline[2].action", "expected a string"),
+        (lambda d: d["data"].update(long_motivation=["x"]), "long_motivation", "expected a string"),
+        (lambda d: d.pop("data"), "data", "missing"),
+    ],
+)
 def test_bad_quest_names_file_and_field(tmp_path, mutate, field, text):
     raw = quest_json()
     mutate(raw)

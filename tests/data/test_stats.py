@@ -55,6 +55,10 @@ def test_cli_prints_figures_beside_the_paper(tmp_path, capsys):
 
 
 def test_python_dash_m_entry_point(tmp_path):
-    out = subprocess.run([sys.executable, "-m", "lq", "data", "stats", str(_dataset(tmp_path))],
-                         capture_output=True, text=True, check=True).stdout
+    out = subprocess.run(
+        [sys.executable, "-m", "lq", "data", "stats", str(_dataset(tmp_path))],
+        capture_output=True,
+        text=True,
+        check=True,
+    ).stdout
     assert "demos/total" in out

@@ -8,9 +8,14 @@ from tests.samples import tiny_graph
 
 # (rooms, agents, objects) per shared world, counted from the files themselves.
 EXPECTED = {
-    "complex_world": (41, 27, 127), "dragon-village": (21, 36, 174), "johnson-family-farm": (23, 56, 276),
-    "joust-central": (21, 38, 190), "simple_world": (2, 2, 6), "smithing-competition": (25, 57, 268),
-    "test_world": (2, 2, 8), "tutorial_world": (2, 2, 2),
+    "complex_world": (41, 27, 127),
+    "dragon-village": (21, 36, 174),
+    "johnson-family-farm": (23, 56, 276),
+    "joust-central": (21, 38, 190),
+    "simple_world": (2, 2, 6),
+    "smithing-competition": (25, 57, 268),
+    "test_world": (2, 2, 8),
+    "tutorial_world": (2, 2, 2),
 }
 
 
@@ -68,17 +73,23 @@ def _broken(mutate):
     return raw
 
 
-@pytest.mark.parametrize(("mutate", "field", "text"), [
-    (lambda g: g["nodes"]["egg_3"].update(container_node={"target_id": "nowhere"}), "container_node", "not a node"),
-    (lambda g: g["nodes"]["knight_2"].update(contained_nodes={}), "container_node", "does not list it"),
-    (lambda g: g["nodes"]["lair_0"].update(neighbors={"egg_3": {"target_id": "egg_3", "label": "x"}}),
-     "neighbors", "not a room"),
-    (lambda g: g["nodes"]["egg_3"].update(node_id="egg_4"), "node_id", "differs"),
-    (lambda g: g["nodes"]["egg_3"].update(agent=True), "room/agent/object", "exactly one"),
-    (lambda g: g["nodes"]["egg_3"].update(object=False, classes=[]), "room/agent/object", "exactly one"),
-    (lambda g: g["nodes"]["egg_3"].update(gettable="yes"), "gettable", "expected"),
-    (lambda g: g.update(agents=["egg_3"]), "agents", "not a agent"),
-])
+@pytest.mark.parametrize(
+    ("mutate", "field", "text"),
+    [
+        (lambda g: g["nodes"]["egg_3"].update(container_node={"target_id": "nowhere"}), "container_node", "not a node"),
+        (lambda g: g["nodes"]["knight_2"].update(contained_nodes={}), "container_node", "does not list it"),
+        (
+            lambda g: g["nodes"]["lair_0"].update(neighbors={"egg_3": {"target_id": "egg_3", "label": "x"}}),
+            "neighbors",
+            "not a room",
+        ),
+        (lambda g: g["nodes"]["egg_3"].update(node_id="egg_4"), "node_id", "differs"),
+        (lambda g: g["nodes"]["egg_3"].update(agent=True), "room/agent/object", "exactly one"),
+        (lambda g: g["nodes"]["egg_3"].update(object=False, classes=[]), "room/agent/object", "exactly one"),
+        (lambda g: g["nodes"]["egg_3"].update(gettable="yes"), "gettable", "expected"),
+        (lambda g: g.update(agents=["egg_3"]), "agents", "not a agent"),
+    ],
+)
 def test_broken_graph_names_node_and_field(mutate, field, text):
     with pytest.raises(DataFormatError) as info:
         parse_world_graph(_broken(mutate), "world.json")

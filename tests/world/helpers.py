@@ -7,11 +7,19 @@ from lq.world import World
 
 def fingerprint(world: World) -> tuple:
     """Everything an action can change."""
-    return tuple(sorted(
-        (n.id, n.container.id if n.container else None, tuple(n.contents), n.equipped,
-         n.following.id if n.following else None, n.health)
-        for n in world.nodes.values()
-    )) + (tuple(world.consumed),)
+    return tuple(
+        sorted(
+            (
+                n.id,
+                n.container.id if n.container else None,
+                tuple(n.contents),
+                n.equipped,
+                n.following.id if n.following else None,
+                n.health,
+            )
+            for n in world.nodes.values()
+        )
+    ) + (tuple(world.consumed),)
 
 
 def check_invariants(world: World) -> None:

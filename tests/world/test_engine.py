@@ -7,9 +7,24 @@ from lq.world import World, parse, step, valid_actions
 from tests.samples import tiny_graph
 from tests.world.helpers import check_invariants, fingerprint
 
-ALL_VERB_FORMS = ["go {a}", "follow {a}", "hit {a}", "hug {a}", "get {a}", "get {a} from {b}", "put {a} in {b}",
-                  "put {a} on {b}", "drop {a}", "steal {a} from {b}", "give {a} to {b}", "wear {a}", "wield {a}",
-                  "remove {a}", "eat {a}", "drink {a}"]
+ALL_VERB_FORMS = [
+    "go {a}",
+    "follow {a}",
+    "hit {a}",
+    "hug {a}",
+    "get {a}",
+    "get {a} from {b}",
+    "put {a} in {b}",
+    "put {a} on {b}",
+    "drop {a}",
+    "steal {a} from {b}",
+    "give {a} to {b}",
+    "wear {a}",
+    "wield {a}",
+    "remove {a}",
+    "eat {a}",
+    "drink {a}",
+]
 
 
 def test_every_world_loads_and_lists_actions_for_every_character(light_worlds):
@@ -92,8 +107,12 @@ def _tiny():
 
 def test_verbs_and_messages():
     world, dragon, knight = _tiny()
-    assert sorted(valid_actions(world, dragon)) == ["follow knight", "hit knight", "hug knight",
-                                                    "steal golden dragon egg from knight"]
+    assert sorted(valid_actions(world, dragon)) == [
+        "follow knight",
+        "hit knight",
+        "hug knight",
+        "steal golden dragon egg from knight",
+    ]
     result = step(world, dragon, "steal the golden dragon egg from the knight")
     assert result.success and result.message == "You steal the golden dragon egg from the knight."
     assert result.room_message == "The dragon steals the golden dragon egg from the knight."
@@ -113,8 +132,11 @@ def test_containers_wearables_food_and_following(light_worlds):
     world = World.load(next(p for p in light_worlds if p.stem == "complex_world"))
     agent = next(a for a in world.agents() if any(o.is_container for o in a.container.contents.values()))
     box = next(o for o in agent.container.contents.values() if o.is_container)
-    thing = next(o for o in world.nodes.values() if o.kind == "object" and o.gettable and not o.is_container and o.equipped is None
-                 and o is not box)
+    thing = next(
+        o
+        for o in world.nodes.values()
+        if o.kind == "object" and o.gettable and not o.is_container and o.equipped is None and o is not box
+    )
     world.move(thing, agent)
     assert step(world, agent, f"put {thing.key} {box.surface} {box.key}").success
     assert thing.container is box

@@ -6,8 +6,36 @@ from tests.samples import tiny_graph
 from tests.world.helpers import fingerprint
 
 WORLD = World.from_json(tiny_graph())
-WORDS = ["get", "pick", "up", "put", "in", "on", "from", "to", "give", "steal", "the", "a", "golden", "dragon",
-         "egg", "knight", "go", "hug", "hit", "wear", "remove", "eat", "drink", "drop", "follow", "lair", " ", ""]
+WORDS = [
+    "get",
+    "pick",
+    "up",
+    "put",
+    "in",
+    "on",
+    "from",
+    "to",
+    "give",
+    "steal",
+    "the",
+    "a",
+    "golden",
+    "dragon",
+    "egg",
+    "knight",
+    "go",
+    "hug",
+    "hit",
+    "wear",
+    "remove",
+    "eat",
+    "drink",
+    "drop",
+    "follow",
+    "lair",
+    " ",
+    "",
+]
 
 
 def _check(text):

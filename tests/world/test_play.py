@@ -15,8 +15,9 @@ from tests.samples import quest_json, tiny_graph
 
 
 def _screen(session: str) -> str:
-    return subprocess.run(["tmux", "capture-pane", "-p", "-J", "-S", "-200", "-t", session],
-                          capture_output=True, text=True, check=True).stdout
+    return subprocess.run(
+        ["tmux", "capture-pane", "-p", "-J", "-S", "-200", "-t", session], capture_output=True, text=True, check=True
+    ).stdout
 
 
 def _wait_for(session: str, text: str, timeout: float = 20.0) -> str:
@@ -34,8 +35,10 @@ def test_play_in_a_terminal_under_tmux(tmp_path):
     world_file = tmp_path / "lair.json"
     world_file.write_text(json.dumps(tiny_graph()))
     session = f"lq-play-{uuid.uuid4().hex[:8]}"
-    command = (f"{sys.executable} -m lq play {world_file} --as knight --partner dragon "
-               f"--goal 'give golden dragon egg to dragon'; sleep 30")
+    command = (
+        f"{sys.executable} -m lq play {world_file} --as knight --partner dragon "
+        f"--goal 'give golden dragon egg to dragon'; sleep 30"
+    )
     subprocess.run(["tmux", "new-session", "-d", "-s", session, "-x", "160", "-y", "50", command], check=True)
     try:
         screen = _wait_for(session, "> ")

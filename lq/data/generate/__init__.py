@@ -24,7 +24,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from lq.data.atomic import write_atomic_csv
-from lq.data.atomic_light import build_atomic_light, engine_triples, write_atomic_light
+from lq.data.atomic_light import build_atomic_light, engine_triples, light_nouns, write_atomic_light
 from lq.data.atomic_seed import seed_events
 from lq.data.default_db import load_default_db
 from lq.data.demos import Demonstration, write_demos
@@ -64,8 +64,10 @@ def _until(count: int, make: Callable[[int], object | None], what: str) -> list:
     out, attempt = [], 0
     while len(out) < count:
         if attempt > 20 * count + 100:
-            raise RuntimeError(f"could not generate {count} {what} ({len(out)} after {attempt} attempts): "
-                               "the environment DB offers too few usable characters and objects")
+            raise RuntimeError(
+                f"could not generate {count} {what} ({len(out)} after {attempt} attempts): "
+                "the environment DB offers too few usable characters and objects"
+            )
         item = make(attempt)
         attempt += 1
         if item is not None:
@@ -73,10 +75,26 @@ def _until(count: int, make: Callable[[int], object | None], what: str) -> list:
     return out
 
 
-def generate_dataset(out: str | Path, *, light_db: str | Path | None = None, scale: str = "default", seed: int = 0,
-                     overwrite: bool = False, log: Callable[[str], None] = print) -> dict[str, object]:
+def generate_dataset(
+    out: str | Path,
+    *,
+    light_db: str | Path | None = None,
+    scale: str = "default",
+    seed: int = 0,
+    overwrite: bool = False,
+    atomic_fill: str = "vocab",
+    mlm_steps: int = 300,
+    log: Callable[[str], None] = print,
+) -> dict[str, object]:
+    """Write the dataset (see the module doc); returns its manifest.
+
+    ``atomic_fill="mlm"`` fills ATOMIC-LIGHT's masks with a masked LM fine-tuned on the DB's text for
+    ``mlm_steps`` steps (as the paper does; minutes on a CPU), ``"vocab"`` with random LIGHT nouns.
+    """
     if scale not in SCALES:
         raise ValueError(f"unknown scale '{scale}': choose {', '.join(SCALES)}")
+    if atomic_fill not in ("vocab", "mlm"):
+        raise ValueError(f"unknown atomic_fill '{atomic_fill}': choose vocab or mlm")
     size = SCALES[scale]
     db: LightDB = load_light_db(light_db) if light_db else load_default_db()
     pools = Pools.from_db(db)
@@ -85,8 +103,13 @@ def generate_dataset(out: str | Path, *, light_db: str | Path | None = None, sca
     demos: Splits[Demonstration] = Splits()
     episodes: Splits[Demonstration] = Splits()
     for k, split in enumerate(SPLITS):
-        quests[split].extend(_until(size.quests[k], lambda i, s=split: generate_quest(
-            pools, _stream(seed, "quest", s, i), f"{s}_{i:05d}"), f"{split} quests"))
+        quests[split].extend(
+            _until(
+                size.quests[k],
+                lambda i, s=split: generate_quest(pools, _stream(seed, "quest", s, i), f"{s}_{i:05d}"),
+                f"{split} quests",
+            )
+        )
         pool = list(quests[split])
         _stream(seed, "demo-order", split).shuffle(pool)
         made: list[Demonstration] = []
@@ -99,19 +122,36 @@ def generate_dataset(out: str | Path, *, light_db: str | Path | None = None, sca
         if len(made) < size.demos[k]:
             raise RuntimeError(f"only {len(made)} of {size.demos[k]} {split} demonstrations could be played")
         demos[split].extend(made)
-        episodes[split].extend(generate_episode(pools, _stream(seed, "episode", split, i), f"{split}_{i:05d}")
-                               for i in range(size.episodes[k]))
-        log(f"  {split}: {len(quests[split])} quests, {len(demos[split])} demonstrations, "
-            f"{len(episodes[split])} episodes")
+        episodes[split].extend(
+            generate_episode(pools, _stream(seed, "episode", split, i), f"{split}_{i:05d}")
+            for i in range(size.episodes[k])
+        )
+        log(
+            f"  {split}: {len(quests[split])} quests, {len(demos[split])} demonstrations, "
+            f"{len(episodes[split])} episodes"
+        )
     atomic_events = seed_events()
-    atomic_light = build_atomic_light(atomic_events, db, seed=seed)
+    filler = None
+    if atomic_fill == "mlm":
+        from lq.data.mlm_fill import MaskedLMFiller  # torch and transformers only when asked for
+
+        filler = MaskedLMFiller.fine_tune(db, light_nouns(db), steps=mlm_steps, seed=seed, log=log).fill
+    atomic_light = build_atomic_light(atomic_events, db, seed=seed, filler=filler)
     derived = engine_triples(db, seed=seed, per_verb=size.engine_triples_per_verb)
     for split in SPLITS:
         atomic_light[split].extend(derived[split])
     manifest = {
-        "seed": seed, "scale": scale, "light_db": str(light_db) if light_db else "lq embedded DB",
-        "counts": {"quests": quests.counts(), "demos": demos.counts(), "episodes": episodes.counts(),
-                   "chitchat": dict(zip(SPLITS, size.chitchat, strict=True)), "atomic_light": atomic_light.counts()},
+        "seed": seed,
+        "scale": scale,
+        "light_db": str(light_db) if light_db else "lq embedded DB",
+        "atomic_fill": atomic_fill if atomic_fill == "vocab" else f"mlm ({mlm_steps} steps)",
+        "counts": {
+            "quests": quests.counts(),
+            "demos": demos.counts(),
+            "episodes": episodes.counts(),
+            "chitchat": dict(zip(SPLITS, size.chitchat, strict=True)),
+            "atomic_light": atomic_light.counts(),
+        },
     }
     with atomic_dir(out, overwrite=overwrite) as tmp:
         write_quests(quests, tmp / "quests")

@@ -99,11 +99,30 @@ def generate_demo(quest: Quest, rng: random.Random) -> Demonstration | None:
     extra_self = rng.random() < 0.6
     partner_side = rng.random() < 0.7
     reached: str | None = None
-    plan_self = ["greet", "motive_" + level, "introduce", "ask", rng.choice(["offer", "flatter", "threaten"]),
-                 "room", "motive_" + rng.choice(["short", "mid", "long"]), rng.choice(["offer", "flatter", "threaten"]),
-                 "ask", "room"]
-    plan_partner = ["greet", "ask_who", "ask_why", rng.choice(["hesitate", "refuse"]), "chat",
-                    rng.choice(["hesitate", "warn"]), "chat", "refuse", "warn", "chat"]
+    plan_self = [
+        "greet",
+        "motive_" + level,
+        "introduce",
+        "ask",
+        rng.choice(["offer", "flatter", "threaten"]),
+        "room",
+        "motive_" + rng.choice(["short", "mid", "long"]),
+        rng.choice(["offer", "flatter", "threaten"]),
+        "ask",
+        "room",
+    ]
+    plan_partner = [
+        "greet",
+        "ask_who",
+        "ask_why",
+        rng.choice(["hesitate", "refuse"]),
+        "chat",
+        rng.choice(["hesitate", "warn"]),
+        "chat",
+        "refuse",
+        "warn",
+        "chat",
+    ]
     last_action_turn = -10
     # side actions must leave the completing action possible: (that action, who will take it)
     needed = (goal_action, me) if mode == "self" else (fix, partner) if mode == "partner" else None
@@ -114,20 +133,27 @@ def generate_demo(quest: Quest, rng: random.Random) -> Demonstration | None:
             reached = goal.reached_by(world, ep.world[me_id if mode == "self" else partner_id], action)
             last_action_turn = turn
             continue
-        if self_turn and extra_self and turn > 1 and turn != act_turn and turn - last_action_turn > 2 \
-                and turn < n - 1:
-            options = [a for a in valid_actions(world, me).values() if a.verb in PARTNER_SIDE_VERBS + ("get",)
-                       and a.text != quest.goal and (needed is None or reached is not None
-                                                     or _keeps(world, me, a, *needed))]
+        if self_turn and extra_self and turn > 1 and turn != act_turn and turn - last_action_turn > 2 and turn < n - 1:
+            options = [
+                a
+                for a in valid_actions(world, me).values()
+                if a.verb in PARTNER_SIDE_VERBS + ("get",)
+                and a.text != quest.goal
+                and (needed is None or reached is not None or _keeps(world, me, a, *needed))
+            ]
             if options:
                 ep.act(rng.choice(options).text)
                 extra_self = False
                 last_action_turn = turn
                 continue
         if not self_turn and partner_side and turn > 2 and turn - last_action_turn > 2 and turn != act_turn:
-            options = [a for a in valid_actions(world, partner).values() if a.verb in PARTNER_SIDE_VERBS
-                       and a.target is None and (needed is None or reached is not None
-                                                 or _keeps(world, partner, a, *needed))]
+            options = [
+                a
+                for a in valid_actions(world, partner).values()
+                if a.verb in PARTNER_SIDE_VERBS
+                and a.target is None
+                and (needed is None or reached is not None or _keeps(world, partner, a, *needed))
+            ]
             if options:
                 ep.act(rng.choice(options).text)
                 partner_side = False
@@ -153,14 +179,23 @@ def generate_demo(quest: Quest, rng: random.Random) -> Demonstration | None:
         return None
     category = quest.graph.nodes[me.container.id].raw.get("category", "") if quest.graph else ""
     return Demonstration(
-        room_category=category or room, room_description=me.container.desc,
-        partner=DemoCharacter(quest.graph.nodes[partner_id].raw.get("db_id", partner_id), partner.name,
-                              [partner.persona], ""),
-        self_character=DemoCharacter(quest.graph.nodes[me_id].raw.get("db_id", me_id), me.name, [quest.persona],
-                                     motivation),
+        room_category=category or room,
+        room_description=me.container.desc,
+        partner=DemoCharacter(
+            quest.graph.nodes[partner_id].raw.get("db_id", partner_id), partner.name, [partner.persona], ""
+        ),
+        self_character=DemoCharacter(
+            quest.graph.nodes[me_id].raw.get("db_id", me_id), me.name, [quest.persona], motivation
+        ),
         acts=ep.acts,
-        conv_extra={"quest_id": quest.quest_id, "goal": quest.goal, "completion": reached,
-                    "self_id": me_id, "partner_id": partner_id, "motivation_level": level},
+        conv_extra={
+            "quest_id": quest.quest_id,
+            "goal": quest.goal,
+            "completion": reached,
+            "self_id": me_id,
+            "partner_id": partner_id,
+            "motivation_level": level,
+        },
     )
 
 
@@ -205,8 +240,10 @@ def generate_episode(pools: Pools, rng: random.Random, episode_id: str) -> Demon
             ep.say(realise(PARTNER, intent, sp_b, sp_a, room, "", rng, _things(b)))
     category = graph["nodes"][a.container.id].get("category", "")
     return Demonstration(
-        room_category=category or room, room_description=a.container.desc,
+        room_category=category or room,
+        room_description=a.container.desc,
         partner=DemoCharacter(graph["nodes"][b_id].get("db_id", b_id), b.name, [b.persona], ""),
         self_character=DemoCharacter(graph["nodes"][a_id].get("db_id", a_id), a.name, [a.persona], ""),
-        acts=ep.acts, conv_extra={"episode_id": episode_id, "graph": graph, "self_id": a_id, "partner_id": b_id},
+        acts=ep.acts,
+        conv_extra={"episode_id": episode_id, "graph": graph, "self_id": a_id, "partner_id": b_id},
     )

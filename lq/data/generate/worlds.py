@@ -8,15 +8,13 @@ Two neighbouring rooms are attached so that "go" has somewhere to lead.
 from __future__ import annotations
 
 import random
-import re
 from dataclasses import dataclass
 from typing import Any
 
 from lq.data.affordances import infer
 from lq.data.light_db import Character, LightDB, LightObject, Room
+from lq.data.names import looks_singular, strip_article
 from lq.data.world_graph import WorldGraph
-
-_PLURAL_HINT = re.compile(r"(^(some|many|several|people)\b)|(s$)")
 
 
 @dataclass
@@ -32,44 +30,53 @@ class Pools:
 
     @classmethod
     def from_db(cls, db: LightDB) -> Pools:
-        def single(name: str) -> bool:
-            n = name.lower().strip()
-            return bool(n) and len(n.split()) <= 5 and not (_PLURAL_HINT.search(n) and not n.endswith("ss"))
-
-        characters = [c for c in db.characters if c.char_type in ("person", "creature") and single(c.name)
-                      and c.persona and c.persona[0].strip()]
+        characters = [
+            c
+            for c in db.characters
+            if c.char_type in ("person", "creature") and looks_singular(c.name) and c.persona and c.persona[0].strip()
+        ]
         objects = [o for o in db.objects if o.name.strip() and len(o.name.split()) <= 5]
         afford = {o.id: infer(o.name, o.base_form) for o in objects}
-        portable = [o for o in objects if afford[o.id].gettable and single(o.name)]
+        portable = [o for o in objects if afford[o.id].gettable and looks_singular(o.name)]
         fixtures = [o for o in objects if not afford[o.id].gettable]
         containers = [o for o in objects if afford[o.id].container]
         rooms = [r for r in db.rooms if r.name.strip()]
         if len(rooms) < 3 or len(characters) < 2 or len(portable) < 10:
-            raise ValueError(f"environment DB too small for quests: {len(rooms)} rooms, {len(characters)} usable "
-                             f"characters, {len(portable)} portable objects (need 3, 2 and 10)")
+            raise ValueError(
+                f"environment DB too small for quests: {len(rooms)} rooms, {len(characters)} usable "
+                f"characters, {len(portable)} portable objects (need 3, 2 and 10)"
+            )
         return cls(rooms, characters, objects, portable, fixtures, containers)
-
-
-def _name(text: str) -> str:
-    name = " ".join(text.split())
-    for article in ("a ", "an ", "the ", "A ", "An ", "The "):
-        if name.startswith(article) and len(name) > len(article):
-            return name[len(article):]
-    return name
 
 
 def _object_node(o: LightObject, node_id: str, container: str) -> dict[str, Any]:
     a = infer(o.name, o.base_form)
-    name = _name(o.name)
+    name = strip_article(o.name)
     classes = ["object"] + [k for k in ("container", "food", "drink", "wearable", "wieldable") if getattr(a, k)]
     if not a.gettable:
         classes.append("not_gettable")
-    return {"node_id": node_id, "name": name.lower(), "name_prefix": "an" if name[:1].lower() in "aeiou" else "a",
-            "names": [name.lower()], "desc": o.descriptions[0] if o.descriptions else "", "room": False,
-            "agent": False, "object": True, "classes": classes, "gettable": a.gettable, "wearable": a.wearable,
-            "wieldable": a.wieldable, "food": a.food, "drink": a.drink, "container": a.container,
-            "surface_type": "in" if a.container else "on", "equipped": None,
-            "container_node": {"target_id": container}, "contained_nodes": {}, "db_id": o.id}
+    return {
+        "node_id": node_id,
+        "name": name.lower(),
+        "name_prefix": "an" if name[:1].lower() in "aeiou" else "a",
+        "names": [name.lower()],
+        "desc": o.descriptions[0] if o.descriptions else "",
+        "room": False,
+        "agent": False,
+        "object": True,
+        "classes": classes,
+        "gettable": a.gettable,
+        "wearable": a.wearable,
+        "wieldable": a.wieldable,
+        "food": a.food,
+        "drink": a.drink,
+        "container": a.container,
+        "surface_type": "in" if a.container else "on",
+        "equipped": None,
+        "container_node": {"target_id": container},
+        "contained_nodes": {},
+        "db_id": o.id,
+    }
 
 
 def build_quest_world(pools: Pools, rng: random.Random) -> tuple[dict[str, Any], str, str]:
@@ -88,27 +95,64 @@ def build_quest_world(pools: Pools, rng: random.Random) -> tuple[dict[str, Any],
         return nid
 
     def room_node(r: Room) -> str:
-        nid = f"{_name(r.name).lower()}_{next(counter)}"
-        return add({"node_id": nid, "name": _name(r.name), "name_prefix": "the", "names": [_name(r.name)],
-                    "desc": r.description, "room": True, "agent": False, "object": False, "classes": ["room"],
-                    "container_node": {"target_id": "VOID"}, "contained_nodes": {}, "neighbors": {},
-                    "db_id": r.id, "category": r.category})
+        nid = f"{strip_article(r.name).lower()}_{next(counter)}"
+        return add(
+            {
+                "node_id": nid,
+                "name": strip_article(r.name),
+                "name_prefix": "the",
+                "names": [strip_article(r.name)],
+                "desc": r.description,
+                "room": True,
+                "agent": False,
+                "object": False,
+                "classes": ["room"],
+                "container_node": {"target_id": "VOID"},
+                "contained_nodes": {},
+                "neighbors": {},
+                "db_id": r.id,
+                "category": r.category,
+            }
+        )
 
     home = room_node(room)
     for r in near:
         other = room_node(r)
-        nodes[home]["neighbors"][other] = {"label": f"a path to {_name(r.name)}", "examine_desc": None,
-                                           "locked_edge": None, "target_id": other}
-        nodes[other]["neighbors"][home] = {"label": f"a path to {_name(room.name)}", "examine_desc": None,
-                                           "locked_edge": None, "target_id": home}
+        nodes[home]["neighbors"][other] = {
+            "label": f"a path to {strip_article(r.name)}",
+            "examine_desc": None,
+            "locked_edge": None,
+            "target_id": other,
+        }
+        nodes[other]["neighbors"][home] = {
+            "label": f"a path to {strip_article(room.name)}",
+            "examine_desc": None,
+            "locked_edge": None,
+            "target_id": home,
+        }
 
     def agent_node(c: Character) -> str:
-        name = _name(c.name).lower()
-        return add({"node_id": f"{name}_{next(counter)}", "name": name,
-                    "name_prefix": "an" if name[:1] in "aeiou" else "a", "names": [name], "desc": c.description,
-                    "room": False, "agent": True, "object": False, "classes": ["agent"], "char_type": c.char_type,
-                    "persona": " ".join(c.persona), "container_node": {"target_id": home}, "contained_nodes": {},
-                    "following": None, "health": 10, "db_id": c.id})
+        name = strip_article(c.name).lower()
+        return add(
+            {
+                "node_id": f"{name}_{next(counter)}",
+                "name": name,
+                "name_prefix": "an" if name[:1] in "aeiou" else "a",
+                "names": [name],
+                "desc": c.description,
+                "room": False,
+                "agent": True,
+                "object": False,
+                "classes": ["agent"],
+                "char_type": c.char_type,
+                "persona": " ".join(c.persona),
+                "container_node": {"target_id": home},
+                "contained_nodes": {},
+                "following": None,
+                "health": 10,
+                "db_id": c.id,
+            }
+        )
 
     me_id, partner_id = agent_node(me), agent_node(partner)
     used: set[str] = set()
@@ -116,7 +160,7 @@ def build_quest_world(pools: Pools, rng: random.Random) -> tuple[dict[str, Any],
     def place(objs: list[LightObject], where: str) -> list[str]:
         ids = []
         for o in objs:
-            key = _name(o.name).lower()
+            key = strip_article(o.name).lower()
             if key in used:  # one thing per name, so that every name means one thing in this room
                 continue
             used.add(key)
@@ -131,8 +175,11 @@ def build_quest_world(pools: Pools, rng: random.Random) -> tuple[dict[str, Any],
         place(rng.sample(pools.portable, 1), box)
     place(rng.sample(pools.portable, rng.randint(1, 3)), me_id)
     place(rng.sample(pools.portable, rng.randint(1, 3)), partner_id)
-    graph = {"agents": [me_id, partner_id], "nodes": nodes,
-             "objects": [n for n, v in nodes.items() if v["object"]],
-             "rooms": [n for n, v in nodes.items() if v["room"]]}
+    graph = {
+        "agents": [me_id, partner_id],
+        "nodes": nodes,
+        "objects": [n for n, v in nodes.items() if v["object"]],
+        "rooms": [n for n, v in nodes.items() if v["room"]],
+    }
     WorldGraph.from_json(graph)  # fail here, not in a later stage, if composition ever breaks the format
     return graph, me_id, partner_id
