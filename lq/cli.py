@@ -12,59 +12,47 @@ from collections.abc import Sequence
 from pathlib import Path
 
 
-def _cmd_data_download(args: argparse.Namespace) -> int:
-    from lq.data.download import RESOURCES, DownloadError, download_all
+class UsageError(Exception):
+    """A command-line mistake: printed as one line, exit status 2."""
 
-    chosen = [r for r in RESOURCES if not args.only or r.name in args.only]
+
+def _cmd_data_download(args: argparse.Namespace) -> int:
+    from lq.data.download import RESOURCES, download_all
+
     unknown = set(args.only or ()) - {r.name for r in RESOURCES}
     if unknown:
-        print(
-            f"error: unknown resource {', '.join(sorted(unknown))}; choose from {', '.join(r.name for r in RESOURCES)}",
-            file=sys.stderr,
-        )
-        return 2
-    try:
-        download_all(args.dest, chosen, timeout=args.timeout, mirror=args.mirror)
-    except DownloadError as err:
-        print(f"error: {err}", file=sys.stderr)
-        return 1
+        names = ", ".join(r.name for r in RESOURCES)
+        raise UsageError(f"unknown resource {', '.join(sorted(unknown))}; choose from {names}")
+    download_all(
+        args.dest,
+        [r for r in RESOURCES if not args.only or r.name in args.only],
+        timeout=args.timeout,
+        mirror=args.mirror,
+    )
     return 0
 
 
 def _cmd_data_stats(args: argparse.Namespace) -> int:
-    from lq.data.errors import DataFormatError
     from lq.data.stats import dataset_stats, format_stats
 
-    try:
-        print(format_stats(dataset_stats(args.path)))
-    except DataFormatError as err:
-        print(f"error: {err}", file=sys.stderr)
-        return 1
+    print(format_stats(dataset_stats(args.path)))
     return 0
 
 
 def _cmd_data_generate(args: argparse.Namespace) -> int:
-    from lq.data.errors import DataFormatError
     from lq.data.generate import generate_dataset
 
-    try:
-        manifest = generate_dataset(
-            args.out,
-            light_db=args.light_db,
-            scale=args.scale,
-            seed=args.seed,
-            overwrite=args.overwrite,
-            atomic_fill=args.atomic_fill,
-            mlm_steps=args.mlm_steps,
-        )
-    except (DataFormatError, FileExistsError, ValueError, RuntimeError) as err:
-        print(f"error: {err}", file=sys.stderr)
-        return 1
-    counts = manifest["counts"]
-    print(
-        f"wrote {args.out} (scale {args.scale}, seed {args.seed}): "
-        + "; ".join(f"{k} {'/'.join(str(v) for v in c.values())}" for k, c in counts.items())
+    manifest = generate_dataset(
+        args.out,
+        light_db=args.light_db,
+        scale=args.scale,
+        seed=args.seed,
+        overwrite=args.overwrite,
+        atomic_fill=args.atomic_fill,
+        mlm_steps=args.mlm_steps,
     )
+    counts = "; ".join(f"{k} {'/'.join(str(v) for v in c.values())}" for k, c in manifest["counts"].items())
+    print(f"wrote {args.out} (scale {args.scale}, seed {args.seed}): {counts}")
     return 0
 
 
@@ -72,57 +60,40 @@ def _cmd_data_atomic_light(args: argparse.Namespace) -> int:
     from lq.data.atomic import load_atomic_csv
     from lq.data.atomic_light import build_atomic_light, light_nouns, write_atomic_light
     from lq.data.default_db import load_default_db
-    from lq.data.errors import DataFormatError
     from lq.data.io import atomic_dir
     from lq.data.light_db import load_light_db
 
-    try:
-        db = load_light_db(args.light_db) if args.light_db else load_default_db()
-        events = [e for path in args.atomic for e in load_atomic_csv(path)]
-        filler = None
-        if args.fill == "mlm":
-            from lq.data.mlm_fill import MaskedLMFiller
+    db = load_light_db(args.light_db) if args.light_db else load_default_db()
+    events = [e for path in args.atomic for e in load_atomic_csv(path)]
+    filler = None
+    if args.fill == "mlm":
+        from lq.data.mlm_fill import MaskedLMFiller
 
-            filler = MaskedLMFiller.fine_tune(db, light_nouns(db), steps=args.mlm_steps, seed=args.seed).fill
-        samples = build_atomic_light(events, db, seed=args.seed, filler=filler)
-        with atomic_dir(args.out, overwrite=args.overwrite) as tmp:
-            write_atomic_light(samples, tmp)
-    except (DataFormatError, FileExistsError, ValueError) as err:
-        print(f"error: {err}", file=sys.stderr)
-        return 1
+        filler = MaskedLMFiller.fine_tune(db, light_nouns(db), steps=args.mlm_steps, seed=args.seed).fill
+    samples = build_atomic_light(events, db, seed=args.seed, filler=filler)
+    with atomic_dir(args.out, overwrite=args.overwrite) as tmp:
+        write_atomic_light(samples, tmp)
     print(f"wrote {args.out}: " + ", ".join(f"{k} {v}" for k, v in samples.counts().items()))
     return 0
 
 
 def _cmd_data_affordances(args: argparse.Namespace) -> int:
     from lq.data.affordances import evaluate, format_scores
-    from lq.data.errors import DataFormatError
     from lq.data.world_graph import load_world_graph
 
     worlds = sorted(Path(args.worlds).glob("*.json"))
     if not worlds:
-        print(f"error: no world graphs (*.json) in {args.worlds}", file=sys.stderr)
-        return 1
-    try:
-        scores = evaluate(load_world_graph(w) for w in worlds)
-    except DataFormatError as err:
-        print(f"error: {err}", file=sys.stderr)
-        return 1
+        raise UsageError(f"no world graphs (*.json) in {args.worlds}")
+    scores = evaluate(load_world_graph(w) for w in worlds)
     print(f"affordance inference against {len(worlds)} LIGHT world graphs in {args.worlds}")
     print(format_scores(scores))
     return 0
 
 
 def _cmd_play(args: argparse.Namespace) -> int:
-    from lq.data.errors import DataFormatError
-    from lq.world.goals import GoalError
     from lq.world.play import main as play_main
 
-    try:
-        return play_main(str(args.world), args.character, args.goal, args.partner)
-    except (DataFormatError, GoalError, KeyError, ValueError) as err:
-        print(f"error: {err.args[0] if isinstance(err, KeyError) else err}", file=sys.stderr)
-        return 1
+    return play_main(str(args.world), args.character, args.goal, args.partner)
 
 
 def build_parser() -> argparse.ArgumentParser:
@@ -202,8 +173,21 @@ def build_parser() -> argparse.ArgumentParser:
 
 
 def main(argv: Sequence[str] | None = None) -> int:
+    """Run a command; a user's mistake (bad file, unknown name, no network) prints one line, not a traceback."""
+    from lq.data.download import DownloadError
+    from lq.data.errors import DataFormatError
+    from lq.world.goals import GoalError
+    from lq.world.state import UnknownCharacter
+
     args = build_parser().parse_args(argv)
-    return args.func(args)
+    try:
+        return args.func(args)
+    except UsageError as err:
+        print(f"error: {err}", file=sys.stderr)
+        return 2
+    except (DataFormatError, DownloadError, GoalError, UnknownCharacter, FileExistsError, ValueError) as err:
+        print(f"error: {err}", file=sys.stderr)
+        return 1
 
 
 if __name__ == "__main__":

@@ -17,6 +17,10 @@ from lq.world.text import article, capitalize, join_list, normalize
 WORN, WIELDED = "worn", "wielded"
 
 
+class UnknownCharacter(LookupError):
+    """A character name that is not in the world."""
+
+
 class Node:
     __slots__ = (
         "id",
@@ -182,7 +186,7 @@ class World:
             if node.kind == "agent" and node.key == key:
                 return node
         names = ", ".join(sorted(n.name for n in self.agents()))
-        raise KeyError(f"no character '{name}' in this world; characters: {names}")
+        raise UnknownCharacter(f"no character '{name}' in this world; characters: {names}")
 
     # -- mutation ------------------------------------------------------------------------------------
 

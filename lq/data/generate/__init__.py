@@ -64,7 +64,7 @@ def _until(count: int, make: Callable[[int], object | None], what: str) -> list:
     out, attempt = [], 0
     while len(out) < count:
         if attempt > 20 * count + 100:
-            raise RuntimeError(
+            raise ValueError(
                 f"could not generate {count} {what} ({len(out)} after {attempt} attempts): "
                 "the environment DB offers too few usable characters and objects"
             )
@@ -120,7 +120,7 @@ def generate_dataset(
             if d is not None:
                 made.append(d)
         if len(made) < size.demos[k]:
-            raise RuntimeError(f"only {len(made)} of {size.demos[k]} {split} demonstrations could be played")
+            raise ValueError(f"only {len(made)} of {size.demos[k]} {split} demonstrations could be played")
         demos[split].extend(made)
         episodes[split].extend(
             generate_episode(pools, _stream(seed, "episode", split, i), f"{split}_{i:05d}")

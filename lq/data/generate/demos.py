@@ -134,30 +134,16 @@ def generate_demo(quest: Quest, rng: random.Random) -> Demonstration | None:
             last_action_turn = turn
             continue
         if self_turn and extra_self and turn > 1 and turn != act_turn and turn - last_action_turn > 2 and turn < n - 1:
-            options = [
-                a
-                for a in valid_actions(world, me).values()
-                if a.verb in PARTNER_SIDE_VERBS + ("get",)
-                and a.text != quest.goal
-                and (needed is None or reached is not None or _keeps(world, me, a, *needed))
-            ]
-            if options:
-                ep.act(rng.choice(options).text)
-                extra_self = False
-                last_action_turn = turn
+            side = _side_action(world, me, PARTNER_SIDE_VERBS + ("get",), needed, reached, rng, avoid=quest.goal)
+            if side is not None:
+                ep.act(side.text)
+                extra_self, last_action_turn = False, turn
                 continue
         if not self_turn and partner_side and turn > 2 and turn - last_action_turn > 2 and turn != act_turn:
-            options = [
-                a
-                for a in valid_actions(world, partner).values()
-                if a.verb in PARTNER_SIDE_VERBS
-                and a.target is None
-                and (needed is None or reached is not None or _keeps(world, partner, a, *needed))
-            ]
-            if options:
-                ep.act(rng.choice(options).text)
-                partner_side = False
-                last_action_turn = turn
+            side = _side_action(world, partner, PARTNER_SIDE_VERBS, needed, reached, rng, untargeted=True)
+            if side is not None:
+                ep.act(side.text)
+                partner_side, last_action_turn = False, turn
                 continue
         if self_turn:
             if turn == last_action_turn + 1 and last_action_turn >= 0 and ep.acts[-1].type == "action":
@@ -204,6 +190,29 @@ def _things(actor: Node) -> list[str]:
     room = actor.container
     seen = list(room.contents.values()) + list(actor.contents.values()) if room is not None else []
     return [n.name for n in seen if n.kind == "object"]
+
+
+def _side_action(
+    world: World,
+    actor: Node,
+    verbs: tuple[str, ...],
+    needed: tuple[Action, Node] | None,
+    reached: str | None,
+    rng: random.Random,
+    avoid: str = "",
+    untargeted: bool = False,
+) -> Action | None:
+    """A random action beside the plan: of these verbs, not the goal, and (until the goal is reached)
+    leaving the completing action possible."""
+    options = [
+        a
+        for a in valid_actions(world, actor).values()
+        if a.verb in verbs
+        and a.text != avoid
+        and not (untargeted and a.target is not None)
+        and (needed is None or reached is not None or _keeps(world, actor, a, *needed))
+    ]
+    return rng.choice(options) if options else None
 
 
 def _keeps(world: World, actor: Node, a: Action, needed: Action, needed_by: Node) -> bool:
