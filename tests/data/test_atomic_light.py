@@ -8,7 +8,8 @@ from lq.cli import main
 from lq.data.atomic import RELATIONS, AtomicEvent, write_atomic_csv
 from lq.data.atomic_light import build_atomic_light, engine_triples, light_characters, light_nouns, load_atomic_light
 from lq.data.default_db import load_default_db
-from lq.data.mlm_fill import MASK, MaskedLMFiller, minilm_dir
+from lq.data.mlm_fill import MASK, MaskedLMFiller
+from lq.models.pretrained import minilm_dir
 
 DB = load_default_db()
 

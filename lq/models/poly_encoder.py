@@ -1,0 +1,110 @@
+"""The poly-encoder (Humeau et al. 2020) with separate context and candidate encoding.
+
+``encode_context`` turns a context into ``m`` code vectors (learned codes attending over the
+context's token states); ``encode_candidates`` turns each candidate into one vector (its first
+token's state); ``score`` lets each candidate attend over a context's codes and takes the dot
+product. Candidate vectors do not depend on the context, so a fixed candidate set is encoded once
+(:class:`CandidateCache`) and scoring it is one matrix product per batch.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+
+import torch
+from torch import nn
+from transformers import PreTrainedTokenizerBase
+
+from lq.models.encoder import EncoderSpec, build_encoder, token_states
+
+
+class PolyEncoder(nn.Module):
+    def __init__(self, context_encoder: nn.Module, candidate_encoder: nn.Module, n_codes: int = 64):
+        super().__init__()
+        self.context_encoder = context_encoder
+        self.candidate_encoder = candidate_encoder
+        hidden = context_encoder.config.hidden_size
+        self.codes = nn.Parameter(torch.randn(n_codes, hidden) * hidden**-0.5)
+
+    @classmethod
+    def from_spec(
+        cls, spec: EncoderSpec, n_codes: int = 64, tokenizer: PreTrainedTokenizerBase | None = None
+    ) -> PolyEncoder:
+        return cls(build_encoder(spec, tokenizer), build_encoder(spec, tokenizer), n_codes)
+
+    @property
+    def hidden_size(self) -> int:
+        return self.codes.shape[1]
+
+    def encode_context(self, ids: torch.Tensor, mask: torch.Tensor) -> torch.Tensor:
+        """``[batch, tokens]`` → ``[batch, codes, hidden]``."""
+        states = token_states(self.context_encoder, ids, mask)
+        attn = torch.einsum("mh,bth->bmt", self.codes, states)
+        attn = attn.masked_fill(~mask.bool().unsqueeze(1), torch.finfo(attn.dtype).min).softmax(dim=-1)
+        return torch.einsum("bmt,bth->bmh", attn, states)
+
+    def encode_candidates(self, ids: torch.Tensor, mask: torch.Tensor) -> torch.Tensor:
+        """``[n, tokens]`` → ``[n, hidden]``."""
+        return token_states(self.candidate_encoder, ids, mask)[:, 0]
+
+    @staticmethod
+    def score(context: torch.Tensor, candidates: torch.Tensor) -> torch.Tensor:
+        """Context codes ``[b, m, h]`` with candidates ``[n, h]`` (shared) or ``[b, n, h]`` → scores ``[b, n]``."""
+        if candidates.dim() == 2:
+            weights = torch.einsum("nh,bmh->bnm", candidates, context).softmax(dim=-1)
+            pooled = torch.einsum("bnm,bmh->bnh", weights, context)
+            return torch.einsum("bnh,nh->bn", pooled, candidates)
+        weights = torch.einsum("bnh,bmh->bnm", candidates, context).softmax(dim=-1)
+        pooled = torch.einsum("bnm,bmh->bnh", weights, context)
+        return (pooled * candidates).sum(-1)
+
+
+class TextBatcher:
+    """Tokenises texts for the poly-encoder: contexts keep their end (the latest turns), candidates their start."""
+
+    def __init__(self, tokenizer: PreTrainedTokenizerBase, context_length: int = 256, candidate_length: int = 32):
+        self.tokenizer = tokenizer
+        self.context_length = context_length
+        self.candidate_length = candidate_length
+
+    def _encode(self, texts: Sequence[str], length: int, side: str) -> tuple[torch.Tensor, torch.Tensor]:
+        self.tokenizer.truncation_side = side
+        out = self.tokenizer(list(texts), padding=True, truncation=True, max_length=length, return_tensors="pt")
+        return out["input_ids"], out["attention_mask"]
+
+    def contexts(self, texts: Sequence[str]) -> tuple[torch.Tensor, torch.Tensor]:
+        return self._encode(texts, self.context_length, "left")
+
+    def candidates(self, texts: Sequence[str]) -> tuple[torch.Tensor, torch.Tensor]:
+        return self._encode(texts, self.candidate_length, "right")
+
+
+class CandidateCache:
+    """A fixed candidate set encoded once (for the partner, the Dungeon Master, the action and utterance spaces).
+
+    Re-encode with :meth:`refresh` after the candidate encoder's weights change.
+    """
+
+    def __init__(self, model: PolyEncoder, batcher: TextBatcher, texts: Sequence[str], batch_size: int = 256):
+        self.model, self.batcher, self.batch_size = model, batcher, batch_size
+        self.texts = list(texts)
+        self.index = {t: i for i, t in enumerate(self.texts)}
+        self.embeddings = torch.empty(0)
+        self.refresh()
+
+    @torch.no_grad()
+    def refresh(self) -> None:
+        was_training = self.model.training
+        self.model.eval()
+        parts = []
+        for start in range(0, len(self.texts), self.batch_size):
+            ids, mask = self.batcher.candidates(self.texts[start : start + self.batch_size])
+            device = self.model.codes.device
+            parts.append(self.model.encode_candidates(ids.to(device), mask.to(device)))
+        self.embeddings = torch.cat(parts) if parts else torch.empty(0, self.model.hidden_size)
+        self.model.train(was_training)
+
+    def score(self, context: torch.Tensor, subset: Sequence[int] | torch.Tensor | None = None) -> torch.Tensor:
+        """Scores ``[batch, n]`` of the cached candidates (or of ``subset`` of them) for context codes."""
+        emb = self.embeddings if subset is None else self.embeddings[torch.as_tensor(subset)]
+        return PolyEncoder.score(context, emb.to(context.device))

@@ -1,0 +1,62 @@
+import pytest
+import torch
+
+from lq.models.encoder import EncoderSpec, build_encoder
+from lq.models.poly_encoder import CandidateCache, PolyEncoder, TextBatcher
+from lq.models.pretrained import load_tokenizer, resolve
+
+TINY = EncoderSpec(init="scratch", hidden_size=32, num_layers=2, num_heads=2, intermediate_size=64, dropout=0.0)
+
+
+@pytest.fixture(scope="module")
+def tokenizer():
+    return load_tokenizer()
+
+
+@pytest.fixture
+def model(tokenizer):
+    torch.manual_seed(0)
+    return PolyEncoder.from_spec(TINY, n_codes=4, tokenizer=tokenizer).eval()
+
+
+def test_shapes_and_shared_candidates_match_per_example(model, tokenizer):
+    batcher = TextBatcher(tokenizer, 64, 16)
+    ctx = model.encode_context(*batcher.contexts(["You are in the lair.", "A knight is here. Hello!"]))
+    assert ctx.shape == (2, 4, 32)
+    cands = model.encode_candidates(*batcher.candidates(["get sword", "hug knight", "hello there"]))
+    assert cands.shape == (3, 32)
+    shared = PolyEncoder.score(ctx, cands)
+    per_example = PolyEncoder.score(ctx, cands.unsqueeze(0).expand(2, -1, -1))
+    assert shared.shape == (2, 3) and torch.allclose(shared, per_example, atol=1e-5)
+
+
+def test_padding_does_not_change_the_context_codes(model, tokenizer):
+    batcher = TextBatcher(tokenizer, 64, 16)
+    alone = model.encode_context(*batcher.contexts(["short context"]))
+    padded = model.encode_context(*batcher.contexts(["short context", "a much longer context " * 5]))[:1]
+    assert torch.allclose(alone, padded, atol=1e-5)
+
+
+def test_contexts_keep_their_latest_turns(tokenizer):
+    batcher = TextBatcher(tokenizer, 8, 8)
+    ids, _ = batcher.contexts(["one two three four five six seven eight nine ten"])
+    assert tokenizer.decode(ids[0], skip_special_tokens=True).endswith("ten")
+    ids, _ = batcher.candidates(["one two three four five six seven eight nine ten"])
+    assert tokenizer.decode(ids[0], skip_special_tokens=True).startswith("one")
+
+
+def test_candidate_cache_scores_like_direct_encoding(model, tokenizer):
+    batcher = TextBatcher(tokenizer, 64, 16)
+    texts = ["get sword", "hug knight", "hello there", "give egg to dragon"]
+    cache = CandidateCache(model, batcher, texts, batch_size=3)
+    ctx = model.encode_context(*batcher.contexts(["You see a sword."]))
+    direct = PolyEncoder.score(ctx, model.encode_candidates(*batcher.candidates(texts)))
+    assert torch.allclose(cache.score(ctx), direct, atol=1e-5)
+    assert torch.allclose(cache.score(ctx, [cache.index["hello there"]]), direct[:, 2:3], atol=1e-5)
+
+
+def test_minilm_loads_offline():
+    encoder = build_encoder(EncoderSpec())
+    assert encoder.config.hidden_size == 384 and encoder.config.num_hidden_layers == 6
+    with pytest.raises(FileNotFoundError, match="never downloads"):
+        resolve("sentence-transformers/all-MiniLM-L6-v2")
