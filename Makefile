@@ -17,10 +17,13 @@ SEED ?= 0
 LIGHT_DB ?=
 PYTEST_ARGS ?=
 
+ENCODER ?= general_light
+PROFILE ?= tiny
+ARGS ?=
 WORLD ?= ../shared/data/light_worlds/dragon-village.json
 AS ?=
 
-.PHONY: help venv test test-fast data download stats play bench clean
+.PHONY: help venv test test-fast data download stats pretrain play bench ui clean
 
 help: ## show this help
 	@grep -hE '^[a-zA-Z_.-]+:.*?## ' $(MAKEFILE_LIST) | awk 'BEGIN {FS = ":.*?## "}; {printf "  \033[36mmake %-12s\033[0m %s\n", $$1, $$2}'
@@ -52,6 +55,14 @@ download: $(STAMP) ## fetch the public LIGHT-Quests and ATOMIC releases into DES
 
 stats: $(STAMP) ## print dataset statistics beside the paper's (DATA=path, default data/default)
 	$(BIN)/lq data stats $(DATA)
+
+pretrain: $(STAMP) ## pretrain a poly-encoder: make pretrain ENCODER=general_light PROFILE=tiny [ARGS=...]
+	@test -d $(DATA) || { echo "no dataset in $(DATA): run 'make data' first (or set DATA=...)"; exit 1; }
+	$(BIN)/lq pretrain fit --config conf/pretrain.yaml --config conf/encoder/$(ENCODER).yaml \
+		--config conf/profile/$(PROFILE).yaml --data.data_dir $(DATA) $(ARGS)
+
+ui: $(STAMP) ## the MLflow UI on the default store (sqlite:///mlflow.db) at http://127.0.0.1:5000
+	$(BIN)/mlflow ui --backend-store-uri sqlite:///mlflow.db --host 127.0.0.1 --port 5000
 
 play: $(STAMP) ## play a LIGHT world in the terminal: make play WORLD=path.json [AS=character]
 	$(BIN)/lq play $(WORLD) $(if $(AS),--as "$(AS)")

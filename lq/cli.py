@@ -99,6 +99,11 @@ def _cmd_play(args: argparse.Namespace) -> int:
 def build_parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(prog="lq", description=__doc__.splitlines()[0])
     sub = parser.add_subparsers(dest="command", required=True, metavar="COMMAND")
+    sub.add_parser(
+        "pretrain",
+        help="multi-task poly-encoder pretraining (LightningCLI: lq pretrain fit --config ...)",
+        add_help=False,
+    )
 
     data = sub.add_parser("data", help="download, generate and inspect datasets")
     data_sub = data.add_subparsers(dest="data_command", required=True, metavar="SUBCOMMAND")
@@ -172,8 +177,20 @@ def build_parser() -> argparse.ArgumentParser:
     return parser
 
 
+TRAINING_STAGES = ("pretrain",)
+
+
 def main(argv: Sequence[str] | None = None) -> int:
-    """Run a command; a user's mistake (bad file, unknown name, no network) prints one line, not a traceback."""
+    """Run a command; a user's mistake (bad file, unknown name, no network) prints one line, not a traceback.
+
+    Training stages (``lq pretrain fit --config ...``) hand the rest of the command line to LightningCLI.
+    """
+    argv = list(sys.argv[1:] if argv is None else argv)
+    if argv and argv[0] in TRAINING_STAGES:
+        from lq.lit.cli import pretrain_main
+
+        pretrain_main(argv[1:])
+        return 0
     from lq.data.download import DownloadError
     from lq.data.errors import DataFormatError
     from lq.world.goals import GoalError

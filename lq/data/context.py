@@ -1,0 +1,100 @@
+"""Context serialisation shared by every stage: pretraining tasks, behaviour cloning, RL, the partner and the DM.
+
+One line per field, each starting with a tag as in LIGHT's own task files::
+
+    _setting_name dragon's lair
+    _setting_desc A cave of gold. ...
+    _self_name dragon
+    _self_persona I am a dragon ...
+    _partner_name knight
+    _partner_persona I am a knight ...
+    _self_carrying golden egg, sword
+    _short_motivation I need to ...
+    _mid_motivation ...
+    _long_motivation ...
+    _partner_say Who goes there?
+    _self_act get golden egg
+
+Which motivations appear is a switch (``motivations=("short",)``, or ``()`` for none): the
+Table 4/5 ablations turn them off and on.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Sequence
+from dataclasses import dataclass, field
+
+from lq.data.demos import Demonstration
+from lq.data.quests import Quest
+
+MOTIVATION_LEVELS = ("short", "mid", "long")
+
+
+@dataclass
+class Context:
+    setting_name: str = ""
+    setting_desc: str = ""
+    self_name: str = ""
+    self_persona: str = ""
+    partner_name: str = ""
+    partner_persona: str = ""
+    carrying: list[str] = field(default_factory=list)
+    motivations: dict[str, str] = field(default_factory=dict)  # level ("short", "mid", "long", "self") -> text
+    history: list[tuple[str, str, str]] = field(default_factory=list)  # (who: self|partner, type, text)
+
+    def serialise(self, motivations: Iterable[str] = (*MOTIVATION_LEVELS, "self")) -> str:
+        lines = []
+        for tag, value in (
+            ("_setting_name", self.setting_name),
+            ("_setting_desc", self.setting_desc),
+            ("_self_name", self.self_name),
+            ("_self_persona", self.self_persona),
+            ("_partner_name", self.partner_name),
+            ("_partner_persona", self.partner_persona),
+            ("_self_carrying", ", ".join(self.carrying)),
+        ):
+            if value:
+                lines.append(f"{tag} {value}")
+        for level in motivations:
+            if self.motivations.get(level):
+                lines.append(f"_{level}_motivation {self.motivations[level]}")
+        for who, kind, text in self.history:
+            lines.append(f"_{who}_{'say' if kind == 'speech' else 'act' if kind == 'action' else 'emote'} {text}")
+        return "\n".join(lines)
+
+
+def quest_context(quest: Quest) -> Context:
+    """A quest's setting, character and motivations (the setting text already lists what it carries)."""
+    partner = quest.extra.get("partner", "") if isinstance(quest.extra.get("partner", ""), str) else ""
+    return Context(
+        setting_desc=" ".join(quest.description.split()),
+        self_name=quest.character,
+        self_persona=quest.persona,
+        partner_name=partner,
+        motivations={lvl: quest.motivation(lvl) for lvl in MOTIVATION_LEVELS},
+    )
+
+
+def demo_context(demo: Demonstration, turn: int, quest: Quest | None = None) -> Context:
+    """What the self character knows before ``turn`` of a demonstration or episode."""
+    motivations = {lvl: quest.motivation(lvl) for lvl in MOTIVATION_LEVELS} if quest else {}
+    if demo.self_character.motivation and not quest:
+        motivations["self"] = demo.self_character.motivation
+    return Context(
+        setting_name=demo.room_category,
+        setting_desc=demo.room_description,
+        self_name=demo.self_character.name,
+        self_persona=demo.self_character.persona,
+        partner_name=demo.partner.name,
+        partner_persona=demo.partner.persona,
+        motivations=motivations,
+        history=history(demo, turn),
+    )
+
+
+def history(demo: Demonstration, turn: int) -> list[tuple[str, str, str]]:
+    return [(Demonstration.speaker(i), a.type, a.text) for i, a in enumerate(demo.acts[:turn])]
+
+
+def timeline_prefix(actions: Sequence[str]) -> str:
+    return "\n".join(f"_timeline_act {a}" for a in actions)

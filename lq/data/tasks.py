@@ -1,0 +1,236 @@
+"""Text tasks for pretraining and the supervised tables: (context, label, 100 candidates).
+
+``atomic_light`` (complete the tail), ``general_dialogue`` (next chit-chat turn), ``light_original``
+(next action or utterance in goal-free episodes), ``boa_timeline`` (any one action of a quest's
+timeline), ``seq_timeline`` (the next timeline action after the first n), ``quest_dialogue`` (next
+utterance of a demonstration). Everything is read from the data formats of :mod:`lq.data`; the
+candidates are the label and 99 others in a random position (seeded).
+"""
+
+from __future__ import annotations
+
+import json
+import random
+from collections.abc import Callable, Iterable, Sequence
+from dataclasses import dataclass
+from pathlib import Path
+
+from lq.data.atomic_light import AtomicLightSample, load_atomic_light
+from lq.data.context import MOTIVATION_LEVELS, demo_context, quest_context, timeline_prefix
+from lq.data.demos import Demonstration, load_demos
+from lq.data.errors import DataFormatError
+from lq.data.quests import GOAL_INDEX, Quest, load_quests
+from lq.data.splits import SPLITS, Splits
+
+TASKS = ("atomic_light", "general_dialogue", "light_original", "boa_timeline", "seq_timeline", "quest_dialogue")
+NUM_CANDIDATES = 100
+
+
+@dataclass(frozen=True)
+class Example:
+    context: str
+    label: str
+    candidates: tuple[str, ...]
+    task: str
+    easiest: bool = False  # the timeline's "now" action (the goal), for the Table 4/5 breakdowns
+
+    @property
+    def label_index(self) -> int:
+        return self.candidates.index(self.label)
+
+
+def candidates(
+    label: str,
+    pool: Sequence[str],
+    rng: random.Random,
+    n: int = NUM_CANDIDATES,
+    first: Iterable[str] = (),
+    exclude: Iterable[str] = (),
+) -> tuple[str, ...]:
+    """The label, then ``first`` (hard negatives), then random others from ``pool``; shuffled, no repeats."""
+    banned = {label, *exclude}
+    chosen = [c for c in dict.fromkeys(first) if c not in banned][: n - 1]
+    seen = banned | set(chosen)
+    tries = 0
+    while len(chosen) < n - 1 and tries < 20 * n:
+        c = pool[rng.randrange(len(pool))] if pool else label
+        tries += 1
+        if c not in seen:
+            seen.add(c)
+            chosen.append(c)
+    out = [*chosen]
+    out.insert(rng.randrange(len(out) + 1), label)
+    return tuple(out)
+
+
+def atomic_light_examples(
+    samples: Sequence[AtomicLightSample], rng: random.Random, n: int = NUM_CANDIDATES
+) -> list[Example]:
+    tails = [s.tail for s in samples]
+    return [Example(s.context, s.tail, candidates(s.tail, tails, rng, n), "atomic_light") for s in samples]
+
+
+def general_dialogue_examples(
+    dialogues: Sequence[list[str]], rng: random.Random, n: int = NUM_CANDIDATES
+) -> list[Example]:
+    turns = [t for d in dialogues for t in d]
+    return [
+        Example("\n".join(d[:i]), d[i], candidates(d[i], turns, rng, n), "general_dialogue")
+        for d in dialogues
+        for i in range(1, len(d))
+    ]
+
+
+def _demo_examples(
+    demos: Sequence[Demonstration],
+    task: str,
+    kinds: tuple[str, ...],
+    rng: random.Random,
+    n: int,
+    quests: dict[str, Quest] | None = None,
+) -> list[Example]:
+    speech = [a.text for d in demos for a in d.acts if a.type == "speech"]
+    actions = [a.text for d in demos for a in d.acts if a.type == "action"]
+    out = []
+    for d in demos:
+        quest = quests.get(d.conv_extra.get("quest_id", "")) if quests else None
+        for turn, act in enumerate(d.acts):
+            if turn % 2 == 0 or act.type not in kinds:
+                continue
+            context = demo_context(d, turn, quest).serialise()
+            if act.type == "action":  # the valid actions at that turn are the natural hard negatives
+                cands = candidates(act.text, actions, rng, n, first=act.actions or ())
+            else:
+                cands = candidates(act.text, speech, rng, n)
+            out.append(Example(context, act.text, cands, task))
+    return out
+
+
+def light_original_examples(
+    episodes: Sequence[Demonstration], rng: random.Random, n: int = NUM_CANDIDATES
+) -> list[Example]:
+    return _demo_examples(episodes, "light_original", ("speech", "action"), rng, n)
+
+
+def quest_dialogue_examples(
+    demos: Sequence[Demonstration], rng: random.Random, n: int = NUM_CANDIDATES, quests: dict[str, Quest] | None = None
+) -> list[Example]:
+    return _demo_examples(demos, "quest_dialogue", ("speech",), rng, n, quests)
+
+
+def boa_timeline_examples(
+    quests: Sequence[Quest], rng: random.Random, n: int = NUM_CANDIDATES, motivations: Sequence[str] = MOTIVATION_LEVELS
+) -> list[Example]:
+    """One example per timeline action; the quest's other actions are never negatives (all are right)."""
+    pool = [a for q in quests for a in q.timeline_actions]
+    out = []
+    for q in quests:
+        context = quest_context(q).serialise(motivations)
+        actions = q.timeline_actions
+        for i, action in enumerate(actions):
+            out.append(
+                Example(
+                    context,
+                    action,
+                    candidates(action, pool, rng, n, exclude=actions),
+                    "boa_timeline",
+                    easiest=i == GOAL_INDEX,
+                )
+            )
+    return out
+
+
+def seq_timeline_examples(
+    quests: Sequence[Quest], rng: random.Random, n: int = NUM_CANDIDATES, motivations: Sequence[str] = MOTIVATION_LEVELS
+) -> list[Example]:
+    """Given the first k timeline actions, the (k+1)-th; the quest's own actions are the hard negatives."""
+    pool = [a for q in quests for a in q.timeline_actions]
+    out = []
+    for q in quests:
+        base = quest_context(q).serialise(motivations)
+        actions = q.timeline_actions
+        for k in range(1, len(actions)):
+            context = f"{base}\n{timeline_prefix(actions[:k])}"
+            out.append(
+                Example(
+                    context,
+                    actions[k],
+                    candidates(actions[k], pool, rng, n, first=actions),
+                    "seq_timeline",
+                    easiest=k == GOAL_INDEX,
+                )
+            )
+    return out
+
+
+def load_chitchat(path: str | Path) -> list[list[str]]:
+    path = Path(path)
+    out = []
+    try:
+        lines = path.read_text(encoding="utf-8").splitlines()
+    except FileNotFoundError:
+        raise DataFormatError(path, "file not found", fix='a chit-chat corpus is JSONL: {"dialogue": [...]}') from None
+    for i, line in enumerate(lines):
+        if not line.strip():
+            continue
+        try:
+            obj = json.loads(line)
+        except json.JSONDecodeError as err:
+            raise DataFormatError(
+                path, f"invalid JSON ({err.msg})", record=f"line {i + 1}", fix="one JSON object per line"
+            ) from None
+        turns = obj.get("dialogue") if isinstance(obj, dict) else None
+        if not isinstance(turns, list) or len(turns) < 2 or not all(isinstance(t, str) for t in turns):
+            raise DataFormatError(
+                path,
+                'expected {"dialogue": [at least two strings]}',
+                record=f"line {i + 1}",
+                field="dialogue",
+                fix="write each conversation as a list of its turns",
+            )
+        out.append(turns)
+    return out
+
+
+def build_task(
+    task: str,
+    data_dir: str | Path,
+    split: str,
+    *,
+    seed: int = 0,
+    n: int = NUM_CANDIDATES,
+    motivations: Sequence[str] = MOTIVATION_LEVELS,
+) -> list[Example]:
+    """The examples of one task on one split of a dataset folder (as ``lq data generate`` writes it)."""
+    if task not in TASKS:
+        raise ValueError(f"unknown task '{task}': choose from {', '.join(TASKS)}")
+    if split not in SPLITS:
+        raise ValueError(f"unknown split '{split}': choose from {', '.join(SPLITS)}")
+    root = Path(data_dir)
+    rng = random.Random(f"{seed}/{task}/{split}")
+    builders: dict[str, Callable[[], list[Example]]] = {
+        "atomic_light": lambda: atomic_light_examples(load_atomic_light(root / "atomic_light")[split], rng, n),
+        "general_dialogue": lambda: general_dialogue_examples(
+            load_chitchat(root / "chitchat" / f"{split}.jsonl"), rng, n
+        ),
+        "light_original": lambda: light_original_examples(load_demos(root / "episodes")[split], rng, n),
+        "boa_timeline": lambda: boa_timeline_examples(load_quests(root / "quests")[split], rng, n, motivations),
+        "seq_timeline": lambda: seq_timeline_examples(load_quests(root / "quests")[split], rng, n, motivations),
+        "quest_dialogue": lambda: quest_dialogue_examples(
+            load_demos(root / "demos")[split], rng, n, {q.quest_id: q for q in load_quests(root / "quests").all()}
+        ),
+    }
+    return builders[task]()
+
+
+def build_tasks(
+    tasks: Iterable[str],
+    data_dir: str | Path,
+    *,
+    seed: int = 0,
+    n: int = NUM_CANDIDATES,
+    motivations: Sequence[str] = MOTIVATION_LEVELS,
+) -> dict[str, Splits[Example]]:
+    return {
+        t: Splits(*(build_task(t, data_dir, s, seed=seed, n=n, motivations=motivations) for s in SPLITS)) for t in tasks
+    }

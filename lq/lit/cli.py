@@ -1,0 +1,115 @@
+"""LightningCLI entry points shared by every training stage (``lq pretrain``, later ``lq bc``, ``lq rl``).
+
+Configs merge in order: ``--config conf/pretrain.yaml --config conf/encoder/general_light.yaml
+--config conf/profile/tiny.yaml``. Runs log to MLflow (``sqlite:///mlflow.db`` unless the config
+says otherwise), named after the encoder; the resolved config is logged as the run's
+``config.yaml`` artifact by :class:`LogConfigToMLflow` (Lightning's own config-saving callback
+fails with a sqlite tracking URI: Lightning issues 19441 and 20273).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+
+from lightning.pytorch.callbacks import ModelCheckpoint
+from lightning.pytorch.cli import LightningArgumentParser, LightningCLI, SaveConfigCallback
+from lightning.pytorch.loggers import MLFlowLogger
+
+DEFAULT_TRACKING_URI = "sqlite:///mlflow.db"
+
+
+class LogConfigToMLflow(SaveConfigCallback):
+    """Logs the resolved config as an MLflow artifact instead of writing it into the log dir."""
+
+    def __init__(self, *args, **kwargs):
+        kwargs["save_to_log_dir"] = False
+        super().__init__(*args, **kwargs)
+
+    def save_config(self, trainer, pl_module, stage) -> None:
+        text = self.parser.dump(self.config, skip_none=False)
+        for logger in trainer.loggers:
+            if isinstance(logger, MLFlowLogger):
+                logger.experiment.log_text(logger.run_id, text, "config.yaml")
+
+
+def _checkpoint_dir(out_dir: str, encoder_name: str) -> str:
+    return f"{out_dir.rstrip('/')}/{encoder_name}"
+
+
+class StageCLI(LightningCLI):
+    """A LightningCLI with lq's conventions: MLflow by default, checkpoints per encoder, test after fit.
+
+    ``parse_only=True`` parses and validates the configs without building anything (for tests).
+    """
+
+    stage = "pretrain"
+
+    def __init__(self, *args, parse_only: bool = False, **kwargs):
+        self.parse_only = parse_only
+        kwargs.setdefault("save_config_callback", LogConfigToMLflow)
+        kwargs.setdefault("save_config_kwargs", {"overwrite": True})
+        kwargs.setdefault(
+            "trainer_defaults",
+            {
+                "logger": {
+                    "class_path": "lightning.pytorch.loggers.MLFlowLogger",
+                    "init_args": {"experiment_name": f"lq-{self.stage}", "tracking_uri": DEFAULT_TRACKING_URI},
+                },
+            },
+        )
+        if parse_only:
+            kwargs["run"] = False
+        super().__init__(*args, **kwargs)
+
+    def add_arguments_to_parser(self, parser: LightningArgumentParser) -> None:
+        parser.add_argument("--out_dir", default=f"outputs/{self.stage}", help="where checkpoints go, per encoder")
+        parser.add_lightning_class_args(ModelCheckpoint, "checkpoint")
+        parser.set_defaults(
+            {
+                "checkpoint.monitor": "val/hits_at_1",
+                "checkpoint.mode": "max",
+                "checkpoint.save_last": True,
+                "checkpoint.filename": "best",
+            }
+        )
+        parser.link_arguments(("out_dir", "model.encoder.name"), "checkpoint.dirpath", compute_fn=_checkpoint_dir)
+
+    def instantiate_classes(self) -> None:
+        if not self.parse_only:
+            super().instantiate_classes()
+
+    def before_fit(self) -> None:
+        name = self.config[self.subcommand].model.encoder.name
+        for logger in self.trainer.loggers:
+            if isinstance(logger, MLFlowLogger):  # the run is created lazily: naming it now is in time
+                logger.tags = {
+                    **(logger.tags or {}),
+                    "mlflow.runName": f"{self.stage}-{name}",
+                    "lq.stage": self.stage,
+                    "lq.encoder": name,
+                }
+
+    def after_fit(self) -> None:
+        """Test the best checkpoint in the same run, so the MLflow run holds val and test figures."""
+        if self.trainer.interrupted:  # Ctrl-C: no test
+            return
+        callback = self.trainer.checkpoint_callback
+        ckpt = "best" if callback is not None and callback.best_model_path else None
+        self.trainer.test(self.model, datamodule=self.datamodule, ckpt_path=ckpt)
+
+
+class PretrainCLI(StageCLI):
+    stage = "pretrain"
+
+    def add_arguments_to_parser(self, parser: LightningArgumentParser) -> None:
+        super().add_arguments_to_parser(parser)
+        parser.link_arguments("model.encoder.tasks", "data.tasks")
+        parser.link_arguments("model.encoder.spec.tokenizer", "data.tokenizer")
+
+
+def pretrain_main(args: Sequence[str] | None = None) -> PretrainCLI:
+    from lq.lit.pretrain import PretrainDataModule, PretrainModule
+
+    return PretrainCLI(
+        PretrainModule, PretrainDataModule, args=list(args) if args is not None else None, seed_everything_default=0
+    )
