@@ -105,6 +105,34 @@ class PretrainCLI(StageCLI):
         super().add_arguments_to_parser(parser)
         parser.link_arguments("model.encoder.tasks", "data.tasks")
         parser.link_arguments("model.encoder.spec.tokenizer", "data.tokenizer")
+        parser.add_argument(
+            "--tables.max_quests", type=int | None, default=None, help="test quests per Table 4/5 row (all if unset)"
+        )
+        parser.add_argument("--tables.enabled", type=bool, default=True, help="write the Table 4/5 artifacts")
+
+    def after_fit(self) -> None:
+        super().after_fit()
+        config = self.config[self.subcommand]
+        if self.trainer.interrupted or not config.tables.enabled:
+            return
+        from lq.lit.timeline_tables import TABLES, timeline_table, to_csv, to_markdown
+
+        for task, title in TABLES.items():
+            rows = timeline_table(
+                self.model.model,
+                self.datamodule.batcher,
+                self.datamodule.data_dir,
+                task,
+                max_quests=config.tables.max_quests,
+                batch_size=self.datamodule.eval_batch_size,
+            )
+            name = {"seq_timeline": "table4_seq_timeline", "boa_timeline": "table5_boa_timeline"}[task]
+            markdown = to_markdown(rows, f"{title} ({config.model.encoder.name})")
+            print(markdown)
+            for logger in self.trainer.loggers:
+                if isinstance(logger, MLFlowLogger):
+                    logger.experiment.log_text(logger.run_id, markdown, f"tables/{name}.md")
+                    logger.experiment.log_text(logger.run_id, to_csv(rows), f"tables/{name}.csv")
 
 
 def pretrain_main(args: Sequence[str] | None = None) -> PretrainCLI:

@@ -9,7 +9,7 @@ tasks (``val/hits_at_1``, which picks the best checkpoint).
 from __future__ import annotations
 
 from collections.abc import Sequence
-from dataclasses import dataclass, field
+from dataclasses import asdict, dataclass, field
 
 import lightning as L
 import torch
@@ -138,16 +138,23 @@ class PretrainDataModule(L.LightningDataModule):
         return {"ctx_ids": ctx_ids, "ctx_mask": ctx_mask, "cand_ids": lab_ids, "cand_mask": lab_mask, "target": target}
 
     def collate_eval(self, batch: list[Example]) -> dict[str, torch.Tensor]:
-        """Contexts and every example's own candidates, ``[batch * n, tokens]``."""
+        """Contexts and every example's own candidates, ``[batch * n, tokens]``.
+
+        A split with fewer distinct labels than ``num_candidates`` gives shorter lists: they are padded,
+        and ``cand_valid`` marks the real ones.
+        """
+        n = max(len(e.candidates) for e in batch)
         ctx_ids, ctx_mask = self.batcher.contexts([e.context for e in batch])
-        cand_ids, cand_mask = self.batcher.candidates([c for e in batch for c in e.candidates])
+        texts = [c for e in batch for c in (*e.candidates, *[""] * (n - len(e.candidates)))]
+        cand_ids, cand_mask = self.batcher.candidates(texts)
+        valid = torch.tensor([[i < len(e.candidates) for i in range(n)] for e in batch])
         return {
             "ctx_ids": ctx_ids,
             "ctx_mask": ctx_mask,
             "cand_ids": cand_ids,
             "cand_mask": cand_mask,
+            "cand_valid": valid,
             "target": torch.tensor([e.label_index for e in batch]),
-            "num_candidates": torch.tensor(len(batch[0].candidates)),
             "easiest": torch.tensor([e.easiest for e in batch]),
         }
 
@@ -165,8 +172,12 @@ class PretrainModule(L.LightningModule):
         warmup_steps: int = 100,
     ):
         super().__init__()
+        if isinstance(encoder, dict):  # as stored in a checkpoint's hyperparameters
+            encoder = EncoderConfig(**{**encoder, "spec": EncoderSpec(**encoder.get("spec", {}))})
         self.encoder_config = encoder
-        self.save_hyperparameters()
+        # plain data in the checkpoint, so that torch.load(weights_only=True) can read it back
+        self.save_hyperparameters(ignore=["encoder"])
+        self.hparams["encoder"] = asdict(encoder)
         self.model = PolyEncoder.from_spec(self.encoder_config.spec, n_codes)
         if self.encoder_config.init_from:
             self.load_encoder_from(self.encoder_config.init_from)
@@ -208,7 +219,9 @@ class PretrainModule(L.LightningModule):
         """Scores ``[batch, n]`` of each example's own candidates."""
         ctx = self.model.encode_context(batch["ctx_ids"], batch["ctx_mask"])
         cands = self.model.encode_candidates(batch["cand_ids"], batch["cand_mask"])
-        return self.model.score(ctx, cands.view(ctx.shape[0], int(batch["num_candidates"]), -1))
+        valid = batch["cand_valid"]
+        scores = self.model.score(ctx, cands.view(*valid.shape, -1))
+        return scores.masked_fill(~valid, float("-inf"))
 
     def _eval_step(self, split: str, batch: dict[str, torch.Tensor], dataloader_idx: int) -> None:
         scores = self.rank_scores(batch)

@@ -49,7 +49,8 @@ def build_encoder(spec: EncoderSpec, tokenizer: PreTrainedTokenizerBase | None =
     verbosity = hf_logging.get_verbosity()
     hf_logging.set_verbosity_error()  # the sentence-transformers checkpoint has no pooler: expected, not news
     try:
-        return BertModel.from_pretrained(resolve(spec.init), add_pooling_layer=False)
+        # from_pretrained hands back eval mode; training code expects dropout on until it says otherwise
+        return BertModel.from_pretrained(resolve(spec.init), add_pooling_layer=False).train()
     finally:
         hf_logging.set_verbosity(verbosity)
 

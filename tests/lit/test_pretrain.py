@@ -1,0 +1,203 @@
+import glob
+from pathlib import Path
+
+import lightning as L
+import mlflow
+import pytest
+import torch
+from lightning.pytorch.callbacks import ModelCheckpoint
+
+from lq.cli import main
+from lq.data.generate import generate_dataset
+from lq.lit.cli import PretrainCLI
+from lq.lit.metrics import HitsAtK
+from lq.lit.pretrain import EncoderConfig, PretrainDataModule, PretrainModule
+from lq.models.encoder import EncoderSpec
+
+ROOT = Path(__file__).resolve().parents[2]
+TINY_SPEC = EncoderSpec(init="scratch", hidden_size=32, num_layers=1, num_heads=2, intermediate_size=64, dropout=0.0)
+TINY_ARGS = [
+    "--model.encoder.spec.init",
+    "scratch",
+    "--model.encoder.spec.hidden_size",
+    "32",
+    "--model.encoder.spec.num_layers",
+    "1",
+    "--model.encoder.spec.num_heads",
+    "2",
+    "--model.encoder.spec.intermediate_size",
+    "64",
+]
+
+
+@pytest.fixture(scope="module")
+def data_dir(tmp_path_factory):
+    out = tmp_path_factory.mktemp("pretrain") / "data"
+    generate_dataset(out, scale="tiny", seed=1, log=lambda _: None)
+    return out
+
+
+def test_hits_at_k_against_a_hand_computed_ranking():
+    scores = torch.tensor([[0.1, 0.9, 0.5, 0.7], [0.3, 0.2, 0.1, 0.0], [0.4, 0.4, 0.2, 0.9]])
+    target = torch.tensor([2, 0, 1])
+    # gold ranks: 0.5 is beaten by 0.9 and 0.7 -> 2; 0.3 beats all -> 0; 0.4 ties 0.4 and is beaten by 0.9 -> 1
+    expected = {1: 1 / 3, 2: 2 / 3, 3: 1.0}
+    for k, value in expected.items():
+        metric = HitsAtK(k)
+        metric.update(scores[:2], target[:2])
+        metric.update(scores[2:], target[2:])
+        assert metric.compute().item() == pytest.approx(value)
+
+
+def _module(tasks, lr=1e-3):
+    torch.manual_seed(0)
+    return PretrainModule(EncoderConfig("tiny", TINY_SPEC, tasks=tasks), n_codes=4, lr=lr, warmup_steps=1)
+
+
+def test_overfits_one_small_batch(data_dir):
+    dm = PretrainDataModule(str(data_dir), {"seq_timeline": 1.0}, batch_size=8, context_length=96, num_candidates=8)
+    dm.setup("fit")
+    batch = dm.collate_eval(dm.examples["train"]["seq_timeline"][:8])
+    module = _module({"seq_timeline": 1.0})
+    optimizer = torch.optim.Adam(module.parameters(), lr=3e-3)
+    for _ in range(150):  # cross-entropy over each example's own 8 candidates
+        loss = torch.nn.functional.cross_entropy(module.rank_scores(batch), batch["target"])
+        optimizer.zero_grad()
+        loss.backward()
+        optimizer.step()
+    module.eval()
+    metric = HitsAtK(1)
+    with torch.no_grad():
+        metric.update(module.rank_scores(batch), batch["target"])
+    assert metric.compute().item() == 1.0
+
+
+def test_mixing_follows_the_task_weights(data_dir):
+    dm = PretrainDataModule(str(data_dir), {"boa_timeline": 3.0, "atomic_light": 1.0}, batch_size=50)
+    dm.setup("fit")
+    seen = {"boa_timeline": 0, "atomic_light": 0}
+    sampler = dm.train_dataloader().sampler
+    pool = dm.examples["train"]["boa_timeline"] + dm.examples["train"]["atomic_light"]
+    for i in sampler:
+        seen[pool[i].task] += 1
+    assert 2.3 < seen["boa_timeline"] / seen["atomic_light"] < 3.9, seen
+
+
+def test_unpretrained_and_unknown_tasks_are_refused(data_dir):
+    with pytest.raises(ValueError, match="not pretrained"):
+        PretrainDataModule(str(data_dir), {})
+    with pytest.raises(ValueError, match="unknown task"):
+        PretrainDataModule(str(data_dir), {"reddit": 1.0})
+
+
+def test_resumes_from_last_ckpt(data_dir, tmp_path):
+    def run(epochs, ckpt_path=None):
+        dm = PretrainDataModule(
+            str(data_dir),
+            {"boa_timeline": 1.0},
+            batch_size=8,
+            max_train_examples=24,
+            max_eval_examples=4,
+            context_length=64,
+            num_candidates=10,
+        )
+        trainer = L.Trainer(
+            max_epochs=epochs,
+            logger=False,
+            enable_progress_bar=False,
+            enable_model_summary=False,
+            callbacks=[
+                ModelCheckpoint(dirpath=tmp_path, filename="best", monitor="val/hits_at_1", mode="max", save_last=True)
+            ],
+        )
+        module = _module({"boa_timeline": 1.0})
+        trainer.fit(module, dm, ckpt_path=ckpt_path)
+        return trainer, module
+
+    first, _ = run(1)
+    assert (tmp_path / "last.ckpt").is_file() and first.global_step == 3
+    second, module = run(2, ckpt_path=str(tmp_path / "last.ckpt"))
+    assert second.current_epoch == 2 and second.global_step == 6  # one more epoch, not two
+    state = torch.load(tmp_path / "last.ckpt", weights_only=False)
+    assert state["global_step"] == 6
+
+
+@pytest.mark.parametrize("encoder", sorted(Path(p).stem for p in glob.glob(str(ROOT / "conf/encoder/*.yaml"))))
+def test_every_encoder_config_parses_with_every_stage_and_profile(encoder):
+    stages = {"pretrain": PretrainCLI}
+    assert {Path(p).stem for p in glob.glob(str(ROOT / "conf/*.yaml"))} <= set(stages), "a stage without a test"
+    for stage, cli_class in stages.items():
+        for profile in sorted(glob.glob(str(ROOT / "conf/profile/*.yaml"))):
+            cli = cli_class(
+                PretrainModule,
+                PretrainDataModule,
+                parse_only=True,
+                args=[
+                    "--config",
+                    str(ROOT / f"conf/{stage}.yaml"),
+                    "--config",
+                    str(ROOT / f"conf/encoder/{encoder}.yaml"),
+                    "--config",
+                    profile,
+                ],
+            )
+            assert cli.config.model.encoder.name == encoder
+            assert cli.config.data.tasks == cli.config.model.encoder.tasks
+            assert cli.config.checkpoint.dirpath.endswith(f"/{encoder}")
+
+
+def test_lq_pretrain_end_to_end_logs_to_mlflow(data_dir, tmp_path):
+    uri = f"sqlite:///{tmp_path / 'mlflow.db'}"
+    assert (
+        main(
+            [
+                "pretrain",
+                "fit",
+                "--config",
+                str(ROOT / "conf/pretrain.yaml"),
+                "--config",
+                str(ROOT / "conf/encoder/general_light.yaml"),
+                "--config",
+                str(ROOT / "conf/profile/tiny.yaml"),
+                *TINY_ARGS,
+                "--data.data_dir",
+                str(data_dir),
+                "--data.max_train_examples",
+                "8",
+                "--data.max_eval_examples",
+                "4",
+                "--trainer.max_epochs",
+                "1",
+                "--trainer.enable_progress_bar",
+                "false",
+                "--out_dir",
+                str(tmp_path / "out"),
+                "--trainer.logger.init_args.tracking_uri",
+                uri,
+            ]
+        )
+        == 0
+    )
+    assert (tmp_path / "out" / "general_light" / "last.ckpt").is_file()
+    client = mlflow.MlflowClient(uri)
+    [run] = client.search_runs([client.get_experiment_by_name("lq-pretrain").experiment_id])
+    assert run.data.tags["mlflow.runName"] == "pretrain-general_light"
+    for split in ("val", "test"):
+        for task in ("atomic_light", "quest_dialogue", "seq_timeline"):
+            for k in (1, 5, 10):
+                assert f"{split}/{task}/hits_at_{k}" in run.data.metrics
+    assert not any("@" in m for m in run.data.metrics)
+    assert [a.path for a in client.list_artifacts(run.info.run_id)] == ["config.yaml", "tables"]
+    text = Path(client.download_artifacts(run.info.run_id, "config.yaml", str(tmp_path))).read_text()
+    assert "general_light" in text and "seq_timeline" in text
+    tables = sorted(a.path for a in client.list_artifacts(run.info.run_id, "tables"))
+    assert tables == [
+        f"tables/{t}.{ext}" for t in ("table4_seq_timeline", "table5_boa_timeline") for ext in ("csv", "md")
+    ]
+    csv_text = Path(client.download_artifacts(run.info.run_id, "tables/table4_seq_timeline.csv", str(tmp_path)))
+    rows = csv_text.read_text().splitlines()
+    assert rows[0].startswith("motivations,all_hits_at_1") and [r.split(",")[0] for r in rows[1:]] == [
+        "none",
+        "short",
+        "long_mid",
+    ]
