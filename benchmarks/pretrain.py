@@ -74,6 +74,7 @@ def main(argv: list[str] | None = None) -> int:
         callbacks=[clock],
         accelerator="cpu",
         devices=1,
+        gradient_clip_val=1.0,  # as conf/pretrain.yaml; the bare loop clips too
     )
     trainer.fit(module, train_dataloaders=dm.train_dataloader())
     pipeline = clock.samples / clock.elapsed

@@ -185,17 +185,21 @@ def main(argv: Sequence[str] | None = None) -> int:
 
     Training stages (``lq pretrain fit --config ...``) hand the rest of the command line to LightningCLI.
     """
-    argv = list(sys.argv[1:] if argv is None else argv)
-    if argv and argv[0] in TRAINING_STAGES:
-        from lq.lit.cli import pretrain_main
-
-        pretrain_main(argv[1:])
-        return 0
     from lq.data.download import DownloadError
     from lq.data.errors import DataFormatError
     from lq.world.goals import GoalError
     from lq.world.state import UnknownCharacter
 
+    argv = list(sys.argv[1:] if argv is None else argv)
+    if argv and argv[0] in TRAINING_STAGES:
+        from lq.lit.cli import pretrain_main
+
+        try:
+            pretrain_main(argv[1:])
+        except (DataFormatError, FileNotFoundError, ValueError) as err:
+            print(f"error: {err}", file=sys.stderr)
+            return 1
+        return 0
     args = build_parser().parse_args(argv)
     try:
         return args.func(args)

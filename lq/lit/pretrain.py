@@ -188,7 +188,7 @@ class PretrainModule(L.LightningModule):
     def load_encoder_from(self, checkpoint: str) -> None:
         """Start from another pretraining run (e.g. the adaptive encoder from general's best checkpoint)."""
         try:
-            state = torch.load(checkpoint, map_location="cpu", weights_only=False)["state_dict"]
+            state = torch.load(checkpoint, map_location="cpu", weights_only=True)["state_dict"]
         except FileNotFoundError:
             raise FileNotFoundError(
                 f"{checkpoint}: checkpoint to start from not found; pretrain that encoder "

@@ -201,3 +201,44 @@ def test_lq_pretrain_end_to_end_logs_to_mlflow(data_dir, tmp_path):
         "short",
         "long_mid",
     ]
+
+
+def test_scratch_is_not_pretrained_and_says_so(data_dir, capsys):
+    assert (
+        main(
+            [
+                "pretrain",
+                "fit",
+                "--config",
+                str(ROOT / "conf/pretrain.yaml"),
+                "--config",
+                str(ROOT / "conf/encoder/scratch.yaml"),
+                "--data.data_dir",
+                str(data_dir),
+            ]
+        )
+        == 1
+    )
+    assert "not pretrained" in capsys.readouterr().err
+
+
+def test_adaptive_without_general_says_what_to_run(data_dir, tmp_path, capsys):
+    assert (
+        main(
+            [
+                "pretrain",
+                "fit",
+                "--config",
+                str(ROOT / "conf/pretrain.yaml"),
+                "--config",
+                str(ROOT / "conf/encoder/adaptive.yaml"),
+                *TINY_ARGS,
+                "--model.encoder.init_from",
+                str(tmp_path / "general" / "best.ckpt"),
+                "--data.data_dir",
+                str(data_dir),
+            ]
+        )
+        == 1
+    )
+    assert "make pretrain ENCODER=general" in capsys.readouterr().err
