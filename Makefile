@@ -18,12 +18,14 @@ LIGHT_DB ?=
 PYTEST_ARGS ?=
 
 ENCODER ?= general_light
+# the partner and the DM start from the general encoder (MiniLM) unless told otherwise
+ENV_ENCODER ?= $(if $(filter command line,$(origin ENCODER)),$(ENCODER),general)
 PROFILE ?= tiny
 ARGS ?=
 WORLD ?= ../shared/data/light_worlds/dragon-village.json
 AS ?=
 
-.PHONY: help venv test test-fast data download stats pretrain play bench ui clean
+.PHONY: help venv test test-fast data download stats pretrain partner dm play bench ui clean
 
 help: ## show this help
 	@grep -hE '^[a-zA-Z_.-]+:.*?## ' $(MAKEFILE_LIST) | awk 'BEGIN {FS = ":.*?## "}; {printf "  \033[36mmake %-12s\033[0m %s\n", $$1, $$2}'
@@ -59,6 +61,16 @@ stats: $(STAMP) ## print dataset statistics beside the paper's (DATA=path, defau
 pretrain: $(STAMP) ## pretrain a poly-encoder: make pretrain ENCODER=general_light PROFILE=tiny [ARGS=...]
 	@test -d $(DATA) || { echo "no dataset in $(DATA): run 'make data' first (or set DATA=...)"; exit 1; }
 	$(BIN)/lq pretrain fit --config conf/pretrain.yaml --config conf/encoder/$(ENCODER).yaml \
+		--config conf/profile/$(PROFILE).yaml --data.data_dir $(DATA) $(ARGS)
+
+partner: $(STAMP) ## train the environment's partner agent: make partner [ENCODER=general] [PROFILE=tiny]
+	@test -d $(DATA) || { echo "no dataset in $(DATA): run 'make data' first (or set DATA=...)"; exit 1; }
+	$(BIN)/lq partner fit --config conf/partner.yaml --config conf/encoder/$(ENV_ENCODER).yaml \
+		--config conf/profile/$(PROFILE).yaml --data.data_dir $(DATA) $(ARGS)
+
+dm: $(STAMP) ## train the environment's Dungeon Master: make dm [ENCODER=general] [PROFILE=tiny]
+	@test -d $(DATA) || { echo "no dataset in $(DATA): run 'make data' first (or set DATA=...)"; exit 1; }
+	$(BIN)/lq dm fit --config conf/dm.yaml --config conf/encoder/$(ENV_ENCODER).yaml \
 		--config conf/profile/$(PROFILE).yaml --data.data_dir $(DATA) $(ARGS)
 
 ui: $(STAMP) ## the MLflow UI on the default store (sqlite:///mlflow.db) at http://127.0.0.1:5000

@@ -99,6 +99,8 @@ def _cmd_play(args: argparse.Namespace) -> int:
 def build_parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(prog="lq", description=__doc__.splitlines()[0])
     sub = parser.add_subparsers(dest="command", required=True, metavar="COMMAND")
+    sub.add_parser("partner", help="train the partner agent's poly-encoder (LightningCLI)", add_help=False)
+    sub.add_parser("dm", help="train the Dungeon Master's poly-encoder (LightningCLI)", add_help=False)
     sub.add_parser(
         "pretrain",
         help="multi-task poly-encoder pretraining (LightningCLI: lq pretrain fit --config ...)",
@@ -177,7 +179,7 @@ def build_parser() -> argparse.ArgumentParser:
     return parser
 
 
-TRAINING_STAGES = ("pretrain",)
+TRAINING_STAGES = ("pretrain", "partner", "dm")
 
 
 def main(argv: Sequence[str] | None = None) -> int:
@@ -192,10 +194,10 @@ def main(argv: Sequence[str] | None = None) -> int:
 
     argv = list(sys.argv[1:] if argv is None else argv)
     if argv and argv[0] in TRAINING_STAGES:
-        from lq.lit.cli import pretrain_main
+        from lq.lit.cli import stage_main
 
         try:
-            pretrain_main(argv[1:])
+            stage_main(argv[0], argv[1:])
         except (DataFormatError, FileNotFoundError, ValueError) as err:
             print(f"error: {err}", file=sys.stderr)
             return 1

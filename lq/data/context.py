@@ -92,6 +92,20 @@ def demo_context(demo: Demonstration, turn: int, quest: Quest | None = None) -> 
     )
 
 
+def partner_context(demo: Demonstration, turn: int) -> Context:
+    """What the partner knows before ``turn``: the same scene with the roles swapped, no motivations."""
+    swap = {"self": "partner", "partner": "self"}
+    return Context(
+        setting_name=demo.room_category,
+        setting_desc=demo.room_description,
+        self_name=demo.partner.name,
+        self_persona=demo.partner.persona,
+        partner_name=demo.self_character.name,
+        partner_persona=demo.self_character.persona,
+        history=[(swap[who], kind, text) for who, kind, text in history(demo, turn)],
+    )
+
+
 def history(demo: Demonstration, turn: int) -> list[tuple[str, str, str]]:
     return [(Demonstration.speaker(i), a.type, a.text) for i, a in enumerate(demo.acts[:turn])]
 

@@ -16,13 +16,15 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from lq.data.atomic_light import AtomicLightSample, load_atomic_light
-from lq.data.context import MOTIVATION_LEVELS, demo_context, quest_context, timeline_prefix
+from lq.data.context import MOTIVATION_LEVELS, demo_context, partner_context, quest_context, timeline_prefix
 from lq.data.demos import Demonstration, load_demos
 from lq.data.errors import DataFormatError
 from lq.data.quests import GOAL_INDEX, Quest, load_quests
 from lq.data.splits import SPLITS, Splits
 
 TASKS = ("atomic_light", "general_dialogue", "light_original", "boa_timeline", "seq_timeline", "quest_dialogue")
+# Tasks of the environment's models: the partner's next act, and the DM's ranking of the self character's speech.
+ENV_TASKS = ("partner_turn", "dm_speech")
 NUM_CANDIDATES = 100
 
 
@@ -118,6 +120,38 @@ def quest_dialogue_examples(
     return _demo_examples(demos, "quest_dialogue", ("speech",), rng, n, quests)
 
 
+def partner_turn_examples(
+    demos: Sequence[Demonstration], episodes: Sequence[Demonstration], rng: random.Random, n: int = NUM_CANDIDATES
+) -> list[Example]:
+    """The partner's next utterance or action, seen from the partner's side, with no motivation of its own."""
+    every = [*demos, *episodes]
+    speech = [a.text for d in every for a in d.acts if a.type == "speech"]
+    actions = [a.text for d in every for a in d.acts if a.type == "action"]
+    out = []
+    for d in every:
+        for turn, act in enumerate(d.acts):
+            if turn % 2 == 1 or act.type not in ("speech", "action"):
+                continue
+            context = partner_context(d, turn).serialise()
+            pool, first = (actions, act.actions or ()) if act.type == "action" else (speech, ())
+            out.append(Example(context, act.text, candidates(act.text, pool, rng, n, first=first), "partner_turn"))
+    return out
+
+
+def dm_speech_examples(
+    demos: Sequence[Demonstration],
+    episodes: Sequence[Demonstration],
+    rng: random.Random,
+    n: int = NUM_CANDIDATES,
+    quests: dict[str, Quest] | None = None,
+) -> list[Example]:
+    """The self character's next utterance given the quest and its motivations (episodes: no quest)."""
+    return [
+        Example(e.context, e.label, e.candidates, "dm_speech")
+        for e in _demo_examples([*demos, *episodes], "dm_speech", ("speech",), rng, n, quests)
+    ]
+
+
 def boa_timeline_examples(
     quests: Sequence[Quest], rng: random.Random, n: int = NUM_CANDIDATES, motivations: Sequence[str] = MOTIVATION_LEVELS
 ) -> list[Example]:
@@ -202,8 +236,8 @@ def build_task(
     motivations: Sequence[str] = MOTIVATION_LEVELS,
 ) -> list[Example]:
     """The examples of one task on one split of a dataset folder (as ``lq data generate`` writes it)."""
-    if task not in TASKS:
-        raise ValueError(f"unknown task '{task}': choose from {', '.join(TASKS)}")
+    if task not in TASKS + ENV_TASKS:
+        raise ValueError(f"unknown task '{task}': choose from {', '.join(TASKS + ENV_TASKS)}")
     if split not in SPLITS:
         raise ValueError(f"unknown split '{split}': choose from {', '.join(SPLITS)}")
     root = Path(data_dir)
@@ -218,6 +252,16 @@ def build_task(
         "seq_timeline": lambda: seq_timeline_examples(load_quests(root / "quests")[split], rng, n, motivations),
         "quest_dialogue": lambda: quest_dialogue_examples(
             load_demos(root / "demos")[split], rng, n, {q.quest_id: q for q in load_quests(root / "quests").all()}
+        ),
+        "partner_turn": lambda: partner_turn_examples(
+            load_demos(root / "demos")[split], load_demos(root / "episodes")[split], rng, n
+        ),
+        "dm_speech": lambda: dm_speech_examples(
+            load_demos(root / "demos")[split],
+            load_demos(root / "episodes")[split],
+            rng,
+            n,
+            {q.quest_id: q for q in load_quests(root / "quests").all()},
         ),
     }
     return builders[task]()

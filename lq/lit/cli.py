@@ -63,6 +63,11 @@ class StageCLI(LightningCLI):
 
     def add_arguments_to_parser(self, parser: LightningArgumentParser) -> None:
         parser.add_argument("--out_dir", default=f"outputs/{self.stage}", help="where checkpoints go, per encoder")
+        # read by the pretraining stage; accepted by all so that one profile serves every stage
+        parser.add_argument(
+            "--tables.max_quests", type=int | None, default=None, help="test quests per Table 4/5 row (all if unset)"
+        )
+        parser.add_argument("--tables.enabled", type=bool, default=True, help="write the Table 4/5 artifacts")
         parser.add_lightning_class_args(ModelCheckpoint, "checkpoint")
         parser.set_defaults(
             {
@@ -105,10 +110,6 @@ class PretrainCLI(StageCLI):
         super().add_arguments_to_parser(parser)
         parser.link_arguments("model.encoder.tasks", "data.tasks")
         parser.link_arguments("model.encoder.spec.tokenizer", "data.tokenizer")
-        parser.add_argument(
-            "--tables.max_quests", type=int | None, default=None, help="test quests per Table 4/5 row (all if unset)"
-        )
-        parser.add_argument("--tables.enabled", type=bool, default=True, help="write the Table 4/5 artifacts")
 
     def after_fit(self) -> None:
         super().after_fit()
@@ -135,9 +136,29 @@ class PretrainCLI(StageCLI):
                     logger.experiment.log_text(logger.run_id, to_csv(rows), f"tables/{name}.csv")
 
 
-def pretrain_main(args: Sequence[str] | None = None) -> PretrainCLI:
+class EnvModelCLI(StageCLI):
+    """The environment's poly-encoders (the partner, the Dungeon Master): the stage config fixes the task;
+    the encoder config gives only the starting point."""
+
+    def add_arguments_to_parser(self, parser: LightningArgumentParser) -> None:
+        super().add_arguments_to_parser(parser)
+        parser.link_arguments("model.encoder.spec.tokenizer", "data.tokenizer")
+
+
+class PartnerCLI(EnvModelCLI):
+    stage = "partner"
+
+
+class DungeonMasterCLI(EnvModelCLI):
+    stage = "dm"
+
+
+STAGES: dict[str, type[StageCLI]] = {"pretrain": PretrainCLI, "partner": PartnerCLI, "dm": DungeonMasterCLI}
+
+
+def stage_main(stage: str, args: Sequence[str] | None = None) -> StageCLI:
     from lq.lit.pretrain import PretrainDataModule, PretrainModule
 
-    return PretrainCLI(
+    return STAGES[stage](
         PretrainModule, PretrainDataModule, args=list(args) if args is not None else None, seed_everything_default=0
     )

@@ -17,7 +17,7 @@ from torch import nn
 from torch.utils.data import DataLoader, WeightedRandomSampler
 
 from lq.data.context import MOTIVATION_LEVELS
-from lq.data.tasks import NUM_CANDIDATES, TASKS, Example, build_task
+from lq.data.tasks import ENV_TASKS, NUM_CANDIDATES, TASKS, Example, build_task
 from lq.lit.metrics import HitsAtK
 from lq.models.encoder import EncoderSpec
 from lq.models.poly_encoder import PolyEncoder, TextBatcher
@@ -59,9 +59,10 @@ class PretrainDataModule(L.LightningDataModule):
     ):
         super().__init__()
         self.tasks = dict(tasks or {})
-        unknown = set(self.tasks) - set(TASKS)
+        unknown = set(self.tasks) - set(TASKS + ENV_TASKS)
         if unknown:
-            raise ValueError(f"unknown task(s) {', '.join(sorted(unknown))}: choose from {', '.join(TASKS)}")
+            choices = ", ".join(TASKS + ENV_TASKS)
+            raise ValueError(f"unknown task(s) {', '.join(sorted(unknown))}: choose from {choices}")
         if not self.tasks:
             raise ValueError(
                 "no pretraining tasks: this encoder (e.g. 'scratch') is not pretrained; "
