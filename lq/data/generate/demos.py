@@ -134,13 +134,13 @@ def generate_demo(quest: Quest, rng: random.Random) -> Demonstration | None:
             last_action_turn = turn
             continue
         if self_turn and extra_self and turn > 1 and turn != act_turn and turn - last_action_turn > 2 and turn < n - 1:
-            side = _side_action(world, me, PARTNER_SIDE_VERBS + ("get",), needed, reached, rng, avoid=quest.goal)
+            side = _side_action(world, me, PARTNER_SIDE_VERBS + ("get",), needed, reached, rng, goal)
             if side is not None:
                 ep.act(side.text)
                 extra_self, last_action_turn = False, turn
                 continue
         if not self_turn and partner_side and turn > 2 and turn - last_action_turn > 2 and turn != act_turn:
-            side = _side_action(world, partner, PARTNER_SIDE_VERBS, needed, reached, rng, untargeted=True)
+            side = _side_action(world, partner, PARTNER_SIDE_VERBS, needed, reached, rng, goal, untargeted=True)
             if side is not None:
                 ep.act(side.text)
                 partner_side, last_action_turn = False, turn
@@ -199,27 +199,27 @@ def _side_action(
     needed: tuple[Action, Node] | None,
     reached: str | None,
     rng: random.Random,
-    avoid: str = "",
+    goal: ActGoal,
     untargeted: bool = False,
 ) -> Action | None:
-    """A random action beside the plan: of these verbs, not the goal, and (until the goal is reached)
-    leaving the completing action possible."""
+    """A random action beside the plan: of these verbs, and until the goal is reached, one that neither
+    reaches it (only the planned turn may) nor spoils the completing action."""
     options = [
         a
         for a in valid_actions(world, actor).values()
         if a.verb in verbs
-        and a.text != avoid
         and not (untargeted and a.target is not None)
-        and (needed is None or reached is not None or _keeps(world, actor, a, *needed))
+        and (reached is not None or _side_effect_free(world, actor, a, goal, needed))
     ]
     return rng.choice(options) if options else None
 
 
-def _keeps(world: World, actor: Node, a: Action, needed: Action, needed_by: Node) -> bool:
-    """Whether ``needed`` stays possible for ``needed_by`` after ``actor`` does ``a``."""
+def _side_effect_free(world: World, actor: Node, a: Action, goal: ActGoal, needed: tuple[Action, Node] | None) -> bool:
     trial = world.copy()
-    step(trial, trial[actor.id], a.text)
-    return needed.text in valid_actions(trial, trial[needed_by.id])
+    result = step(trial, trial[actor.id], a.text)
+    if goal.reached_by(trial, trial[actor.id], result.action) is not None:
+        return False
+    return needed is None or needed[0].text in valid_actions(trial, trial[needed[1].id])
 
 
 def generate_episode(pools: Pools, rng: random.Random, episode_id: str) -> Demonstration:

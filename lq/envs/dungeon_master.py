@@ -1,0 +1,34 @@
+"""The Dungeon Master (paper 4.1): ranks utterances for the current context, conditioned on the quest.
+
+Its ``M`` most likely utterances are the valid utterances the environment offers; an utterance the
+agent says that is among the ``k`` most likely earns a further speech reward.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+
+import torch
+
+from lq.models.poly_encoder import CandidateCache, PolyEncoder, TextBatcher
+
+
+class DungeonMaster:
+    def __init__(
+        self, model: PolyEncoder, batcher: TextBatcher, utterances: Sequence[str], top_k: int = 10, num_valid: int = 50
+    ):
+        if top_k > num_valid:
+            raise ValueError(f"top_k ({top_k}) must not exceed num_valid ({num_valid})")
+        self.model, self.batcher = model, batcher
+        self.top_k, self.num_valid = top_k, min(num_valid, len(utterances))
+        self.utterances = CandidateCache(model, batcher, utterances)
+
+    @torch.no_grad()
+    def rank(self, contexts: Sequence[str]) -> torch.Tensor:
+        """Indices ``[batch, num_valid]`` into the utterance space, most likely first."""
+        if not contexts:
+            return torch.empty(0, self.num_valid, dtype=torch.long)
+        device = self.model.codes.device
+        ids, mask = self.batcher.contexts(contexts)
+        ctx = self.model.encode_context(ids.to(device), mask.to(device))
+        return self.utterances.score(ctx).topk(self.num_valid, dim=1).indices.cpu()

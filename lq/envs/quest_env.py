@@ -1,0 +1,263 @@
+"""``QuestEnv``: LIGHT-Quests as a batched text environment (paper 4.1, Figure 4), in the TextWorld style.
+
+``reset() -> (obs, infos)`` and ``step(commands) -> (obs, rewards, dones, infos)`` over a batch of
+slots, each playing one quest: the agent (the self character) speaks or acts, the engine applies
+actions, the frozen partner answers, and the Dungeon Master ranks utterances.
+
+Rewards, as paper 4.1:
+
+* act goal: 1 when the goal state is reached, by the agent's action (self act completion) or by
+  the partner's (partner act completion), and 0 otherwise;
+* speech: with n the number of the self character's utterances in this quest's demonstration,
+  1/(2n) for an utterance of that demonstration (once per utterance per episode), plus 1/(2n) each
+  time the utterance is among the DM's top-k for the context it was said in.
+
+An episode ends when the act goal is reached or after ``max_steps`` agent turns. Its speech goal is
+reached when its speech reward comes to ``speech_goal_threshold`` (0.5 by default: what saying
+every utterance of the demonstration earns from the first term; the paper does not give the cut).
+"""
+
+from __future__ import annotations
+
+import random
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass, field
+
+from lq.data.context import Context
+from lq.data.demos import Demonstration
+from lq.data.quests import Quest
+from lq.envs.dungeon_master import DungeonMaster
+from lq.envs.partner import Partner, Turn
+from lq.world import ActGoal, Node, World, step, valid_actions
+
+Command = str | tuple[str, str]  # text (an action if the engine can parse it), or ("speech" | "action", text)
+
+
+@dataclass
+class QuestInstance:
+    """A quest to play: its stem (with the world) and the demonstration its speech reward comes from."""
+
+    quest: Quest
+    demo: Demonstration | None
+    self_id: str
+    partner_id: str
+
+    @property
+    def demo_utterances(self) -> list[str]:
+        return [a.text for a in self.demo.self_acts("speech")] if self.demo else []
+
+
+def instances_from_data(quests: Sequence[Quest], demos: Sequence[Demonstration]) -> list[QuestInstance]:
+    """One instance per demonstration whose quest is known (generated data links them by ``quest_id``)."""
+    by_id = {q.quest_id: q for q in quests}
+    out = []
+    for d in demos:
+        q = by_id.get(d.conv_extra.get("quest_id", ""))
+        if q is not None and q.graph is not None:
+            out.append(QuestInstance(q, d, d.conv_extra["self_id"], d.conv_extra["partner_id"]))
+    return out
+
+
+@dataclass
+class _Slot:
+    instance: QuestInstance
+    world: World
+    me: Node
+    partner: Node
+    goal: ActGoal
+    history: list[tuple[str, str, str]] = field(default_factory=list)
+    steps: int = 0
+    said: set[str] = field(default_factory=set)
+    act_goal: str | None = None  # "self" or "partner" once reached
+    speech_reward: float = 0.0
+    episode_return: float = 0.0
+    dm_top_k: set[int] = field(default_factory=set)
+    valid_utterance_ids: list[int] = field(default_factory=list)
+    transcript: list[str] = field(default_factory=list)
+
+
+class QuestEnv:
+    def __init__(
+        self,
+        instances: Sequence[QuestInstance],
+        partner: Partner,
+        dm: DungeonMaster,
+        action_space: Sequence[str],
+        batch_size: int = 32,
+        max_steps: int = 100,
+        motivations: Sequence[str] = ("short", "mid", "long"),
+        speech_goal_threshold: float = 0.5,
+        auto_reset: bool = True,
+        sampler: Callable[[random.Random], int] | None = None,
+        seed: int = 0,
+    ):
+        if not instances:
+            raise ValueError("no quests to play: QuestEnv needs quest instances with worlds")
+        self.instances = list(instances)
+        self.partner, self.dm = partner, dm
+        self.utterance_space = dm.utterances.texts
+        self.utterance_index = dm.utterances.index
+        self.action_space = list(action_space)
+        self.action_index = {a: i for i, a in enumerate(self.action_space)}
+        self.batch_size, self.max_steps = batch_size, max_steps
+        self.motivations = tuple(motivations)
+        self.speech_goal_threshold = speech_goal_threshold
+        self.auto_reset = auto_reset
+        self.rng = random.Random(seed)
+        self.sampler = sampler or (lambda rng: rng.randrange(len(self.instances)))
+        self.slots: list[_Slot] = []
+
+    # -- episodes ------------------------------------------------------------------------------------
+
+    def _new_slot(self, index: int) -> _Slot:
+        inst = self.instances[index]
+        world = World(inst.quest.graph)
+        goal = ActGoal.parse(world, inst.quest.goal, inst.self_id, inst.partner_id)
+        slot = _Slot(inst, world, world[inst.self_id], world[inst.partner_id], goal)
+        slot.transcript.append(f"[quest {inst.quest.quest_id}] {inst.quest.character}: goal '{inst.quest.goal}'")
+        return slot
+
+    def reset(self, indices: Sequence[int] | None = None) -> tuple[list[str], list[dict]]:
+        """Start a batch of episodes (on ``indices`` of the instances, or sampled)."""
+        if indices is None:
+            indices = [self.sampler(self.rng) for _ in range(self.batch_size)]
+        self.slots = [self._new_slot(i) for i in indices]
+        self._partner_turns(list(range(len(self.slots))))  # the partner speaks first, as in the demonstrations
+        return self._observe([{} for _ in self.slots])
+
+    def context(self, slot: _Slot, side: str = "self") -> str:
+        me, other = (slot.me, slot.partner) if side == "self" else (slot.partner, slot.me)
+        swap = {"self": "partner", "partner": "self"}
+        room = me.container
+        return Context(
+            setting_name=slot.instance.demo.room_category if slot.instance.demo else "",
+            setting_desc=room.desc if room is not None else "",
+            self_name=me.name,
+            self_persona=me.persona,
+            partner_name=other.name,
+            partner_persona=other.persona,
+            carrying=[n.name for n in me.contents.values()],
+            motivations={lvl: slot.instance.quest.motivation(lvl) for lvl in self.motivations}
+            if side == "self"
+            else {},
+            history=slot.history if side == "self" else [(swap[w], k, t) for w, k, t in slot.history],
+        ).serialise(self.motivations if side == "self" else ())
+
+    # -- turns ---------------------------------------------------------------------------------------
+
+    def _agent_turn(self, slot: _Slot, command: Command) -> tuple[float, float]:
+        kind, text = command if isinstance(command, tuple) else self._kind_of(slot, command)
+        act_reward = speech_reward = 0.0
+        if kind == "action":
+            result = step(slot.world, slot.me, text)
+            slot.history.append(("self", "action", text))
+            slot.transcript.append(f"  {slot.me.name} > {text}    [{result.message.splitlines()[0]}]")
+            if result.success and slot.act_goal is None:
+                who = slot.goal.reached_by(slot.world, slot.me, result.action)
+                if who is not None:
+                    slot.act_goal, act_reward = who, 1.0
+        else:
+            slot.history.append(("self", "speech", text))
+            slot.transcript.append(f"  {slot.me.name}: {text}")
+            n = len(slot.instance.demo_utterances)
+            if n:
+                if text in slot.instance.demo_utterances and text not in slot.said:
+                    speech_reward += 1 / (2 * n)
+                    slot.said.add(text)
+                if self.utterance_index.get(text, -1) in slot.dm_top_k:
+                    speech_reward += 1 / (2 * n)
+        return act_reward, speech_reward
+
+    def _kind_of(self, slot: _Slot, text: str) -> Turn:
+        return (
+            ("action", text)
+            if text in valid_actions(slot.world, slot.me) or text in self.action_index
+            else ("speech", text)
+        )
+
+    def _partner_turns(self, which: list[int]) -> list[float]:
+        """The partner's turn in each of ``which``; returns the act reward each earned (partner completion)."""
+        if not which:
+            return []
+        slots = [self.slots[i] for i in which]
+        if hasattr(self.partner, "slot_order"):
+            self.partner.slot_order = which
+        turns = self.partner.act(
+            [self.context(s, "partner") for s in slots], [list(valid_actions(s.world, s.partner)) for s in slots]
+        )
+        rewards = []
+        for slot, (kind, text) in zip(slots, turns, strict=True):
+            reward = 0.0
+            slot.history.append(("partner", kind, text))
+            if kind == "action":
+                result = step(slot.world, slot.partner, text)
+                slot.transcript.append(f"  {slot.partner.name} > {text}    [{result.message.splitlines()[0]}]")
+                if result.success and slot.act_goal is None:
+                    who = slot.goal.reached_by(slot.world, slot.partner, result.action)
+                    if who is not None:
+                        slot.act_goal, reward = who, 1.0
+            else:
+                slot.transcript.append(f"  {slot.partner.name}: {text}")
+            rewards.append(reward)
+        return rewards
+
+    def step(self, commands: Sequence[Command]) -> tuple[list[str], list[float], list[bool], list[dict]]:
+        if len(commands) != len(self.slots):
+            raise ValueError(f"{len(commands)} commands for {len(self.slots)} environments")
+        rewards, infos = [], []
+        for slot, command in zip(self.slots, commands, strict=True):
+            act, speech = self._agent_turn(slot, command)
+            slot.steps += 1
+            slot.speech_reward += speech
+            rewards.append(act + speech)
+            infos.append({"act_reward": act, "speech_reward": speech})
+        playing = [i for i, s in enumerate(self.slots) if s.act_goal is None and s.steps < self.max_steps]
+        for i, partner_reward in zip(playing, self._partner_turns(playing), strict=True):
+            rewards[i] += partner_reward
+            infos[i]["act_reward"] += partner_reward
+        dones = []
+        for i, slot in enumerate(self.slots):
+            slot.episode_return += rewards[i]
+            done = slot.act_goal is not None or slot.steps >= self.max_steps
+            dones.append(done)
+            if done:
+                infos[i]["episode"] = self.episode_summary(slot)
+        if self.auto_reset:
+            finished = [i for i, d in enumerate(dones) if d]
+            for i in finished:
+                self.slots[i] = self._new_slot(self.sampler(self.rng))
+            self._partner_turns(finished)
+        obs, infos = self._observe(infos)
+        return obs, rewards, dones, infos
+
+    def episode_summary(self, slot: _Slot) -> dict:
+        speech_goal = slot.speech_reward >= self.speech_goal_threshold - 1e-9
+        return {
+            "quest_id": slot.instance.quest.quest_id,
+            "act_goal": slot.act_goal is not None,
+            "act_goal_by": slot.act_goal,
+            "speech_goal": speech_goal,
+            "speech_reward": slot.speech_reward,
+            "return": slot.episode_return,
+            "steps": slot.steps,
+            "transcript": "\n".join(slot.transcript),
+        }
+
+    def _observe(self, infos: list[dict]) -> tuple[list[str], list[dict]]:
+        obs = [self.context(s) for s in self.slots]
+        ranked = self.dm.rank(obs)
+        for slot, info, top in zip(self.slots, infos, ranked, strict=True):
+            ids = top.tolist()
+            slot.valid_utterance_ids = ids
+            slot.dm_top_k = set(ids[: self.dm.top_k])
+            engine_valid = list(valid_actions(slot.world, slot.me))
+            info.update(
+                valid_actions=engine_valid,
+                valid_action_ids=[self.action_index[a] for a in engine_valid if a in self.action_index],
+                valid_utterance_ids=ids,
+                act_goal=slot.act_goal is not None,
+                speech_goal=slot.speech_reward >= self.speech_goal_threshold - 1e-9,
+                quest_id=slot.instance.quest.quest_id,
+                steps=slot.steps,
+            )
+        return obs, infos

@@ -1,0 +1,141 @@
+import random
+
+import pytest
+import torch
+
+from lq.data import load_demos, load_quests
+from lq.data.generate import generate_dataset
+from lq.envs.dungeon_master import DungeonMaster
+from lq.envs.partner import PolyEncoderPartner, ScriptedPartner
+from lq.envs.quest_env import QuestEnv, QuestInstance, instances_from_data
+from lq.models.encoder import EncoderSpec
+from lq.models.poly_encoder import PolyEncoder, TextBatcher
+from lq.models.pretrained import load_tokenizer
+from tests.samples import quest_json
+
+TINY = EncoderSpec(init="scratch", hidden_size=32, num_layers=1, num_heads=2, intermediate_size=64, dropout=0.0)
+
+
+@pytest.fixture(scope="module")
+def data(tmp_path_factory):
+    out = tmp_path_factory.mktemp("env") / "data"
+    generate_dataset(out, scale="tiny", seed=7, log=lambda _: None)  # has all three completions
+    quests, demos = load_quests(out / "quests"), load_demos(out / "demos")
+    return quests, demos
+
+
+@pytest.fixture(scope="module")
+def batcher():
+    return TextBatcher(load_tokenizer(), 128, 24)
+
+
+def _model(seed=0):
+    torch.manual_seed(seed)
+    return PolyEncoder.from_spec(TINY, n_codes=4).eval()
+
+
+def _spaces(demos):
+    every = demos.all()
+    utterances = sorted({a.text for d in every for a in d.acts if a.type == "speech"})
+    actions = sorted({a.text for d in every for a in d.acts if a.type == "action"})
+    return utterances, actions
+
+
+def _replay(instance, dm, actions, batcher):
+    """Play a demonstration's own turns: the partner scripted with its turns, the agent with the self's."""
+    acts = instance.demo.acts
+    partner = ScriptedPartner([[(a.type, a.text) for a in acts[0::2]]])
+    env = QuestEnv([instance], partner, dm, actions, batch_size=1, max_steps=50, auto_reset=False)
+    obs, infos = env.reset([0])
+    n = len(instance.demo_utterances)
+    expected_speech, total_act, total_speech, said = 0.0, 0.0, 0.0, set()
+    for act in acts[1::2]:
+        top_k = set(dm.rank(obs)[0, : dm.top_k].tolist())
+        if act.type == "speech":
+            expected_speech += (act.text not in said) / (2 * n) + (dm.utterances.index[act.text] in top_k) / (2 * n)
+            said.add(act.text)
+        obs, rewards, dones, infos = env.step([(act.type, act.text)])
+        total_act += infos[0]["act_reward"]
+        total_speech += infos[0]["speech_reward"]
+        assert rewards[0] == pytest.approx(infos[0]["act_reward"] + infos[0]["speech_reward"])
+        if dones[0]:
+            return infos[0]["episode"], total_act, total_speech, expected_speech, said
+    return env.episode_summary(env.slots[0]), total_act, total_speech, expected_speech, said
+
+
+def test_replaying_demonstrations_earns_the_paper_rewards(data, batcher):
+    quests, demos = data
+    utterances, actions = _spaces(demos)
+    dm = DungeonMaster(_model(1), batcher, utterances, top_k=10, num_valid=50)
+    instances = instances_from_data(quests.all(), demos.all())
+    assert len(instances) == len(demos.all())
+    seen = set()
+    for inst in instances:
+        episode, act, speech, expected, said = _replay(inst, dm, actions, batcher)
+        completion = inst.demo.conv_extra["completion"]
+        assert episode["act_goal_by"] == completion  # the recorded goal, by the recorded role
+        assert act == (1.0 if completion else 0.0)
+        assert speech == pytest.approx(expected)
+        if completion is None:  # the whole demonstration is played: every utterance of it is said once
+            assert len(said) == len(inst.demo_utterances)
+            assert speech >= 0.5 - 1e-9 and episode["speech_goal"]
+        seen.add(completion)
+    assert seen == {None, "self", "partner"}
+
+
+def test_partner_act_completion_earns_the_act_reward(batcher):
+    from lq.data import Quest
+
+    quest = Quest.from_json(quest_json(), quest_id="egg")
+    quest.goal = "steal golden dragon egg from knight"
+    inst = QuestInstance(quest, None, "dragon_1", "knight_2")
+    partner = ScriptedPartner([[("speech", "Who goes there?"), ("action", "give golden dragon egg to dragon")]])
+    dm = DungeonMaster(_model(), batcher, ["Please, give me the egg.", "Hello."], top_k=1, num_valid=2)
+    env = QuestEnv([inst], partner, dm, ["steal golden dragon egg from knight"], batch_size=1, auto_reset=False)
+    obs, infos = env.reset([0])
+    assert "steal golden dragon egg from knight" in infos[0]["valid_actions"]
+    assert infos[0]["valid_action_ids"] == [0]
+    obs, rewards, dones, infos = env.step([("speech", "Please, give me the egg.")])
+    assert rewards == [1.0] and dones == [True]
+    assert infos[0]["episode"]["act_goal_by"] == "partner" and infos[0]["act_reward"] == 1.0
+    assert "knight > give golden dragon egg to dragon" in infos[0]["episode"]["transcript"]
+
+
+def test_random_agent_rarely_reaches_act_goals(data, batcher):
+    quests, demos = data
+    utterances, actions = _spaces(demos)
+    test = instances_from_data(quests.all(), demos.test)
+    partner = PolyEncoderPartner(_model(2), batcher, utterances, actions)
+    dm = DungeonMaster(_model(3), batcher, utterances)
+    env = QuestEnv(test, partner, dm, actions, batch_size=len(test), max_steps=20, auto_reset=False)
+    env.reset(list(range(len(test))))
+    rng = random.Random(0)
+    finished: dict[int, dict] = {}
+    for _ in range(20):
+        commands = [
+            ("speech", rng.choice(utterances)) if rng.random() < 0.5 else ("action", rng.choice(actions)) for _ in test
+        ]
+        _, _, dones, infos = env.step(commands)
+        for i, (done, info) in enumerate(zip(dones, infos, strict=True)):
+            if done and i not in finished:
+                finished[i] = info["episode"]
+    assert len(finished) == len(test)
+    rate = sum(e["act_goal"] for e in finished.values()) / len(test)
+    assert rate <= 0.34, rate
+
+
+def test_auto_reset_starts_a_new_quest(data, batcher):
+    quests, demos = data
+    utterances, actions = _spaces(demos)
+    instances = instances_from_data(quests.all(), demos.train)
+    partner = PolyEncoderPartner(_model(2), batcher, utterances, actions)
+    env = QuestEnv(
+        instances, partner, DungeonMaster(_model(3), batcher, utterances), actions, batch_size=4, max_steps=2, seed=1
+    )
+    obs, infos = env.reset()
+    assert len(obs) == 4 and all("_self_name" in o for o in obs)
+    env.step(["hello"] * 4)
+    obs, rewards, dones, infos = env.step(["hello"] * 4)
+    assert dones == [True] * 4 and all("episode" in i and i["steps"] == 0 for i in infos)
+    with pytest.raises(ValueError, match="3 commands for 4"):
+        env.step(["hello"] * 3)
