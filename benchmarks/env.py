@@ -77,8 +77,9 @@ def main(argv: list[str] | None = None) -> int:
     dm = DungeonMaster(dm_model, batcher, utterances)
     cache_seconds = time.perf_counter() - start
     quests, demos = load_quests(args.data / "quests"), load_demos(args.data / "demos")
-    env = QuestEnv(instances_from_data(quests.all(), demos.all()), partner, dm, actions, batch_size=args.batch,
-                   max_steps=100)
+    env = QuestEnv(
+        instances_from_data(quests.all(), demos.all()), partner, dm, actions, batch_size=args.batch, max_steps=100
+    )
 
     # instrument: engine calls, model calls, tokenisation
     quest_env.step = timed("engine", quest_env.step)
@@ -93,9 +94,12 @@ def main(argv: list[str] | None = None) -> int:
         TIMES.clear()
         start = time.perf_counter()
         for _ in range(args.steps):
-            commands = [("speech", utterances[rng.randrange(len(utterances))]) if rng.random() < 0.5 or
-                        not info["valid_actions"] else ("action", rng.choice(info["valid_actions"]))
-                        for info in infos]
+            commands = [
+                ("speech", utterances[rng.randrange(len(utterances))])
+                if rng.random() < 0.5 or not info["valid_actions"]
+                else ("action", rng.choice(info["valid_actions"]))
+                for info in infos
+            ]
             obs, rewards, dones, infos = env.step(commands)
         whole = (time.perf_counter() - start) / args.steps
         parts = {k: v / args.steps for k, v in TIMES.items()}
@@ -113,14 +117,18 @@ def main(argv: list[str] | None = None) -> int:
         bare = (time.perf_counter() - start) / args.steps
 
     tokenisation = parts.get("tokenisation", 0.0)
-    print(f"batch {args.batch}, {len(actions)} actions, {len(utterances)} utterances, contexts of "
-          f"{args.context_length} tokens, {torch.get_num_threads()} threads; candidates cached once in "
-          f"{cache_seconds:.1f} s")
+    print(
+        f"batch {args.batch}, {len(actions)} actions, {len(utterances)} utterances, contexts of "
+        f"{args.context_length} tokens, {torch.get_num_threads()} threads; candidates cached once in "
+        f"{cache_seconds:.1f} s"
+    )
     print(f"{'part':<34}{'s / step':>10}{'share':>8}")
-    rows = [("engine (actions, valid actions)", parts.get("engine", 0.0)),
-            ("partner model (without tokenisation)", parts.get("partner", 0.0) - tokenisation / 2),
-            ("DM model (without tokenisation)", parts.get("dm", 0.0) - tokenisation / 2),
-            ("tokenisation", tokenisation)]
+    rows = [
+        ("engine (actions, valid actions)", parts.get("engine", 0.0)),
+        ("partner model (without tokenisation)", parts.get("partner", 0.0) - tokenisation / 2),
+        ("DM model (without tokenisation)", parts.get("dm", 0.0) - tokenisation / 2),
+        ("tokenisation", tokenisation),
+    ]
     rows.append(("context text and bookkeeping", whole - sum(v for _, v in rows)))
     for name, seconds in rows:
         print(f"{name:<34}{seconds:>10.4f}{seconds / whole:>8.1%}")

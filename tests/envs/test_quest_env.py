@@ -139,3 +139,38 @@ def test_auto_reset_starts_a_new_quest(data, batcher):
     assert dones == [True] * 4 and all("episode" in i and i["steps"] == 0 for i in infos)
     with pytest.raises(ValueError, match="3 commands for 4"):
         env.step(["hello"] * 3)
+
+
+def _checkpoint(path, seed):
+    from dataclasses import asdict
+
+    from lq.lit.pretrain import EncoderConfig
+
+    model = _model(seed)
+    torch.save(
+        {
+            "state_dict": {f"model.{k}": v for k, v in model.state_dict().items()},
+            "hyper_parameters": {"encoder": asdict(EncoderConfig("tiny", TINY)), "n_codes": 4},
+        },
+        path,
+    )
+    return model
+
+
+def test_build_env_from_checkpoints(data, tmp_path, tmp_path_factory):
+    from lq.envs.build import build_env
+    from lq.envs.models import load_poly_encoder
+
+    saved = _checkpoint(tmp_path / "partner.ckpt", 5)
+    _checkpoint(tmp_path / "dm.ckpt", 6)
+    loaded, spec = load_poly_encoder(tmp_path / "partner.ckpt")
+    assert spec == TINY and all(
+        torch.equal(a, b) for a, b in zip(saved.state_dict().values(), loaded.state_dict().values(), strict=True)
+    )
+    assert not any(p.requires_grad for p in loaded.parameters())
+    data_dir = next(tmp_path_factory.getbasetemp().glob("env*/data"))
+    env = build_env(data_dir, "test", tmp_path / "partner.ckpt", tmp_path / "dm.ckpt", batch_size=2, max_steps=3)
+    obs, infos = env.reset()
+    assert len(obs) == 2 and len(infos[0]["valid_utterance_ids"]) == 50
+    with pytest.raises(FileNotFoundError, match="make partner"):
+        load_poly_encoder(tmp_path / "missing.ckpt")

@@ -1,0 +1,69 @@
+"""Building a ``QuestEnv`` from a dataset folder and the partner's and DM's checkpoints."""
+
+from __future__ import annotations
+
+import random
+from collections.abc import Callable
+from pathlib import Path
+
+from lq.data import load_demos, load_quests
+from lq.data.demos import Demonstration
+from lq.envs.dungeon_master import DungeonMaster
+from lq.envs.models import load_poly_encoder
+from lq.envs.partner import PolyEncoderPartner
+from lq.envs.quest_env import QuestEnv, instances_from_data
+from lq.models.poly_encoder import TextBatcher
+from lq.models.pretrained import load_tokenizer
+
+
+def demonstration_spaces(demos: list[Demonstration]) -> tuple[list[str], list[str]]:
+    """The action space (every demonstration action) and the utterance space (every utterance), in first-seen
+    order: 4710 and 22672 on the paper's data."""
+    actions = list(dict.fromkeys(a.text for d in demos for a in d.acts if a.type == "action"))
+    utterances = list(dict.fromkeys(a.text for d in demos for a in d.acts if a.type == "speech"))
+    return actions, utterances
+
+
+def build_env(
+    data_dir: str | Path,
+    split: str,
+    partner_checkpoint: str | Path,
+    dm_checkpoint: str | Path,
+    *,
+    batch_size: int = 32,
+    max_steps: int = 100,
+    top_k: int = 10,
+    num_valid_utterances: int = 50,
+    context_length: int = 256,
+    sampler: Callable[[random.Random], int] | None = None,
+    auto_reset: bool = True,
+    seed: int = 0,
+    device: str = "cpu",
+) -> QuestEnv:
+    data_dir = Path(data_dir)
+    quests, demos = load_quests(data_dir / "quests"), load_demos(data_dir / "demos")
+    actions, utterances = demonstration_spaces(demos.all())
+    partner_model, partner_spec = load_poly_encoder(partner_checkpoint, device)
+    dm_model, dm_spec = load_poly_encoder(dm_checkpoint, device)
+    partner = PolyEncoderPartner(
+        partner_model, TextBatcher(load_tokenizer(partner_spec.tokenizer), context_length), utterances, actions
+    )
+    dm = DungeonMaster(
+        dm_model,
+        TextBatcher(load_tokenizer(dm_spec.tokenizer), context_length),
+        utterances,
+        top_k=top_k,
+        num_valid=num_valid_utterances,
+    )
+    instances = instances_from_data(quests.all(), demos[split])
+    return QuestEnv(
+        instances,
+        partner,
+        dm,
+        actions,
+        batch_size=batch_size,
+        max_steps=max_steps,
+        sampler=sampler,
+        auto_reset=auto_reset,
+        seed=seed,
+    )
