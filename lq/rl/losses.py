@@ -1,0 +1,117 @@
+"""The switch A2C losses (paper 4.2 and appendix 8.2, equations 1 to 3), as plain functions.
+
+Every per-step term takes a ``mask`` of the steps it applies to: the action head's terms on the steps
+where the switch chose to act, the dialogue head's where it chose to speak, so that neither head
+learns from the other's steps.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import torch
+from torch.nn import functional as F
+
+
+@dataclass(frozen=True)
+class LossCoefficients:
+    """Table 6 of the paper (the value coefficient is not given there; 0.5 is A2C's usual)."""
+
+    valid_action: float = 10.0
+    action_entropy: float = 0.01
+    valid_speech: float = 40.0
+    speech_entropy: float = 0.04
+    value: float = 0.5
+
+
+def _masked_mean(values: torch.Tensor, mask: torch.Tensor) -> torch.Tensor:
+    mask = mask.to(values.dtype)
+    return (values * mask).sum() / mask.sum().clamp(min=1.0)
+
+
+def discounted_returns(
+    rewards: torch.Tensor, dones: torch.Tensor, last_value: torch.Tensor, gamma: float
+) -> torch.Tensor:
+    """n-step returns ``[T, B]``: r_t + gamma * R_{t+1}, cut at episode ends, bootstrapped from V(s_T)."""
+    returns = torch.zeros_like(rewards)
+    running = last_value
+    for t in reversed(range(rewards.shape[0])):
+        running = rewards[t] + gamma * running * (1.0 - dones[t].to(rewards.dtype))
+        returns[t] = running
+    return returns
+
+
+def advantages(returns: torch.Tensor, values: torch.Tensor) -> torch.Tensor:
+    """Equation 3: A(s_t, a_t) = E[r_t + gamma V(s_{t+1})] - V(s_t), with the n-step return as the estimate."""
+    return returns - values
+
+
+def policy_gradient_loss(log_probs: torch.Tensor, advantage: torch.Tensor, mask: torch.Tensor) -> torch.Tensor:
+    """-log pi(a_t | s_t) A(s_t, a_t) over the masked steps; the advantage is a constant here."""
+    return _masked_mean(-log_probs * advantage.detach(), mask)
+
+
+def valid_candidates_loss(logits: torch.Tensor, valid: torch.Tensor, mask: torch.Tensor) -> torch.Tensor:
+    """Equations 1 and 2: binary cross-entropy of every candidate's score against being valid now
+    (y = 1 for the engine's valid actions / the DM's valid utterances), averaged over candidates."""
+    per_step = F.binary_cross_entropy_with_logits(logits, valid.to(logits.dtype), reduction="none").mean(dim=-1)
+    return _masked_mean(per_step, mask)
+
+
+def entropy(logits: torch.Tensor, mask: torch.Tensor) -> torch.Tensor:
+    """Mean entropy of the policy over the masked steps (to be maximised)."""
+    log_p = logits.log_softmax(dim=-1)
+    return _masked_mean(-(log_p.exp() * log_p).sum(dim=-1), mask)
+
+
+def value_loss(values: torch.Tensor, returns: torch.Tensor) -> torch.Tensor:
+    return 0.5 * (returns.detach() - values).pow(2).mean()
+
+
+@dataclass
+class SwitchLosses:
+    total: torch.Tensor
+    action_policy: torch.Tensor
+    speech_policy: torch.Tensor
+    valid_action: torch.Tensor
+    valid_speech: torch.Tensor
+    action_entropy: torch.Tensor
+    speech_entropy: torch.Tensor
+    value: torch.Tensor
+
+
+def switch_a2c_loss(
+    action_logits: torch.Tensor,
+    speech_logits: torch.Tensor,
+    action_log_probs: torch.Tensor,
+    speech_log_probs: torch.Tensor,
+    acted: torch.Tensor,
+    valid_actions: torch.Tensor,
+    valid_utterances: torch.Tensor,
+    values: torch.Tensor,
+    returns: torch.Tensor,
+    coef: LossCoefficients = LossCoefficients(),  # noqa: B008 (frozen dataclass)
+) -> SwitchLosses:
+    """All terms of the switch A2C objective. ``acted`` marks the steps where the switch chose the action head;
+    the dialogue head's terms use the others. Shapes: logits ``[steps, candidates]``, the rest ``[steps]``."""
+    spoke = ~acted
+    adv = advantages(returns, values)
+    parts = {
+        "action_policy": policy_gradient_loss(action_log_probs, adv, acted),
+        "speech_policy": policy_gradient_loss(speech_log_probs, adv, spoke),
+        "valid_action": valid_candidates_loss(action_logits, valid_actions, acted),
+        "valid_speech": valid_candidates_loss(speech_logits, valid_utterances, spoke),
+        "action_entropy": entropy(action_logits, acted),
+        "speech_entropy": entropy(speech_logits, spoke),
+        "value": value_loss(values, returns),
+    }
+    total = (
+        parts["action_policy"]
+        + parts["speech_policy"]
+        + coef.valid_action * parts["valid_action"]
+        + coef.valid_speech * parts["valid_speech"]
+        - coef.action_entropy * parts["action_entropy"]
+        - coef.speech_entropy * parts["speech_entropy"]
+        + coef.value * parts["value"]
+    )
+    return SwitchLosses(total=total, **parts)

@@ -1,0 +1,85 @@
+import math
+
+import pytest
+import torch
+
+from lq.rl.losses import (
+    LossCoefficients,
+    advantages,
+    discounted_returns,
+    entropy,
+    policy_gradient_loss,
+    switch_a2c_loss,
+    valid_candidates_loss,
+    value_loss,
+)
+
+
+def test_discounted_returns_by_hand():
+    rewards = torch.tensor([[1.0, 0.0], [0.0, 0.5], [2.0, 1.0]])
+    dones = torch.tensor([[0.0, 0.0], [1.0, 0.0], [0.0, 0.0]])
+    last = torch.tensor([10.0, -1.0])
+    got = discounted_returns(rewards, dones, last, gamma=0.5)
+    # env 0: R2 = 2 + 0.5*10 = 7; R1 = 0 (episode ends at t=1, no bootstrap); R0 = 1 + 0.5*0 = 1
+    # env 1: R2 = 1 + 0.5*(-1) = 0.5; R1 = 0.5 + 0.5*0.5 = 0.75; R0 = 0 + 0.5*0.75 = 0.375
+    assert torch.allclose(got, torch.tensor([[1.0, 0.375], [0.0, 0.75], [7.0, 0.5]]))
+    assert torch.allclose(advantages(got, torch.ones(3, 2)), got - 1)
+
+
+def test_policy_gradient_only_on_masked_steps_and_constant_advantage():
+    log_probs = torch.tensor([-1.0, -2.0, -3.0], requires_grad=True)
+    adv = torch.tensor([2.0, 1.0, 5.0], requires_grad=True)
+    loss = policy_gradient_loss(log_probs, adv, torch.tensor([True, True, False]))
+    assert loss.item() == pytest.approx((2 * 1 + 1 * 2) / 2)  # -(-1*2) and -(-2*1), step 3 masked out
+    loss.backward()
+    assert torch.allclose(log_probs.grad, torch.tensor([-1.0, -0.5, 0.0])) and adv.grad is None
+
+
+def test_valid_candidates_loss_by_hand():
+    logits = torch.tensor([[0.0, math.log(3.0)], [2.0, -2.0]])
+    valid = torch.tensor([[1, 0], [0, 0]])
+    # step 1: -log(0.5) for the valid one, -log(1 - 0.75) = log 4 for the invalid one; mean over candidates
+    expected = (math.log(2) + math.log(4)) / 2
+    assert valid_candidates_loss(logits, valid, torch.tensor([True, False])).item() == pytest.approx(expected)
+
+
+def test_entropy_and_value_by_hand():
+    uniform = torch.zeros(1, 4)
+    assert entropy(uniform, torch.tensor([True])).item() == pytest.approx(math.log(4))
+    assert entropy(torch.tensor([[0.0, -1e9]]), torch.tensor([True])).item() == pytest.approx(0.0, abs=1e-6)
+    assert value_loss(torch.tensor([1.0, 2.0]), torch.tensor([3.0, 2.0])).item() == pytest.approx(0.5 * 4 / 2)
+
+
+def test_switch_masks_each_heads_terms():
+    torch.manual_seed(0)
+    steps, n_actions, n_utts = 4, 3, 5
+    action_logits = torch.randn(steps, n_actions, requires_grad=True)
+    speech_logits = torch.randn(steps, n_utts, requires_grad=True)
+    acted = torch.tensor([True, False, False, True])
+    picked_a = action_logits.log_softmax(-1)[:, 0]
+    picked_u = speech_logits.log_softmax(-1)[:, 1]
+    out = switch_a2c_loss(
+        action_logits,
+        speech_logits,
+        picked_a,
+        picked_u,
+        acted,
+        torch.randint(0, 2, (steps, n_actions)),
+        torch.randint(0, 2, (steps, n_utts)),
+        values=torch.zeros(steps),
+        returns=torch.ones(steps),
+        coef=LossCoefficients(),
+    )
+    (out.action_policy + out.valid_action - out.action_entropy).backward()
+    assert action_logits.grad[~acted].abs().sum() == 0 and action_logits.grad[acted].abs().sum() > 0
+    assert speech_logits.grad is None or speech_logits.grad.abs().sum() == 0
+    expected = (
+        out.action_policy
+        + out.speech_policy
+        + 10 * out.valid_action
+        + 40 * out.valid_speech
+        - 0.01 * out.action_entropy
+        - 0.04 * out.speech_entropy
+        + 0.5 * out.value
+    )
+    assert out.total.item() == pytest.approx(expected.item())
