@@ -1,0 +1,160 @@
+"""The switch agent's networks (paper 4.2, Figure 4, Table 6).
+
+* Encoder: a pretrained poly-encoder's context encoder, frozen, with three trainable transformer
+  layers appended (Table 6: 3 layers, 3 heads, feed-forward 768); or, for *scratch*, a 3-layer
+  transformer trained with the policies. The state is the mean of the last layer over the context.
+* Candidates: the action space and the utterance space, embedded once. With a pretrained encoder
+  they are the frozen candidate vectors of the poly-encoder, projected by a trainable layer; from
+  scratch, a trainable bag of word pieces.
+* Action and dialogue policies: a GRU over the episode's states and an n-layer feed-forward network
+  giving a query vector; a candidate's score is its dot product with the query.
+* Critic: a 2-layer feed-forward network on the state, shared by both policies.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+
+import torch
+from torch import nn
+
+from lq.models.encoder import EncoderSpec, build_encoder, token_states
+from lq.models.poly_encoder import CandidateCache, PolyEncoder, TextBatcher
+
+
+@dataclass
+class AgentConfig:
+    """Table 6 sizes (policy and critic widths 768); ``scratch`` sizes the 3-layer scratch encoder."""
+
+    appended_layers: int = 3
+    appended_heads: int = 3
+    appended_feedforward: int = 768
+    gru_hidden: int = 768
+    policy_layers: int = 3
+    policy_hidden: int = 768
+    critic_layers: int = 2
+    critic_hidden: int = 768
+    scratch: EncoderSpec = field(
+        default_factory=lambda: EncoderSpec(
+            init="scratch", hidden_size=384, num_layers=3, num_heads=6, intermediate_size=1536
+        )
+    )
+
+
+def mlp(sizes: Sequence[int]) -> nn.Sequential:
+    layers: list[nn.Module] = []
+    for i in range(len(sizes) - 1):
+        layers.append(nn.Linear(sizes[i], sizes[i + 1]))
+        if i < len(sizes) - 2:
+            layers.append(nn.ReLU())
+    return nn.Sequential(*layers)
+
+
+class StateEncoder(nn.Module):
+    def __init__(self, base: nn.Module, trainable_base: bool, config: AgentConfig):
+        super().__init__()
+        self.base = base
+        for p in self.base.parameters():
+            p.requires_grad = trainable_base
+        hidden = base.config.hidden_size
+        self.appended = None
+        if not trainable_base:  # frozen pretrained: three trainable layers on top
+            layer = nn.TransformerEncoderLayer(
+                hidden, config.appended_heads, config.appended_feedforward, batch_first=True
+            )
+            self.appended = nn.TransformerEncoder(layer, config.appended_layers, enable_nested_tensor=False)
+        self.hidden_size = hidden
+
+    def forward(self, ids: torch.Tensor, mask: torch.Tensor) -> torch.Tensor:
+        if self.appended is not None:
+            with torch.no_grad():
+                states = token_states(self.base, ids, mask)
+            states = self.appended(states, src_key_padding_mask=~mask.bool())
+        else:
+            states = token_states(self.base, ids, mask)
+        m = mask.unsqueeze(-1).to(states.dtype)
+        return (states * m).sum(1) / m.sum(1).clamp(min=1.0)
+
+
+class CandidateEmbeddings(nn.Module):
+    """A fixed candidate set as vectors ``[n, dim]``: frozen poly-encoder vectors + a trainable projection,
+    or a trainable bag of word pieces."""
+
+    def __init__(self, texts: Sequence[str], batcher: TextBatcher, dim: int, poly: PolyEncoder | None = None):
+        super().__init__()
+        if poly is not None:
+            cache = CandidateCache(poly, batcher, texts)
+            self.register_buffer("frozen", cache.embeddings.detach().clone())
+            self.project = nn.Linear(self.frozen.shape[1], dim)
+            self.bag = None
+        else:
+            ids, mask = batcher.candidates(list(texts))
+            lengths = mask.sum(1)
+            self.register_buffer("flat_ids", ids[mask.bool()])
+            self.register_buffer("offsets", torch.cat([torch.zeros(1, dtype=torch.long), lengths.cumsum(0)[:-1]]))
+            self.bag = nn.EmbeddingBag(len(batcher.tokenizer), dim, mode="mean")
+            self.project = None
+
+    def forward(self) -> torch.Tensor:
+        if self.bag is not None:
+            return self.bag(self.flat_ids, self.offsets)
+        return self.project(self.frozen)
+
+
+class SwitchAgent(nn.Module):
+    def __init__(
+        self,
+        encoder: StateEncoder,
+        actions: CandidateEmbeddings,
+        utterances: CandidateEmbeddings,
+        config: AgentConfig,
+        dim: int,
+    ):
+        super().__init__()
+        h = encoder.hidden_size
+        self.encoder, self.actions, self.utterances = encoder, actions, utterances
+        self.action_gru = nn.GRUCell(h, config.gru_hidden)
+        self.speech_gru = nn.GRUCell(h, config.gru_hidden)
+        hidden = [config.policy_hidden] * (config.policy_layers - 1)
+        self.action_head = mlp([config.gru_hidden, *hidden, dim])
+        self.speech_head = mlp([config.gru_hidden, *hidden, dim])
+        self.critic = mlp([h, *[config.critic_hidden] * (config.critic_layers - 1), 1])
+        self.gru_hidden = config.gru_hidden
+
+    @classmethod
+    def build(
+        cls,
+        action_space: Sequence[str],
+        utterance_space: Sequence[str],
+        batcher: TextBatcher,
+        pretrained: PolyEncoder | None = None,
+        config: AgentConfig | None = None,
+        dim: int = 256,
+    ) -> SwitchAgent:
+        config = config or AgentConfig()
+        if pretrained is not None:
+            encoder = StateEncoder(pretrained.context_encoder, trainable_base=False, config=config)
+        else:
+            encoder = StateEncoder(build_encoder(config.scratch, batcher.tokenizer), trainable_base=True, config=config)
+        return cls(
+            encoder,
+            CandidateEmbeddings(action_space, batcher, dim, pretrained),
+            CandidateEmbeddings(utterance_space, batcher, dim, pretrained),
+            config,
+            dim,
+        )
+
+    def initial_state(self, batch: int) -> tuple[torch.Tensor, torch.Tensor]:
+        device = next(self.critic.parameters()).device
+        return torch.zeros(batch, self.gru_hidden, device=device), torch.zeros(batch, self.gru_hidden, device=device)
+
+    def forward(
+        self, ids: torch.Tensor, mask: torch.Tensor, hidden: tuple[torch.Tensor, torch.Tensor]
+    ) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor, tuple[torch.Tensor, torch.Tensor]]:
+        """Action logits ``[b, actions]``, speech logits ``[b, utterances]``, value ``[b]`` and the new GRU states."""
+        state = self.encoder(ids, mask)
+        ha, hu = self.action_gru(state, hidden[0]), self.speech_gru(state, hidden[1])
+        action_logits = self.action_head(ha) @ self.actions().T
+        speech_logits = self.speech_head(hu) @ self.utterances().T
+        return action_logits, speech_logits, self.critic(state).squeeze(-1), (ha, hu)

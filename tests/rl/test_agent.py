@@ -1,0 +1,84 @@
+import pytest
+import torch
+
+from lq.data import Demonstration
+from lq.models.agent import AgentConfig, SwitchAgent
+from lq.models.encoder import EncoderSpec
+from lq.models.poly_encoder import PolyEncoder, TextBatcher
+from lq.models.pretrained import load_tokenizer
+from lq.rl.losses import switch_a2c_loss
+from lq.rl.switch import HardcodedSwitch, RatioSwitch, utterance_action_ratio
+from tests.samples import demo_json
+
+TINY = EncoderSpec(init="scratch", hidden_size=32, num_layers=1, num_heads=2, intermediate_size=64, dropout=0.0)
+CONFIG = AgentConfig(
+    appended_layers=1,
+    appended_heads=2,
+    appended_feedforward=32,
+    gru_hidden=16,
+    policy_layers=2,
+    policy_hidden=16,
+    critic_layers=2,
+    critic_hidden=16,
+    scratch=TINY,
+)
+ACTIONS = ["get sword", "hug knight", "hit knight"]
+UTTERANCES = ["Hello there.", "Give me the egg.", "Farewell.", "I am a dragon."]
+
+
+@pytest.fixture(scope="module")
+def batcher():
+    return TextBatcher(load_tokenizer(), 64, 16)
+
+
+@pytest.mark.parametrize("pretrained", [False, True])
+def test_forward_shapes_and_what_trains(batcher, pretrained):
+    torch.manual_seed(0)
+    poly = PolyEncoder.from_spec(TINY, n_codes=2).eval() if pretrained else None
+    agent = SwitchAgent.build(ACTIONS, UTTERANCES, batcher, poly, CONFIG, dim=8)
+    ids, mask = batcher.contexts(["You are in a lair.", "A knight is here. _partner_say Hello."])
+    a, u, v, hidden = agent(ids, mask, agent.initial_state(2))
+    assert a.shape == (2, 3) and u.shape == (2, 4) and v.shape == (2,) and hidden[0].shape == (2, 16)
+    base_trains = any(p.requires_grad for p in agent.encoder.base.parameters())
+    assert base_trains is (not pretrained)  # pretrained: frozen with appended layers; scratch: all trains
+    if pretrained:
+        assert agent.encoder.appended is not None and all(p.requires_grad for p in agent.encoder.appended.parameters())
+
+
+def test_the_switch_masks_the_other_heads_gradient(batcher):
+    torch.manual_seed(0)
+    agent = SwitchAgent.build(ACTIONS, UTTERANCES, batcher, None, CONFIG, dim=8)
+    ids, mask = batcher.contexts(["one context", "another context", "a third one"])
+    a, u, v, _ = agent(ids, mask, agent.initial_state(3))
+    spoke_only = torch.tensor([False, False, False])
+    out = switch_a2c_loss(
+        a,
+        u,
+        a.log_softmax(-1)[:, 0],
+        u.log_softmax(-1)[:, 1],
+        spoke_only,
+        torch.ones(3, 3),
+        torch.zeros(3, 4),
+        v,
+        torch.ones(3),
+    )
+    (out.total - 0.5 * out.value).backward()  # every policy term; the critic's own term aside
+    action_grads = [
+        p.grad for p in [*agent.action_head.parameters(), *agent.action_gru.parameters(), *agent.actions.parameters()]
+    ]
+    assert all(g is None or g.abs().sum() == 0 for g in action_grads)
+    assert any(p.grad is not None and p.grad.abs().sum() > 0 for p in agent.speech_head.parameters())
+
+
+def test_switches():
+    steps = torch.arange(7)
+    assert HardcodedSwitch(3).acts(steps, torch.zeros(7)).tolist() == [False, False, True, False, False, True, False]
+    demo = Demonstration.from_json(demo_json(6))  # self: 2 utterances and 1 action
+    assert utterance_action_ratio(demo) == 2.0
+    switch = RatioSwitch([demo, Demonstration.from_json(demo_json(10))])  # ratios 2 and 4 -> average 3
+    assert switch.average_k == 3 and RatioSwitch.k_for(demo, 3) == 2
+    since = torch.tensor([0, 1, 2, 3])
+    assert switch.acts(steps[:4], since).tolist() == [False, False, False, True]
+    assert switch.acts(steps[:4], since, torch.tensor([2, 2, 2, 2])).tolist() == [False, False, True, True]
+    with pytest.raises(ValueError):
+        HardcodedSwitch(0)
