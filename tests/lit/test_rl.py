@@ -1,0 +1,105 @@
+from dataclasses import asdict
+
+import lightning as L
+import pytest
+import torch
+from lightning.pytorch.callbacks import ModelCheckpoint
+
+from lq.data.generate import generate_dataset
+from lq.lit.pretrain import EncoderConfig
+from lq.lit.rl import RLModule
+from lq.models.agent import AgentConfig
+from lq.models.encoder import EncoderSpec
+from lq.models.poly_encoder import PolyEncoder
+
+TINY = EncoderSpec(init="scratch", hidden_size=32, num_layers=1, num_heads=2, intermediate_size=64, dropout=0.0)
+AGENT = AgentConfig(
+    appended_layers=1,
+    appended_heads=2,
+    appended_feedforward=32,
+    gru_hidden=16,
+    policy_layers=2,
+    policy_hidden=16,
+    critic_layers=2,
+    critic_hidden=16,
+    scratch=TINY,
+)
+
+
+@pytest.fixture(scope="module")
+def setup_dir(tmp_path_factory):
+    root = tmp_path_factory.mktemp("rl")
+    generate_dataset(root / "data", scale="tiny", seed=7, log=lambda _: None)
+    for name, seed in (("partner", 1), ("dm", 2)):
+        torch.manual_seed(seed)
+        model = PolyEncoder.from_spec(TINY, n_codes=2)
+        torch.save(
+            {
+                "state_dict": {f"model.{k}": v for k, v in model.state_dict().items()},
+                "hyper_parameters": {"encoder": asdict(EncoderConfig(name, TINY)), "n_codes": 2},
+            },
+            root / f"{name}.ckpt",
+        )
+    return root
+
+
+def _module(root, **kwargs):
+    return RLModule(
+        data_dir=str(root / "data"),
+        partner_checkpoint=str(root / "partner.ckpt"),
+        dm_checkpoint=str(root / "dm.ckpt"),
+        num_envs=4,
+        rollout_steps=3,
+        max_steps=6,
+        context_length=64,
+        candidate_dim=8,
+        agent=AGENT,
+        updates_per_epoch=2,
+        eval_max_steps=4,
+        **kwargs,
+    )
+
+
+def _trainer(tmp_path, epochs):
+    return L.Trainer(
+        max_epochs=epochs,
+        logger=False,
+        enable_progress_bar=False,
+        enable_model_summary=False,
+        callbacks=[ModelCheckpoint(dirpath=tmp_path, save_last=True)],
+        accelerator="cpu",
+    )
+
+
+def test_rl_trains_logs_and_resumes_with_its_priority_table(setup_dir, tmp_path):
+    module = _module(setup_dir)
+    trainer = _trainer(tmp_path, 1)
+    trainer.fit(module)
+    metrics = trainer.callback_metrics
+    assert trainer.global_step == 2 and torch.isfinite(metrics["losses/total"])
+    for name in ("valid_action", "valid_speech", "action_entropy", "speech_entropy", "value"):
+        assert f"losses/{name}" in metrics
+    assert sum(module.sampler.plays) >= 1  # 6 agent turns at most: episodes ended and were recorded
+    saved = torch.load(tmp_path / "last.ckpt", weights_only=False)
+    assert saved["lq_priority"]["plays"] == module.sampler.plays
+    resumed = _module(setup_dir)
+    trainer = _trainer(tmp_path, 2)
+    trainer.fit(resumed, ckpt_path=str(tmp_path / "last.ckpt"))
+    assert trainer.global_step == 4
+    assert sum(resumed.sampler.plays) >= sum(saved["lq_priority"]["plays"])
+
+
+@pytest.mark.parametrize(
+    ("ability", "switch"),
+    [("act", "hardcoded"), ("speech", "ratio"), ("speech_no_speech_goals", "hardcoded"), ("act_speech", "ratio")],
+)
+def test_abilities_and_switches_run_and_evaluate(setup_dir, tmp_path, ability, switch):
+    module = _module(setup_dir, ability=ability, switch=switch)
+    _trainer(tmp_path, 1).fit(module)
+    result = module.evaluate("test")
+    assert len(result.episodes) == 6 and 0.0 <= result.act_goal_rate <= 1.0
+    transcripts = "\n".join(e["transcript"] for e in result.episodes)
+    if ability == "act":
+        assert " > " in transcripts  # acts
+    if ability.startswith("speech"):  # an agent that only speaks never completes a goal itself
+        assert all(e["act_goal_by"] != "self" for e in result.episodes)
