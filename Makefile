@@ -25,7 +25,7 @@ ARGS ?=
 WORLD ?= ../shared/data/light_worlds/dragon-village.json
 AS ?=
 
-.PHONY: help venv test test-fast data download stats pretrain partner dm play bench ui clean
+.PHONY: help venv test test-fast data download stats pretrain partner dm rl play bench ui clean
 
 help: ## show this help
 	@grep -hE '^[a-zA-Z_.-]+:.*?## ' $(MAKEFILE_LIST) | awk 'BEGIN {FS = ":.*?## "}; {printf "  \033[36mmake %-12s\033[0m %s\n", $$1, $$2}'
@@ -72,6 +72,15 @@ dm: $(STAMP) ## train the environment's Dungeon Master: make dm [ENCODER=general
 	@test -d $(DATA) || { echo "no dataset in $(DATA): run 'make data' first (or set DATA=...)"; exit 1; }
 	$(BIN)/lq dm fit --config conf/dm.yaml --config conf/encoder/$(ENV_ENCODER).yaml \
 		--config conf/profile/$(PROFILE).yaml --data.data_dir $(DATA) $(ARGS)
+
+ABILITY ?= act_speech
+SWITCH ?= hardcoded
+rl: $(STAMP) ## train the switch A2C agent: make rl ENCODER=scratch [ABILITY=act_speech] [SWITCH=hardcoded] [PROFILE=tiny]
+	@test -f outputs/partner/general/best.ckpt || $(MAKE) partner ENCODER=general PROFILE=$(PROFILE)
+	@test -f outputs/dm/general/best.ckpt || $(MAKE) dm ENCODER=general PROFILE=$(PROFILE)
+	$(BIN)/lq rl fit --config conf/rl.yaml --config conf/encoder/$(ENCODER).yaml \
+		--config conf/profile/rl-$(PROFILE).yaml --model.data_dir $(DATA) --model.ability $(ABILITY) \
+		--model.switch $(SWITCH) $(ARGS)
 
 ui: $(STAMP) ## the MLflow UI on the default store (sqlite:///mlflow.db) at http://127.0.0.1:5000
 	$(BIN)/mlflow ui --backend-store-uri sqlite:///mlflow.db --host 127.0.0.1 --port 5000

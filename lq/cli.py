@@ -101,6 +101,7 @@ def build_parser() -> argparse.ArgumentParser:
     sub = parser.add_subparsers(dest="command", required=True, metavar="COMMAND")
     sub.add_parser("partner", help="train the partner agent's poly-encoder (LightningCLI)", add_help=False)
     sub.add_parser("dm", help="train the Dungeon Master's poly-encoder (LightningCLI)", add_help=False)
+    sub.add_parser("rl", help="train the switch A2C agent in QuestEnv (LightningCLI)", add_help=False)
     sub.add_parser(
         "pretrain",
         help="multi-task poly-encoder pretraining (LightningCLI: lq pretrain fit --config ...)",
@@ -179,7 +180,7 @@ def build_parser() -> argparse.ArgumentParser:
     return parser
 
 
-TRAINING_STAGES = ("pretrain", "partner", "dm")
+TRAINING_STAGES = ("pretrain", "partner", "dm", "rl")
 
 
 def main(argv: Sequence[str] | None = None) -> int:

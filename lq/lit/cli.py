@@ -153,12 +153,69 @@ class DungeonMasterCLI(EnvModelCLI):
     stage = "dm"
 
 
-STAGES: dict[str, type[StageCLI]] = {"pretrain": PretrainCLI, "partner": PartnerCLI, "dm": DungeonMasterCLI}
+def _pretrained_checkpoint(pretrain_dir: str, encoder_name: str) -> str | None:
+    """The agent's frozen encoder: the pretraining run's best checkpoint (none for scratch)."""
+    return None if encoder_name == "scratch" else f"{pretrain_dir.rstrip('/')}/{encoder_name}/best.ckpt"
+
+
+class RLCLI(StageCLI):
+    """``lq rl fit``: the switch A2C agent; after fitting, a zero-shot evaluation on the test quests."""
+
+    stage = "rl"
+
+    def add_arguments_to_parser(self, parser: LightningArgumentParser) -> None:
+        super().add_arguments_to_parser(parser)
+        parser.set_defaults({"checkpoint.monitor": None, "checkpoint.filename": "agent"})
+        parser.add_argument("--pretrain_dir", default="outputs/pretrain", help="where pretrained encoders are")
+        parser.add_argument("--eval_seeds", type=int, default=1, help="zero-shot evaluations after fitting")
+        parser.link_arguments(
+            ("pretrain_dir", "model.encoder.name"), "model.pretrained_checkpoint", compute_fn=_pretrained_checkpoint
+        )
+
+    def after_fit(self) -> None:
+        if self.trainer.interrupted:
+            return
+        config = self.config[self.subcommand]
+        for seed in range(config.eval_seeds):
+            result = self.model.evaluate("test", seed=seed)
+            print(
+                f"zero-shot test (seed {seed}): act goals {result.act_goal_rate:.3f}, speech goals "
+                f"{result.speech_goal_rate:.3f}, both {result.act_and_speech_rate:.3f}"
+            )
+            for logger in self.trainer.loggers:
+                if isinstance(logger, MLFlowLogger):
+                    logger.log_metrics(
+                        {
+                            "test/act_goal_rate": result.act_goal_rate,
+                            "test/speech_goal_rate": result.speech_goal_rate,
+                            "test/act_and_speech_goal_rate": result.act_and_speech_rate,
+                        },
+                        step=seed,
+                    )
+                    text = "\n\n".join(e["transcript"] for e in result.episodes)
+                    logger.experiment.log_text(logger.run_id, text, f"transcripts/test_seed{seed}.txt")
+
+
+STAGES: dict[str, type[StageCLI]] = {
+    "pretrain": PretrainCLI,
+    "partner": PartnerCLI,
+    "dm": DungeonMasterCLI,
+    "rl": RLCLI,
+}
 
 
 def stage_main(stage: str, args: Sequence[str] | None = None) -> StageCLI:
+    return STAGES[stage](
+        *stage_classes(stage), args=list(args) if args is not None else None, seed_everything_default=0
+    )
+
+
+def stage_classes(stage: str) -> tuple[type, type | None]:
+    """The LightningModule and DataModule of a stage."""
+    if stage == "rl":
+        from lq.lit.rl import RLModule
+
+        return RLModule, None
     from lq.lit.pretrain import PretrainDataModule, PretrainModule
 
-    return STAGES[stage](
-        PretrainModule, PretrainDataModule, args=list(args) if args is not None else None, seed_everything_default=0
-    )
+    return PretrainModule, PretrainDataModule

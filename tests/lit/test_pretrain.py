@@ -9,7 +9,7 @@ from lightning.pytorch.callbacks import ModelCheckpoint
 
 from lq.cli import main
 from lq.data.generate import generate_dataset
-from lq.lit.cli import STAGES
+from lq.lit.cli import STAGES, stage_classes
 from lq.lit.metrics import HitsAtK
 from lq.lit.pretrain import EncoderConfig, PretrainDataModule, PretrainModule
 from lq.models.encoder import EncoderSpec
@@ -126,10 +126,12 @@ def test_resumes_from_last_ckpt(data_dir, tmp_path):
 def test_every_encoder_config_parses_with_every_stage_and_profile(encoder):
     assert {Path(p).stem for p in glob.glob(str(ROOT / "conf/*.yaml"))} == set(STAGES), "a stage config without a CLI"
     for stage, cli_class in STAGES.items():
-        for profile in sorted(glob.glob(str(ROOT / "conf/profile/*.yaml"))):
+        pattern = "rl-*.yaml" if stage == "rl" else "[!r]*.yaml"  # the agent stages have their own profiles
+        profiles = sorted(glob.glob(str(ROOT / "conf/profile" / pattern)))
+        assert len(profiles) == 2, (stage, profiles)
+        for profile in profiles:
             cli = cli_class(
-                PretrainModule,
-                PretrainDataModule,
+                *stage_classes(stage),
                 parse_only=True,
                 args=[
                     "--config",
@@ -141,13 +143,17 @@ def test_every_encoder_config_parses_with_every_stage_and_profile(encoder):
                 ],
             )
             assert cli.config.model.encoder.name == encoder
+            assert cli.config.checkpoint.dirpath.endswith(f"{stage}/{encoder}")
+            if stage == "rl":
+                expected = None if encoder == "scratch" else f"outputs/pretrain/{encoder}/best.ckpt"
+                assert cli.config.model.pretrained_checkpoint == expected
+                continue
             fixed = {
                 "pretrain": cli.config.model.encoder.tasks,
                 "partner": {"partner_turn": 1.0},
                 "dm": {"dm_speech": 1.0},
             }[stage]
             assert cli.config.data.tasks == fixed
-            assert cli.config.checkpoint.dirpath.endswith(f"{stage}/{encoder}")
 
 
 def test_lq_pretrain_end_to_end_logs_to_mlflow(data_dir, tmp_path):
