@@ -26,7 +26,7 @@ from pathlib import Path
 from lq.data.affordances import infer
 from lq.data.atomic import LIGHT_RELATIONS, AtomicEvent
 from lq.data.errors import DataFormatError
-from lq.data.io import atomic_open
+from lq.data.io import atomic_open, read_jsonl
 from lq.data.light_db import LightDB
 from lq.data.names import looks_singular, strip_article
 from lq.data.splits import SPLITS, Splits
@@ -250,28 +250,14 @@ def load_atomic_light(directory: str | Path) -> Splits[AtomicLightSample]:
     out: Splits[AtomicLightSample] = Splits()
     for split in SPLITS:
         path = Path(directory) / f"{split}.jsonl"
-        try:
-            lines = path.read_text(encoding="utf-8").splitlines()
-        except FileNotFoundError:
-            raise DataFormatError(
-                path, "file not found", fix="ATOMIC-LIGHT folders hold train/valid/test.jsonl"
-            ) from None
-        for i, line in enumerate(lines):
-            if not line.strip():
-                continue
-            try:
-                obj = json.loads(line)
-            except json.JSONDecodeError as err:
-                raise DataFormatError(
-                    path, f"invalid JSON ({err.msg})", record=f"line {i + 1}", fix="one JSON object per line"
-                ) from None
+        for i, obj in read_jsonl(path, "ATOMIC-LIGHT samples (an ATOMIC-LIGHT folder holds train/valid/test.jsonl)"):
             if not isinstance(obj, dict) or not all(
                 isinstance(obj.get(k), str) for k in ("context", "tail", "relation", "event")
             ):
                 raise DataFormatError(
                     path,
                     "expected an object with string fields context, tail, relation, event",
-                    record=f"line {i + 1}",
+                    record=f"line {i}",
                     fix="write samples as lq does",
                 )
             out[split].append(AtomicLightSample(obj["context"], obj["tail"], obj["relation"], obj["event"]))

@@ -63,6 +63,26 @@ def read_json(path: str | Path) -> Any:
         ) from None
 
 
+def read_jsonl(path: str | Path, what: str) -> Iterator[tuple[int, Any]]:
+    """``(line number, value)`` for each non-blank line of a JSON-lines file; ``what`` says what the file holds."""
+    path = Path(path)
+    try:
+        lines = path.read_text(encoding="utf-8").splitlines()
+    except FileNotFoundError:
+        raise DataFormatError(path, "file not found", fix=f"expected {what} here") from None
+    except UnicodeDecodeError as err:
+        raise DataFormatError(path, f"not UTF-8 text ({err.reason})", fix="re-save the file as UTF-8") from None
+    for i, line in enumerate(lines, start=1):
+        if not line.strip():
+            continue
+        try:
+            yield i, json.loads(line)
+        except json.JSONDecodeError as err:
+            raise DataFormatError(
+                path, f"invalid JSON ({err.msg})", record=f"line {i}", fix="one JSON object per line"
+            ) from None
+
+
 @contextmanager
 def atomic_dir(path: str | Path, *, overwrite: bool = False) -> Iterator[Path]:
     """Build a directory in a temporary sibling and move it to ``path`` only when the block succeeds.

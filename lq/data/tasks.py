@@ -9,7 +9,6 @@ candidates are the label and 99 others in a random position (seeded).
 
 from __future__ import annotations
 
-import json
 import random
 from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass
@@ -19,6 +18,7 @@ from lq.data.atomic_light import AtomicLightSample, load_atomic_light
 from lq.data.context import MOTIVATION_LEVELS, demo_context, partner_context, quest_context, timeline_prefix
 from lq.data.demos import Demonstration, load_demos
 from lq.data.errors import DataFormatError
+from lq.data.io import read_jsonl
 from lq.data.quests import GOAL_INDEX, Quest, load_quests
 from lq.data.splits import SPLITS, Splits
 
@@ -198,27 +198,14 @@ def seq_timeline_examples(
 
 
 def load_chitchat(path: str | Path) -> list[list[str]]:
-    path = Path(path)
     out = []
-    try:
-        lines = path.read_text(encoding="utf-8").splitlines()
-    except FileNotFoundError:
-        raise DataFormatError(path, "file not found", fix='a chit-chat corpus is JSONL: {"dialogue": [...]}') from None
-    for i, line in enumerate(lines):
-        if not line.strip():
-            continue
-        try:
-            obj = json.loads(line)
-        except json.JSONDecodeError as err:
-            raise DataFormatError(
-                path, f"invalid JSON ({err.msg})", record=f"line {i + 1}", fix="one JSON object per line"
-            ) from None
+    for i, obj in read_jsonl(path, 'a chit-chat corpus, JSONL of {"dialogue": [...]}'):
         turns = obj.get("dialogue") if isinstance(obj, dict) else None
         if not isinstance(turns, list) or len(turns) < 2 or not all(isinstance(t, str) for t in turns):
             raise DataFormatError(
                 path,
                 'expected {"dialogue": [at least two strings]}',
-                record=f"line {i + 1}",
+                record=f"line {i}",
                 field="dialogue",
                 fix="write each conversation as a list of its turns",
             )

@@ -12,3 +12,22 @@ def test_crash_during_write_keeps_the_old_file_and_leaves_no_temp(tmp_path):
             raise RuntimeError("crash")
     assert target.read_text() == '{\n  "v": 1\n}\n'
     assert [p.name for p in tmp_path.iterdir()] == ["out.json"]
+
+
+def test_jsonl_readers_name_the_line(tmp_path):
+    from lq.data.atomic_light import load_atomic_light
+    from lq.data.errors import DataFormatError
+    from lq.data.tasks import load_chitchat
+
+    (tmp_path / "chat.jsonl").write_text('{"dialogue": ["hi", "hello"]}\n\n{"dialogue": "hi"}\n')
+    with pytest.raises(DataFormatError) as info:
+        load_chitchat(tmp_path / "chat.jsonl")
+    assert info.value.record == "line 3" and info.value.field == "dialogue"
+    for split in ("train", "valid", "test"):
+        (tmp_path / f"{split}.jsonl").write_text('{"context": "c", "tail": "t", "relation": "xWant", "event": "e"}\n')
+    (tmp_path / "valid.jsonl").write_text("{broken\n")
+    with pytest.raises(DataFormatError, match="invalid JSON") as info:
+        load_atomic_light(tmp_path)
+    assert info.value.record == "line 1" and "valid.jsonl" in str(info.value)
+    with pytest.raises(DataFormatError, match="file not found"):
+        load_chitchat(tmp_path / "missing.jsonl")
