@@ -137,3 +137,26 @@ def demo_json(n_turns: int = 6, tag: str = "") -> dict:
             "acts": acts,
         }
     }
+
+
+def tiny_encoder_spec():
+    """A one-layer, 32-wide scratch transformer: fast enough for any test that needs a real model."""
+    from lq.models.encoder import EncoderSpec
+
+    return EncoderSpec(init="scratch", hidden_size=32, num_layers=1, num_heads=2, intermediate_size=64, dropout=0.0)
+
+
+def tiny_agent_config():
+    from lq.models.agent import AgentConfig
+
+    return AgentConfig(
+        appended_layers=1,
+        appended_heads=2,
+        appended_feedforward=32,
+        gru_hidden=16,
+        policy_layers=2,
+        policy_hidden=16,
+        critic_layers=2,
+        critic_hidden=16,
+        scratch=tiny_encoder_spec(),
+    )

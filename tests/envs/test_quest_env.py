@@ -8,12 +8,11 @@ from lq.data.generate import generate_dataset
 from lq.envs.dungeon_master import DungeonMaster
 from lq.envs.partner import PolyEncoderPartner, ScriptedPartner
 from lq.envs.quest_env import QuestEnv, QuestInstance, instances_from_data
-from lq.models.encoder import EncoderSpec
 from lq.models.poly_encoder import PolyEncoder, TextBatcher
 from lq.models.pretrained import load_tokenizer
-from tests.samples import quest_json
+from tests.samples import quest_json, tiny_encoder_spec
 
-TINY = EncoderSpec(init="scratch", hidden_size=32, num_layers=1, num_heads=2, intermediate_size=64, dropout=0.0)
+TINY = tiny_encoder_spec()
 
 
 @pytest.fixture(scope="module")

@@ -12,10 +12,10 @@ from lq.data.generate import generate_dataset
 from lq.lit.cli import STAGES, stage_classes
 from lq.lit.metrics import HitsAtK
 from lq.lit.pretrain import EncoderConfig, PretrainDataModule, PretrainModule
-from lq.models.encoder import EncoderSpec
+from tests.samples import tiny_encoder_spec
 
 ROOT = Path(__file__).resolve().parents[2]
-TINY_SPEC = EncoderSpec(init="scratch", hidden_size=32, num_layers=1, num_heads=2, intermediate_size=64, dropout=0.0)
+TINY_SPEC = tiny_encoder_spec()
 TINY_ARGS = [
     "--model.encoder.spec.init",
     "scratch",

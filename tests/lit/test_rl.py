@@ -9,10 +9,10 @@ from lq.data.generate import generate_dataset
 from lq.lit.pretrain import EncoderConfig
 from lq.lit.rl import RLModule
 from lq.models.agent import AgentConfig
-from lq.models.encoder import EncoderSpec
 from lq.models.poly_encoder import PolyEncoder
+from tests.samples import tiny_encoder_spec
 
-TINY = EncoderSpec(init="scratch", hidden_size=32, num_layers=1, num_heads=2, intermediate_size=64, dropout=0.0)
+TINY = tiny_encoder_spec()
 AGENT = AgentConfig(
     appended_layers=1,
     appended_heads=2,

@@ -4,8 +4,9 @@ import torch
 from lq.models.encoder import EncoderSpec, build_encoder
 from lq.models.poly_encoder import CandidateCache, PolyEncoder, TextBatcher
 from lq.models.pretrained import load_tokenizer, resolve
+from tests.samples import tiny_encoder_spec
 
-TINY = EncoderSpec(init="scratch", hidden_size=32, num_layers=2, num_heads=2, intermediate_size=64, dropout=0.0)
+TINY = tiny_encoder_spec()
 
 
 @pytest.fixture(scope="module")

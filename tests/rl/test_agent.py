@@ -3,14 +3,13 @@ import torch
 
 from lq.data import Demonstration
 from lq.models.agent import AgentConfig, SwitchAgent
-from lq.models.encoder import EncoderSpec
 from lq.models.poly_encoder import PolyEncoder, TextBatcher
 from lq.models.pretrained import load_tokenizer
 from lq.rl.losses import switch_a2c_loss
 from lq.rl.switch import HardcodedSwitch, RatioSwitch, utterance_action_ratio
-from tests.samples import demo_json
+from tests.samples import demo_json, tiny_encoder_spec
 
-TINY = EncoderSpec(init="scratch", hidden_size=32, num_layers=1, num_heads=2, intermediate_size=64, dropout=0.0)
+TINY = tiny_encoder_spec()
 CONFIG = AgentConfig(
     appended_layers=1,
     appended_heads=2,
