@@ -88,8 +88,11 @@ ui: $(STAMP) ## the MLflow UI on the default store (sqlite:///mlflow.db) at http
 play: $(STAMP) ## play a LIGHT world in the terminal: make play WORLD=path.json [AS=character]
 	$(BIN)/lq play $(WORLD) $(if $(AS),--as "$(AS)")
 
-bench: $(STAMP) ## run the throughput benchmarks (prints tables)
+bench: $(STAMP) ## run the throughput benchmarks: engine, pretraining pipeline, environment (prints tables)
 	$(BIN)/python benchmarks/engine.py
+	@test -d $(DATA) || $(MAKE) data
+	$(BIN)/python benchmarks/pretrain.py --data $(DATA)
+	$(BIN)/python benchmarks/env.py --data $(DATA)
 
 clean: ## remove caches and build outputs (keeps .venv, data and mlflow.db)
 	rm -rf .pytest_cache .hypothesis build dist *.egg-info
