@@ -156,38 +156,26 @@ def test_every_encoder_config_parses_with_every_stage_and_profile(encoder):
             assert cli.config.data.tasks == fixed
 
 
+def _lq_pretrain(encoder: str, data_dir, *args: str, profile: str | None = None) -> int:
+    """``lq pretrain fit`` with the stage config, one encoder config, an optional profile and overrides."""
+    configs = ["--config", str(ROOT / "conf/pretrain.yaml"), "--config", str(ROOT / f"conf/encoder/{encoder}.yaml")]
+    if profile:
+        configs += ["--config", str(ROOT / f"conf/profile/{profile}.yaml")]
+    return main(["pretrain", "fit", *configs, "--data.data_dir", str(data_dir), *args])
+
+
 def test_lq_pretrain_end_to_end_logs_to_mlflow(data_dir, tmp_path):
     uri = f"sqlite:///{tmp_path / 'mlflow.db'}"
-    assert (
-        main(
-            [
-                "pretrain",
-                "fit",
-                "--config",
-                str(ROOT / "conf/pretrain.yaml"),
-                "--config",
-                str(ROOT / "conf/encoder/general_light.yaml"),
-                "--config",
-                str(ROOT / "conf/profile/tiny.yaml"),
-                *TINY_ARGS,
-                "--data.data_dir",
-                str(data_dir),
-                "--data.max_train_examples",
-                "8",
-                "--data.max_eval_examples",
-                "4",
-                "--trainer.max_epochs",
-                "1",
-                "--trainer.enable_progress_bar",
-                "false",
-                "--out_dir",
-                str(tmp_path / "out"),
-                "--trainer.logger.init_args.tracking_uri",
-                uri,
-            ]
-        )
-        == 0
-    )
+    overrides = {
+        "--data.max_train_examples": "8",
+        "--data.max_eval_examples": "4",
+        "--trainer.max_epochs": "1",
+        "--trainer.enable_progress_bar": "false",
+        "--out_dir": str(tmp_path / "out"),
+        "--trainer.logger.init_args.tracking_uri": uri,
+    }
+    args = [x for kv in overrides.items() for x in kv]
+    assert _lq_pretrain("general_light", data_dir, *TINY_ARGS, *args, profile="tiny") == 0
     assert (tmp_path / "out" / "general_light" / "last.ckpt").is_file()
     client = mlflow.MlflowClient(uri)
     [run] = client.search_runs([client.get_experiment_by_name("lq-pretrain").experiment_id])
@@ -214,41 +202,11 @@ def test_lq_pretrain_end_to_end_logs_to_mlflow(data_dir, tmp_path):
 
 
 def test_scratch_is_not_pretrained_and_says_so(data_dir, capsys):
-    assert (
-        main(
-            [
-                "pretrain",
-                "fit",
-                "--config",
-                str(ROOT / "conf/pretrain.yaml"),
-                "--config",
-                str(ROOT / "conf/encoder/scratch.yaml"),
-                "--data.data_dir",
-                str(data_dir),
-            ]
-        )
-        == 1
-    )
+    assert _lq_pretrain("scratch", data_dir) == 1
     assert "not pretrained" in capsys.readouterr().err
 
 
 def test_adaptive_without_general_says_what_to_run(data_dir, tmp_path, capsys):
-    assert (
-        main(
-            [
-                "pretrain",
-                "fit",
-                "--config",
-                str(ROOT / "conf/pretrain.yaml"),
-                "--config",
-                str(ROOT / "conf/encoder/adaptive.yaml"),
-                *TINY_ARGS,
-                "--model.encoder.init_from",
-                str(tmp_path / "general" / "best.ckpt"),
-                "--data.data_dir",
-                str(data_dir),
-            ]
-        )
-        == 1
-    )
+    missing = str(tmp_path / "general" / "best.ckpt")
+    assert _lq_pretrain("adaptive", data_dir, *TINY_ARGS, "--model.encoder.init_from", missing) == 1
     assert "make pretrain ENCODER=general" in capsys.readouterr().err

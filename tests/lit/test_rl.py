@@ -8,22 +8,11 @@ from lightning.pytorch.callbacks import ModelCheckpoint
 from lq.data.generate import generate_dataset
 from lq.lit.pretrain import EncoderConfig
 from lq.lit.rl import RLModule
-from lq.models.agent import AgentConfig
 from lq.models.poly_encoder import PolyEncoder
-from tests.samples import tiny_encoder_spec
+from tests.samples import tiny_agent_config, tiny_encoder_spec
 
 TINY = tiny_encoder_spec()
-AGENT = AgentConfig(
-    appended_layers=1,
-    appended_heads=2,
-    appended_feedforward=32,
-    gru_hidden=16,
-    policy_layers=2,
-    policy_hidden=16,
-    critic_layers=2,
-    critic_hidden=16,
-    scratch=TINY,
-)
+AGENT = tiny_agent_config()
 
 
 @pytest.fixture(scope="module")

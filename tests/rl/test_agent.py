@@ -2,25 +2,15 @@ import pytest
 import torch
 
 from lq.data import Demonstration
-from lq.models.agent import AgentConfig, SwitchAgent
+from lq.models.agent import SwitchAgent
 from lq.models.poly_encoder import PolyEncoder, TextBatcher
 from lq.models.pretrained import load_tokenizer
 from lq.rl.losses import switch_a2c_loss
 from lq.rl.switch import HardcodedSwitch, RatioSwitch, utterance_action_ratio
-from tests.samples import demo_json, tiny_encoder_spec
+from tests.samples import demo_json, tiny_agent_config, tiny_encoder_spec
 
 TINY = tiny_encoder_spec()
-CONFIG = AgentConfig(
-    appended_layers=1,
-    appended_heads=2,
-    appended_feedforward=32,
-    gru_hidden=16,
-    policy_layers=2,
-    policy_hidden=16,
-    critic_layers=2,
-    critic_hidden=16,
-    scratch=TINY,
-)
+CONFIG = tiny_agent_config()
 ACTIONS = ["get sword", "hug knight", "hit knight"]
 UTTERANCES = ["Hello there.", "Give me the egg.", "Farewell.", "I am a dragon."]
 
