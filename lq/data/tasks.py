@@ -146,10 +146,7 @@ def dm_speech_examples(
     quests: dict[str, Quest] | None = None,
 ) -> list[Example]:
     """The self character's next utterance given the quest and its motivations (episodes: no quest)."""
-    return [
-        Example(e.context, e.label, e.candidates, "dm_speech")
-        for e in _demo_examples([*demos, *episodes], "dm_speech", ("speech",), rng, n, quests)
-    ]
+    return _demo_examples([*demos, *episodes], "dm_speech", ("speech",), rng, n, quests)
 
 
 def boa_timeline_examples(

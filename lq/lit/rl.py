@@ -31,6 +31,11 @@ from lq.rl.switch import HardcodedSwitch, RatioSwitch
 DEFAULT_ENCODER = EncoderConfig(name="scratch")
 
 
+def encoder_tokenizer(encoder: dict) -> str:
+    """The word pieces the agent reads with: its encoder's (MiniLM's unless the config names another)."""
+    return encoder.get("spec", {}).get("tokenizer", "minilm")
+
+
 class RLModule(L.LightningModule):
     def __init__(
         self,
@@ -79,7 +84,6 @@ class RLModule(L.LightningModule):
         rank = self.global_rank if self.trainer is not None else 0
         self.rng = random.Random(h.seed + 1000 * rank)
         demos = load_demos(f"{h.data_dir}/demos")
-        self.sampler = None
         env = build_env(
             h.data_dir,
             "train",
@@ -94,8 +98,7 @@ class RLModule(L.LightningModule):
         env.sampler = self.sampler
         self.env = env
         pretrained = load_poly_encoder(h.pretrained_checkpoint)[0] if h.pretrained_checkpoint else None
-        spec_tokenizer = "minilm"
-        self.batcher = TextBatcher(load_tokenizer(spec_tokenizer), h.context_length)
+        self.batcher = TextBatcher(load_tokenizer(encoder_tokenizer(h.encoder)), h.context_length)
         self.agent = SwitchAgent.build(
             env.action_space, env.utterance_space, self.batcher, pretrained, self.agent_config, dim=h.candidate_dim
         )
