@@ -12,9 +12,13 @@ Rewards, as paper 4.1:
   1/(2n) for an utterance of that demonstration (once per utterance per episode), plus 1/(2n) each
   time the utterance is among the DM's top-k for the context it was said in.
 
-An episode ends when the act goal is reached or after ``max_steps`` agent turns. Its speech goal is
-reached when its speech reward comes to ``speech_goal_threshold`` (0.5 by default: what saying
-every utterance of the demonstration earns from the first term; the paper does not give the cut).
+An episode ends when the act goal is reached or after ``max_steps`` agent turns.
+
+The paper calls this naturalness objective the speech goal but gives no cut for "reached". Here the
+episode's *speech score* counts both terms once per distinct utterance (the top-k term, unlike the
+reward, cannot be earned again by repeating one highly ranked utterance), so it lies in [0, 1], and
+the speech goal is reached when the score comes to ``speech_goal_threshold`` (0.5: as much as saying
+the whole demonstration, or n distinct utterances the DM ranks in its top k).
 """
 
 from __future__ import annotations
@@ -67,13 +71,97 @@ class _Slot:
     goal: ActGoal
     history: list[tuple[str, str, str]] = field(default_factory=list)
     steps: int = 0
-    said: set[str] = field(default_factory=set)
+    said: set[str] = field(default_factory=set)  # demonstration utterances said
+    natural: set[str] = field(default_factory=set)  # distinct utterances said while in the DM's top k
     act_goal: str | None = None  # "self" or "partner" once reached
     speech_reward: float = 0.0
+    speech_score: float = 0.0
     episode_return: float = 0.0
     dm_top_k: set[int] = field(default_factory=set)
     valid_utterance_ids: list[int] = field(default_factory=list)
     transcript: list[str] = field(default_factory=list)
+
+
+def new_slot(instance: QuestInstance) -> _Slot:
+    world = World(instance.quest.graph)
+    goal = ActGoal.parse(world, instance.quest.goal, instance.self_id, instance.partner_id)
+    slot = _Slot(instance, world, world[instance.self_id], world[instance.partner_id], goal)
+    slot.transcript.append(
+        f"[quest {instance.quest.quest_id}] {instance.quest.character}: goal '{instance.quest.goal}'"
+    )
+    return slot
+
+
+def slot_context(slot: _Slot, side: str, motivations: Sequence[str]) -> str:
+    """What ``side`` ("self" or "partner") sees: setting, personas, what it carries, the dialogue and actions so far,
+    and for the self character its motivations."""
+    me, other = (slot.me, slot.partner) if side == "self" else (slot.partner, slot.me)
+    swap = {"self": "partner", "partner": "self"}
+    room = me.container
+    return Context(
+        setting_name=slot.instance.demo.room_category if slot.instance.demo else "",
+        setting_desc=room.desc if room is not None else "",
+        self_name=me.name,
+        self_persona=me.persona,
+        partner_name=other.name,
+        partner_persona=other.persona,
+        carrying=[n.name for n in me.contents.values()],
+        motivations={lvl: slot.instance.quest.motivation(lvl) for lvl in motivations} if side == "self" else {},
+        history=slot.history if side == "self" else [(swap[w], k, t) for w, k, t in slot.history],
+    ).serialise(motivations if side == "self" else ())
+
+
+def play_turn(slot: _Slot, side: str, kind: str, text: str) -> float:
+    """Play one turn of ``side``: an action goes through the engine, an utterance into the history. Returns the
+    act reward (1 when this turn reaches the act goal)."""
+    actor = slot.me if side == "self" else slot.partner
+    slot.history.append((side, kind, text))
+    if kind != "action":
+        slot.transcript.append(f"  {actor.name}: {text}")
+        return 0.0
+    result = step(slot.world, actor, text)
+    slot.transcript.append(f"  {actor.name} > {text}    [{result.message.splitlines()[0]}]")
+    if result.success and slot.act_goal is None:
+        who = slot.goal.reached_by(slot.world, actor, result.action)
+        if who is not None:
+            slot.act_goal = who
+            return 1.0
+    return 0.0
+
+
+@dataclass
+class DemoTurn:
+    """One self turn of a demonstration as the environment shows it: the context, what was done, the valid actions."""
+
+    context: str
+    kind: str  # "action" or "speech"
+    text: str
+    valid_actions: list[str]
+
+
+def demonstration_turns(
+    instance: QuestInstance, motivations: Sequence[str] = ("short", "mid", "long")
+) -> list[DemoTurn]:
+    """Replay a demonstration through the engine exactly as :class:`QuestEnv` plays (the partner's turns, then the
+    self's): the supervised examples of behaviour cloning. Stops where the act goal is reached, as an episode does."""
+    if instance.demo is None:
+        return []
+    slot = new_slot(instance)
+    turns = []
+    for i, act in enumerate(instance.demo.acts):
+        kind = "action" if act.type == "action" else "speech"
+        if i % 2 == 0:
+            play_turn(slot, "partner", kind, act.text)
+        else:
+            turns.append(
+                DemoTurn(
+                    slot_context(slot, "self", motivations), kind, act.text, list(valid_actions(slot.world, slot.me))
+                )
+            )
+            play_turn(slot, "self", kind, act.text)
+        if slot.act_goal is not None:
+            break
+    return turns
 
 
 class QuestEnv:
@@ -109,63 +197,34 @@ class QuestEnv:
 
     # -- episodes ------------------------------------------------------------------------------------
 
-    def _new_slot(self, index: int) -> _Slot:
-        inst = self.instances[index]
-        world = World(inst.quest.graph)
-        goal = ActGoal.parse(world, inst.quest.goal, inst.self_id, inst.partner_id)
-        slot = _Slot(inst, world, world[inst.self_id], world[inst.partner_id], goal)
-        slot.transcript.append(f"[quest {inst.quest.quest_id}] {inst.quest.character}: goal '{inst.quest.goal}'")
-        return slot
-
     def reset(self, indices: Sequence[int] | None = None) -> tuple[list[str], list[dict]]:
         """Start a batch of episodes (on ``indices`` of the instances, or sampled)."""
         if indices is None:
             indices = [self.sampler(self.rng) for _ in range(self.batch_size)]
-        self.slots = [self._new_slot(i) for i in indices]
+        self.slots = [new_slot(self.instances[i]) for i in indices]
         self._partner_turns(list(range(len(self.slots))))  # the partner speaks first, as in the demonstrations
         return self._observe([{} for _ in self.slots])
 
     def context(self, slot: _Slot, side: str = "self") -> str:
-        me, other = (slot.me, slot.partner) if side == "self" else (slot.partner, slot.me)
-        swap = {"self": "partner", "partner": "self"}
-        room = me.container
-        return Context(
-            setting_name=slot.instance.demo.room_category if slot.instance.demo else "",
-            setting_desc=room.desc if room is not None else "",
-            self_name=me.name,
-            self_persona=me.persona,
-            partner_name=other.name,
-            partner_persona=other.persona,
-            carrying=[n.name for n in me.contents.values()],
-            motivations={lvl: slot.instance.quest.motivation(lvl) for lvl in self.motivations}
-            if side == "self"
-            else {},
-            history=slot.history if side == "self" else [(swap[w], k, t) for w, k, t in slot.history],
-        ).serialise(self.motivations if side == "self" else ())
+        return slot_context(slot, side, self.motivations)
 
     # -- turns ---------------------------------------------------------------------------------------
 
     def _agent_turn(self, slot: _Slot, command: Command) -> tuple[float, float]:
         kind, text = command if isinstance(command, tuple) else self._kind_of(slot, command)
-        act_reward = speech_reward = 0.0
-        if kind == "action":
-            result = step(slot.world, slot.me, text)
-            slot.history.append(("self", "action", text))
-            slot.transcript.append(f"  {slot.me.name} > {text}    [{result.message.splitlines()[0]}]")
-            if result.success and slot.act_goal is None:
-                who = slot.goal.reached_by(slot.world, slot.me, result.action)
-                if who is not None:
-                    slot.act_goal, act_reward = who, 1.0
-        else:
-            slot.history.append(("self", "speech", text))
-            slot.transcript.append(f"  {slot.me.name}: {text}")
-            n = len(slot.instance.demo_utterances)
-            if n:
-                if text in slot.instance.demo_utterances and text not in slot.said:
-                    speech_reward += 1 / (2 * n)
-                    slot.said.add(text)
-                if self.utterance_index.get(text, -1) in slot.dm_top_k:
-                    speech_reward += 1 / (2 * n)
+        act_reward = play_turn(slot, "self", kind, text)
+        speech_reward = 0.0
+        n = len(slot.instance.demo_utterances)
+        if kind != "action" and n:
+            if text in slot.instance.demo_utterances and text not in slot.said:
+                speech_reward += 1 / (2 * n)
+                slot.speech_score += 1 / (2 * n)
+                slot.said.add(text)
+            if self.utterance_index.get(text, -1) in slot.dm_top_k:
+                speech_reward += 1 / (2 * n)
+                if text not in slot.natural:
+                    slot.speech_score += 1 / (2 * n)
+                    slot.natural.add(text)
         return act_reward, speech_reward
 
     def _kind_of(self, slot: _Slot, text: str) -> Turn:
@@ -185,21 +244,7 @@ class QuestEnv:
         turns = self.partner.act(
             [self.context(s, "partner") for s in slots], [list(valid_actions(s.world, s.partner)) for s in slots]
         )
-        rewards = []
-        for slot, (kind, text) in zip(slots, turns, strict=True):
-            reward = 0.0
-            slot.history.append(("partner", kind, text))
-            if kind == "action":
-                result = step(slot.world, slot.partner, text)
-                slot.transcript.append(f"  {slot.partner.name} > {text}    [{result.message.splitlines()[0]}]")
-                if result.success and slot.act_goal is None:
-                    who = slot.goal.reached_by(slot.world, slot.partner, result.action)
-                    if who is not None:
-                        slot.act_goal, reward = who, 1.0
-            else:
-                slot.transcript.append(f"  {slot.partner.name}: {text}")
-            rewards.append(reward)
-        return rewards
+        return [play_turn(slot, "partner", kind, text) for slot, (kind, text) in zip(slots, turns, strict=True)]
 
     def step(self, commands: Sequence[Command]) -> tuple[list[str], list[float], list[bool], list[dict]]:
         if len(commands) != len(self.slots):
@@ -225,19 +270,23 @@ class QuestEnv:
         if self.auto_reset:
             finished = [i for i, d in enumerate(dones) if d]
             for i in finished:
-                self.slots[i] = self._new_slot(self.sampler(self.rng))
+                self.slots[i] = new_slot(self.instances[self.sampler(self.rng)])
             self._partner_turns(finished)
         obs, infos = self._observe(infos)
         return obs, rewards, dones, infos
 
+    def speech_goal(self, slot: _Slot) -> bool:
+        return slot.speech_score >= self.speech_goal_threshold - 1e-9
+
     def episode_summary(self, slot: _Slot) -> dict:
-        speech_goal = slot.speech_reward >= self.speech_goal_threshold - 1e-9
+        speech_goal = self.speech_goal(slot)
         return {
             "quest_id": slot.instance.quest.quest_id,
             "act_goal": slot.act_goal is not None,
             "act_goal_by": slot.act_goal,
             "speech_goal": speech_goal,
             "speech_reward": slot.speech_reward,
+            "speech_score": slot.speech_score,
             "return": slot.episode_return,
             "steps": slot.steps,
             "transcript": "\n".join(slot.transcript),
@@ -256,7 +305,7 @@ class QuestEnv:
                 valid_action_ids=[self.action_index[a] for a in engine_valid if a in self.action_index],
                 valid_utterance_ids=ids,
                 act_goal=slot.act_goal is not None,
-                speech_goal=slot.speech_reward >= self.speech_goal_threshold - 1e-9,
+                speech_goal=self.speech_goal(slot),
                 quest_id=slot.instance.quest.quest_id,
                 steps=slot.steps,
             )

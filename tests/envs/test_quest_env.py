@@ -7,10 +7,10 @@ from lq.data import load_demos, load_quests
 from lq.data.generate import generate_dataset
 from lq.envs.dungeon_master import DungeonMaster
 from lq.envs.partner import PolyEncoderPartner, ScriptedPartner
-from lq.envs.quest_env import QuestEnv, QuestInstance, instances_from_data
+from lq.envs.quest_env import QuestEnv, QuestInstance, demonstration_turns, instances_from_data
 from lq.models.poly_encoder import PolyEncoder, TextBatcher
 from lq.models.pretrained import load_tokenizer
-from tests.samples import quest_json, tiny_encoder_spec
+from tests.samples import demo_json, quest_json, tiny_encoder_spec
 
 TINY = tiny_encoder_spec()
 
@@ -80,6 +80,45 @@ def test_replaying_demonstrations_earns_the_paper_rewards(data, batcher):
             assert speech >= 0.5 - 1e-9 and episode["speech_goal"]
         seen.add(completion)
     assert seen == {None, "self", "partner"}
+
+
+def test_demonstration_turns_show_what_the_environment_shows(data, batcher):
+    """Behaviour cloning's examples: a replay's contexts and valid actions equal the environment's, turn by turn."""
+    quests, demos = data
+    utterances, actions = _spaces(demos)
+    dm = DungeonMaster(_model(1), batcher, utterances, top_k=10, num_valid=50)
+    for inst in instances_from_data(quests.all(), demos.train)[:6]:
+        turns = demonstration_turns(inst)
+        acts = inst.demo.acts
+        env = QuestEnv([inst], ScriptedPartner([[(a.type, a.text) for a in acts[0::2]]]), dm, actions, 1, 50)
+        obs, infos = env.reset([0])
+        for turn in turns:
+            assert turn.context == obs[0] and turn.valid_actions == infos[0]["valid_actions"]
+            obs, _, dones, infos = env.step([(turn.kind, turn.text)])
+        assert dones[0] == (inst.demo.conv_extra["completion"] is not None)
+        assert [(t.kind, t.text) for t in turns] == [
+            ("action" if a.type == "action" else "speech", a.text) for a in acts[1::2]
+        ][: len(turns)]
+
+
+def test_speech_score_counts_each_utterance_once(batcher):
+    """Repeating a top-ranked utterance keeps earning the top-k reward (paper 4.1) but not the speech goal."""
+    from lq.data import Demonstration, Quest
+
+    quest = Quest.from_json(quest_json(), quest_id="egg")
+    demo = Demonstration.from_json(demo_json())
+    inst = QuestInstance(quest, demo, "dragon_1", "knight_2")
+    n = len(inst.demo_utterances)
+    line = inst.demo_utterances[0]
+    dm = DungeonMaster(_model(), batcher, [line, "Hello."], top_k=2, num_valid=2)  # everything is in the top k
+    env = QuestEnv([inst], ScriptedPartner([[("speech", "Hm.")] * 9]), dm, [], batch_size=1, max_steps=8)
+    env.reset([0])
+    rewards = [env.step([("speech", line)])[1][0] for _ in range(3)]
+    assert rewards == pytest.approx([1 / n, 1 / (2 * n), 1 / (2 * n)])  # demonstration + top k, then top k only
+    assert env.slots[0].speech_score == pytest.approx(1 / n)
+    env.step([("speech", "Hello.")])
+    assert env.slots[0].speech_score == pytest.approx(1 / n + 1 / (2 * n))
+    assert env.slots[0].speech_reward == pytest.approx(2 / n + 1 / (2 * n))
 
 
 def test_partner_act_completion_earns_the_act_reward(batcher):
