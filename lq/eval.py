@@ -1,12 +1,11 @@
 """Zero-shot evaluation (paper 5): one greedy episode per test quest; act goal, speech goal and both.
 
-The same code path serves behaviour cloning and RL agents (through :class:`lq.rl.acting.Actor`), and a
-random agent (no actor: a random utterance or a random action of the action space, half and half).
+The same code path serves behaviour cloning and RL agents and the random baseline (an
+:class:`lq.rl.acting.Actor` without an agent: uniform among the same candidates, with the same switch).
 """
 
 from __future__ import annotations
 
-import random
 import statistics
 from collections.abc import Sequence
 from dataclasses import dataclass, field
@@ -24,41 +23,41 @@ class EvalResult:
     act_and_speech_rate: float
     episodes: list[dict] = field(default_factory=list, repr=False)
 
+    def transcripts(self) -> str:
+        """Every episode as the paper's appendix shows them: the quest, then each turn, then the outcome."""
+        return "\n\n".join(
+            f"{e['transcript']}\n  => act goal: {e['act_goal_by'] or 'no'}, speech score {e['speech_score']:.2f}"
+            f" (speech goal: {'yes' if e['speech_goal'] else 'no'}), {e['steps']} turns"
+            for e in self.episodes
+        )
+
 
 @torch.no_grad()
-def evaluate(env: QuestEnv, actor: Actor | None = None, seed: int = 0) -> EvalResult:
-    """Play every instance of ``env`` once (the env must not auto-reset)."""
+def evaluate(env: QuestEnv, actor: Actor, seed: int = 0) -> EvalResult:
+    """Play every instance of ``env`` once (the env must not auto-reset); greedy unless the actor is random."""
     if env.auto_reset:
         raise ValueError("evaluation plays each quest once: build the environment with auto_reset=False")
-    rng = random.Random(seed)
     torch.manual_seed(seed)
-    was_training = actor.agent.training if actor else False
-    if actor:
-        actor.agent.eval()
+    agent = actor.agent
+    was_training = agent.training if agent is not None else False
+    if agent is not None:
+        agent.eval()
     episodes: list[dict] = []
     order = list(range(len(env.instances)))
     for start in range(0, len(order), env.batch_size):
         chunk = order[start : start + env.batch_size]
         obs, infos = env.reset(chunk)
-        state = actor.start(len(chunk)) if actor else None
+        state = actor.start(len(chunk))  # k = 0: the ratio switch uses the training average (paper 4.2)
         finished: dict[int, dict] = {}
         while len(finished) < len(chunk):
-            if actor:
-                commands, _ = actor.step(obs, state, greedy=True)
-            else:
-                commands = [
-                    ("speech", rng.choice(env.utterance_space))
-                    if rng.random() < 0.5
-                    else ("action", rng.choice(env.action_space))
-                    for _ in chunk
-                ]
+            commands, _ = actor.step(obs, infos, state, greedy=True)
             obs, _, dones, infos = env.step(commands)
             for i, (done, info) in enumerate(zip(dones, infos, strict=True)):
                 if done and i not in finished:
                     finished[i] = info["episode"]
         episodes += [finished[i] for i in range(len(chunk))]
-    if actor:
-        actor.agent.train(was_training)
+    if agent is not None:
+        agent.train(was_training)
     n = max(len(episodes), 1)
     return EvalResult(
         act_goal_rate=sum(e["act_goal"] for e in episodes) / n,

@@ -1,4 +1,4 @@
-"""LightningCLI entry points shared by every training stage (``lq pretrain``, later ``lq bc``, ``lq rl``).
+"""LightningCLI entry points of every training stage (``lq pretrain``, ``partner``, ``dm``, ``bc``, ``rl``).
 
 Configs merge in order: ``--config conf/pretrain.yaml --config conf/encoder/general_light.yaml
 --config conf/profile/tiny.yaml``. Runs log to MLflow (``sqlite:///mlflow.db`` unless the config
@@ -77,6 +77,9 @@ class StageCLI(LightningCLI):
                 "checkpoint.filename": "best",
             }
         )
+        self.link_checkpoint_dir(parser)
+
+    def link_checkpoint_dir(self, parser: LightningArgumentParser) -> None:
         parser.link_arguments(("out_dir", "model.encoder.name"), "checkpoint.dirpath", compute_fn=_checkpoint_dir)
 
     def instantiate_classes(self) -> None:
@@ -158,26 +161,55 @@ def _pretrained_checkpoint(pretrain_dir: str, encoder_name: str) -> str | None:
     return None if encoder_name == "scratch" else f"{pretrain_dir.rstrip('/')}/{encoder_name}/best.ckpt"
 
 
-class RLCLI(StageCLI):
-    """``lq rl fit``: the switch A2C agent; after fitting, a zero-shot evaluation on the test quests."""
+def _agent_dir(out_dir: str, encoder_name: str, ability: str, switch: str, seed: int) -> str:
+    """``OUT/ENCODER/ABILITY-SWITCH/seed-N``: one folder per configuration and seed of an agent stage."""
+    return f"{out_dir.rstrip('/')}/{encoder_name}/{ability}-{switch}/seed-{seed}"
 
-    stage = "rl"
+
+class AgentCLI(StageCLI):
+    """The agent stages (``lq bc``, ``lq rl``): the frozen encoder comes from the pretraining run named by the encoder
+    config, checkpoints go per configuration and seed, and fitting ends with the zero-shot evaluation."""
 
     def add_arguments_to_parser(self, parser: LightningArgumentParser) -> None:
         super().add_arguments_to_parser(parser)
-        parser.set_defaults({"checkpoint.monitor": None, "checkpoint.filename": "agent"})
         parser.add_argument("--pretrain_dir", default="outputs/pretrain", help="where pretrained encoders are")
         parser.add_argument("--eval_seeds", type=int, default=1, help="zero-shot evaluations after fitting")
         parser.link_arguments(
             ("pretrain_dir", "model.encoder.name"), "model.pretrained_checkpoint", compute_fn=_pretrained_checkpoint
         )
 
+    def link_checkpoint_dir(self, parser: LightningArgumentParser) -> None:
+        parser.link_arguments(
+            ("out_dir", "model.encoder.name", "model.ability", "model.switch", "model.seed"),
+            "checkpoint.dirpath",
+            compute_fn=_agent_dir,
+        )
+
+    def before_fit(self) -> None:
+        super().before_fit()
+        model = self.config[self.subcommand].model
+        for logger in self.trainer.loggers:
+            if isinstance(logger, MLFlowLogger):
+                logger.tags = {
+                    **logger.tags,
+                    "mlflow.runName": f"{self.stage}-{model.encoder.name}-{model.ability}-{model.switch}-s{model.seed}",
+                    "lq.ability": model.ability,
+                    "lq.switch": model.switch,
+                    "lq.seed": str(model.seed),
+                }
+
     def after_fit(self) -> None:
         if self.trainer.interrupted:
             return
         config = self.config[self.subcommand]
+        callback = self.trainer.checkpoint_callback
+        module = self.model
+        if callback is not None and callback.best_model_path:  # evaluate the checkpoint that was kept
+            from lq.lit.agent import load_agent
+
+            module = load_agent(callback.best_model_path)
         for seed in range(config.eval_seeds):
-            result = self.model.evaluate("test", seed=seed)
+            result = module.evaluate("test", seed=seed)
             print(
                 f"zero-shot test (seed {seed}): act goals {result.act_goal_rate:.3f}, speech goals "
                 f"{result.speech_goal_rate:.3f}, both {result.act_and_speech_rate:.3f}"
@@ -192,14 +224,34 @@ class RLCLI(StageCLI):
                         },
                         step=seed,
                     )
-                    text = "\n\n".join(e["transcript"] for e in result.episodes)
-                    logger.experiment.log_text(logger.run_id, text, f"transcripts/test_seed{seed}.txt")
+                    logger.experiment.log_text(logger.run_id, result.transcripts(), f"transcripts/test_seed{seed}.txt")
+
+
+class BCCLI(AgentCLI):
+    """``lq bc fit``: behaviour cloning on the training demonstrations; the best checkpoint by ``val/loss``."""
+
+    stage = "bc"
+
+    def add_arguments_to_parser(self, parser: LightningArgumentParser) -> None:
+        super().add_arguments_to_parser(parser)
+        parser.set_defaults({"checkpoint.monitor": "val/loss", "checkpoint.mode": "min"})
+
+
+class RLCLI(AgentCLI):
+    """``lq rl fit``: the switch A2C agent; its last weights are the agent."""
+
+    stage = "rl"
+
+    def add_arguments_to_parser(self, parser: LightningArgumentParser) -> None:
+        super().add_arguments_to_parser(parser)
+        parser.set_defaults({"checkpoint.monitor": None, "checkpoint.filename": "agent"})
 
 
 STAGES: dict[str, type[StageCLI]] = {
     "pretrain": PretrainCLI,
     "partner": PartnerCLI,
     "dm": DungeonMasterCLI,
+    "bc": BCCLI,
     "rl": RLCLI,
 }
 
@@ -216,6 +268,10 @@ def stage_classes(stage: str) -> tuple[type, type | None]:
         from lq.lit.rl import RLModule
 
         return RLModule, None
+    if stage == "bc":
+        from lq.lit.bc import BCModule
+
+        return BCModule, None
     from lq.lit.pretrain import PretrainDataModule, PretrainModule
 
     return PretrainModule, PretrainDataModule

@@ -8,35 +8,23 @@ module (each DDP rank runs its own environments, seeded by rank).
 
 from __future__ import annotations
 
-import random
 from dataclasses import asdict
 
-import lightning as L
 import torch
 from torch.utils.data import DataLoader
 
-from lq.data import load_demos
 from lq.envs.build import build_env
-from lq.envs.models import load_poly_encoder
-from lq.eval import evaluate
+from lq.lit.agent import DEFAULT_ENCODER, AgentModule
 from lq.lit.pretrain import EncoderConfig
-from lq.models.agent import AgentConfig, SwitchAgent
-from lq.models.poly_encoder import TextBatcher
-from lq.models.pretrained import load_tokenizer
-from lq.rl.acting import ABILITIES, Actor
+from lq.models.agent import AgentConfig
 from lq.rl.losses import LossCoefficients, discounted_returns, switch_a2c_loss
 from lq.rl.priority import PrioritySampler
-from lq.rl.switch import HardcodedSwitch, RatioSwitch
-
-DEFAULT_ENCODER = EncoderConfig(name="scratch")
+from lq.rl.switch import RatioSwitch
 
 
-def encoder_tokenizer(encoder: dict) -> str:
-    """The word pieces the agent reads with: its encoder's (MiniLM's unless the config names another)."""
-    return encoder.get("spec", {}).get("tokenizer", "minilm")
+class RLModule(AgentModule):
+    stage = "rl"
 
-
-class RLModule(L.LightningModule):
     def __init__(
         self,
         encoder: EncoderConfig = DEFAULT_ENCODER,
@@ -47,6 +35,7 @@ class RLModule(L.LightningModule):
         switch: str = "hardcoded",
         switch_every: int = 3,
         ability: str = "act_speech",
+        restrict: bool = True,
         num_envs: int = 32,
         rollout_steps: int = 8,
         max_steps: int = 100,
@@ -58,32 +47,28 @@ class RLModule(L.LightningModule):
         coefficients: LossCoefficients = LossCoefficients(),  # noqa: B008 (frozen dataclass)
         agent: AgentConfig = AgentConfig(),  # noqa: B008
         eval_max_steps: int = 100,
+        eval_batch_size: int = 32,
         updates_per_epoch: int = 50,
         seed: int = 0,
     ):
         super().__init__()
-        if ability not in ABILITIES:
-            raise ValueError(f"unknown ability '{ability}': choose from {', '.join(ABILITIES)}")
-        if switch not in ("hardcoded", "ratio"):
-            raise ValueError(f"unknown switch '{switch}': choose hardcoded or ratio")
+        self.check_choices(switch, ability)
         self.save_hyperparameters(ignore=["encoder", "coefficients", "agent"])
-        self.hparams["encoder"] = asdict(encoder) if not isinstance(encoder, dict) else encoder
-        self.hparams["coefficients"] = asdict(coefficients)
-        self.hparams["agent_config"] = asdict(agent)
+        self.store_configs(encoder, agent)
+        self.coef = coefficients if isinstance(coefficients, LossCoefficients) else LossCoefficients(**coefficients)
+        self.hparams["coefficients"] = asdict(self.coef)
         self.automatic_optimization = False
-        self.coef, self.agent_config = coefficients, agent
         self.env = None
-        self.agent: SwitchAgent | None = None
+        self.agent = None
 
     # -- building ------------------------------------------------------------------------------------
 
     def setup(self, stage: str) -> None:
-        if self.agent is not None:
+        self.build_agent()
+        if self.env is not None or stage != "fit":
             return
         h = self.hparams
         rank = self.global_rank if self.trainer is not None else 0
-        self.rng = random.Random(h.seed + 1000 * rank)
-        demos = load_demos(f"{h.data_dir}/demos")
         env = build_env(
             h.data_dir,
             "train",
@@ -93,23 +78,16 @@ class RLModule(L.LightningModule):
             max_steps=h.max_steps,
             context_length=h.context_length,
             seed=h.seed + 1000 * rank,
+            device=self.device,
         )
         self.sampler = PrioritySampler(len(env.instances))
         env.sampler = self.sampler
         self.env = env
-        pretrained = load_poly_encoder(h.pretrained_checkpoint)[0] if h.pretrained_checkpoint else None
-        self.batcher = TextBatcher(load_tokenizer(encoder_tokenizer(h.encoder)), h.context_length)
-        self.agent = SwitchAgent.build(
-            env.action_space, env.utterance_space, self.batcher, pretrained, self.agent_config, dim=h.candidate_dim
-        )
-        switch = HardcodedSwitch(h.switch_every) if h.switch == "hardcoded" else RatioSwitch(demos.train)
-        self.actor = Actor(
-            self.agent, self.batcher, env.action_space, env.utterance_space, switch, h.ability, h.temperature
-        )
-        self._ks = [RatioSwitch.k_for(inst.demo, getattr(switch, "average_k", 1)) for inst in env.instances]
+        self.rollout_actor = self.make_actor(h.temperature)
+        self._ks = [RatioSwitch.k_for(inst.demo, getattr(self.switch, "average_k", 1)) for inst in env.instances]
         self._index = {id(inst): i for i, inst in enumerate(env.instances)}
         self.obs, self.infos = env.reset([self.sampler(env.rng) for _ in range(h.num_envs)])
-        self.state = self.actor.start(h.num_envs)
+        self.state = self.rollout_actor.start(h.num_envs)
         self.state["k"] = torch.tensor([self._k(i) for i in range(h.num_envs)])
         self.finished: list[dict] = []
 
@@ -134,7 +112,7 @@ class RLModule(L.LightningModule):
         h = self.hparams
         steps = []
         for _ in range(h.rollout_steps):
-            commands, out = self.actor.step(self.obs, self.state)
+            commands, out = self.rollout_actor.step(self.obs, self.infos, self.state)
             valid_a = torch.zeros_like(out.action_logits)
             valid_u = torch.zeros_like(out.speech_logits)
             for i, info in enumerate(self.infos):
@@ -147,7 +125,7 @@ class RLModule(L.LightningModule):
                 if done:
                     self.finished.append(info["episode"])
                     self.sampler.record(slots_before[i], info["episode"]["act_goal"])
-            self.actor.reset_done(self.state, dones, [self._k(i) for i in range(h.num_envs)])
+            self.rollout_actor.reset_done(self.state, dones, [self._k(i) for i in range(h.num_envs)])
             steps.append((out, valid_a, valid_u, torch.tensor(rewards), torch.tensor(dones, dtype=torch.float)))
         with torch.no_grad():
             ids, mask = self.batcher.contexts(self.obs)
@@ -170,6 +148,8 @@ class RLModule(L.LightningModule):
             values.reshape(-1),
             returns.reshape(-1),
             self.coef,
+            cat(lambda s: s[0].action_mask),
+            cat(lambda s: s[0].speech_mask),
         )
         optimizer = self.optimizers()
         optimizer.zero_grad()
@@ -203,6 +183,7 @@ class RLModule(L.LightningModule):
         return losses.total.detach()
 
     def on_save_checkpoint(self, checkpoint: dict) -> None:
+        super().on_save_checkpoint(checkpoint)
         checkpoint["lq_priority"] = self.sampler.state_dict() if self.env is not None else None
         checkpoint["lq_env_rng"] = self.env.rng.getstate() if self.env is not None else None
 
@@ -214,18 +195,3 @@ class RLModule(L.LightningModule):
         if restore and restore.get("lq_priority"):
             self.sampler.load_state_dict(restore["lq_priority"])
             self.env.rng.setstate(restore["lq_env_rng"])
-
-    def evaluate(self, split: str = "test", seed: int = 0):
-        h = self.hparams
-        env = build_env(
-            h.data_dir,
-            split,
-            h.partner_checkpoint,
-            h.dm_checkpoint,
-            batch_size=h.num_envs,
-            max_steps=h.eval_max_steps,
-            context_length=h.context_length,
-            auto_reset=False,
-            seed=seed,
-        )
-        return evaluate(env, self.actor, seed=seed)

@@ -91,18 +91,26 @@ def switch_a2c_loss(
     values: torch.Tensor,
     returns: torch.Tensor,
     coef: LossCoefficients = LossCoefficients(),  # noqa: B008 (frozen dataclass)
+    action_choices: torch.Tensor | None = None,
+    speech_choices: torch.Tensor | None = None,
 ) -> SwitchLosses:
     """All terms of the switch A2C objective. ``acted`` marks the steps where the switch chose the action head;
-    the dialogue head's terms use the others. Shapes: logits ``[steps, candidates]``, the rest ``[steps]``."""
+    the dialogue head's terms use the others. Shapes: logits ``[steps, candidates]``, the rest ``[steps]``.
+
+    ``action_choices`` / ``speech_choices`` (bool, like the logits) are the candidates each head sampled among when
+    it was restricted to the valid ones: the entropies are those of the restricted distributions. The valid-candidate
+    terms always see every candidate."""
     spoke = ~acted
+    a_policy = action_logits if action_choices is None else action_logits.masked_fill(~action_choices, -1e9)
+    u_policy = speech_logits if speech_choices is None else speech_logits.masked_fill(~speech_choices, -1e9)
     adv = advantages(returns, values)
     parts = {
         "action_policy": policy_gradient_loss(action_log_probs, adv, acted),
         "speech_policy": policy_gradient_loss(speech_log_probs, adv, spoke),
         "valid_action": valid_candidates_loss(action_logits, valid_actions, acted),
         "valid_speech": valid_candidates_loss(speech_logits, valid_utterances, spoke),
-        "action_entropy": entropy(action_logits, acted),
-        "speech_entropy": entropy(speech_logits, spoke),
+        "action_entropy": entropy(a_policy, acted),
+        "speech_entropy": entropy(u_policy, spoke),
         "value": value_loss(values, returns),
     }
     total = (

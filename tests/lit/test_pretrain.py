@@ -126,7 +126,8 @@ def test_resumes_from_last_ckpt(data_dir, tmp_path):
 def test_every_encoder_config_parses_with_every_stage_and_profile(encoder):
     assert {Path(p).stem for p in glob.glob(str(ROOT / "conf/*.yaml"))} == set(STAGES), "a stage config without a CLI"
     for stage, cli_class in STAGES.items():
-        pattern = "rl-*.yaml" if stage == "rl" else "[!r]*.yaml"  # the agent stages have their own profiles
+        agent_stage = stage in ("bc", "rl")
+        pattern = f"{stage}-*.yaml" if agent_stage else "[!br]*.yaml"  # the agent stages have their own profiles
         profiles = sorted(glob.glob(str(ROOT / "conf/profile" / pattern)))
         assert len(profiles) == 2, (stage, profiles)
         for profile in profiles:
@@ -143,11 +144,12 @@ def test_every_encoder_config_parses_with_every_stage_and_profile(encoder):
                 ],
             )
             assert cli.config.model.encoder.name == encoder
-            assert cli.config.checkpoint.dirpath.endswith(f"{stage}/{encoder}")
-            if stage == "rl":
+            if agent_stage:  # one folder per configuration and seed
+                assert cli.config.checkpoint.dirpath == f"outputs/{stage}/{encoder}/act_speech-hardcoded/seed-0"
                 expected = None if encoder == "scratch" else f"outputs/pretrain/{encoder}/best.ckpt"
                 assert cli.config.model.pretrained_checkpoint == expected
                 continue
+            assert cli.config.checkpoint.dirpath.endswith(f"{stage}/{encoder}")
             fixed = {
                 "pretrain": cli.config.model.encoder.tasks,
                 "partner": {"partner_turn": 1.0},

@@ -1,35 +1,12 @@
-from dataclasses import asdict
-
 import lightning as L
 import pytest
 import torch
 from lightning.pytorch.callbacks import ModelCheckpoint
 
-from lq.data.generate import generate_dataset
-from lq.lit.pretrain import EncoderConfig
 from lq.lit.rl import RLModule
-from lq.models.poly_encoder import PolyEncoder
-from tests.samples import tiny_agent_config, tiny_encoder_spec
+from tests.samples import tiny_agent_config
 
-TINY = tiny_encoder_spec()
 AGENT = tiny_agent_config()
-
-
-@pytest.fixture(scope="module")
-def setup_dir(tmp_path_factory):
-    root = tmp_path_factory.mktemp("rl")
-    generate_dataset(root / "data", scale="tiny", seed=7, log=lambda _: None)
-    for name, seed in (("partner", 1), ("dm", 2)):
-        torch.manual_seed(seed)
-        model = PolyEncoder.from_spec(TINY, n_codes=2)
-        torch.save(
-            {
-                "state_dict": {f"model.{k}": v for k, v in model.state_dict().items()},
-                "hyper_parameters": {"encoder": asdict(EncoderConfig(name, TINY)), "n_codes": 2},
-            },
-            root / f"{name}.ckpt",
-        )
-    return root
 
 
 def _module(root, **kwargs):

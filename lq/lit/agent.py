@@ -1,0 +1,139 @@
+"""What behaviour cloning and RL share: the switch agent, its actor, and the zero-shot evaluation.
+
+:class:`AgentModule` builds the agent over the dataset's action and utterance spaces (every action and
+utterance of the demonstrations), on a frozen pretrained encoder or from scratch, and evaluates it
+in the test quests with the same code for both stages. :func:`load_agent` reopens either stage's
+checkpoint (``lq eval``).
+"""
+
+from __future__ import annotations
+
+from dataclasses import asdict
+from pathlib import Path
+
+import lightning as L
+import torch
+
+from lq.data import load_demos
+from lq.envs.build import build_env, demonstration_spaces
+from lq.envs.models import load_poly_encoder
+from lq.eval import EvalResult, evaluate
+from lq.lit.pretrain import EncoderConfig
+from lq.models.agent import AgentConfig, SwitchAgent
+from lq.models.encoder import EncoderSpec
+from lq.models.poly_encoder import TextBatcher
+from lq.models.pretrained import load_tokenizer
+from lq.rl.acting import ABILITIES, Actor
+from lq.rl.switch import HardcodedSwitch, RatioSwitch
+
+DEFAULT_ENCODER = EncoderConfig(name="scratch")
+SWITCHES = ("hardcoded", "ratio")
+
+
+def encoder_tokenizer(encoder: dict) -> str:
+    """The word pieces the agent reads with: its encoder's (MiniLM's unless the config names another)."""
+    return encoder.get("spec", {}).get("tokenizer", "minilm")
+
+
+def agent_config(value: AgentConfig | dict) -> AgentConfig:
+    """An :class:`AgentConfig` from itself or from its dict (as stored in a checkpoint's hyperparameters)."""
+    if isinstance(value, AgentConfig):
+        return value
+    value = dict(value)
+    if isinstance(value.get("scratch"), dict):
+        value["scratch"] = EncoderSpec(**value["scratch"])
+    return AgentConfig(**value)
+
+
+class AgentModule(L.LightningModule):
+    """Base of :class:`lq.lit.bc.BCModule` and :class:`lq.lit.rl.RLModule`; subclasses save the hyperparameters.
+
+    The hyperparameters every agent has: ``encoder`` / ``pretrained_checkpoint`` (the frozen encoder; none for
+    scratch), ``data_dir``, the environment's ``partner_checkpoint`` and ``dm_checkpoint``, ``switch`` and
+    ``switch_every``, ``ability``, ``restrict`` (choose among valid candidates only), ``context_length``,
+    ``candidate_dim``, ``agent`` (Table 6 sizes), ``eval_max_steps``, ``eval_batch_size``, ``seed``.
+    """
+
+    stage = "agent"
+
+    def check_choices(self, switch: str, ability: str) -> None:
+        if ability not in ABILITIES:
+            raise ValueError(f"unknown ability '{ability}': choose from {', '.join(ABILITIES)}")
+        if switch not in SWITCHES:
+            raise ValueError(f"unknown switch '{switch}': choose {' or '.join(SWITCHES)}")
+
+    def store_configs(self, encoder: EncoderConfig | dict, agent: AgentConfig | dict) -> None:
+        """Keep the nested configs as plain dicts in the hyperparameters (checkpoints load without lq's classes)."""
+        self.hparams["encoder"] = asdict(encoder) if not isinstance(encoder, dict) else encoder
+        self.agent_config = agent_config(agent)
+        self.hparams["agent"] = asdict(self.agent_config)
+
+    def build_agent(self) -> None:
+        """The agent, its tokenizer and its actor over the dataset's spaces (idempotent)."""
+        if getattr(self, "agent", None) is not None:
+            return
+        h = self.hparams
+        self.demos = load_demos(Path(h.data_dir) / "demos")
+        self.action_space, self.utterance_space = demonstration_spaces(self.demos.all())
+        pretrained = load_poly_encoder(h.pretrained_checkpoint)[0] if h.pretrained_checkpoint else None
+        self.batcher = TextBatcher(load_tokenizer(encoder_tokenizer(h.encoder)), h.context_length)
+        self.agent = SwitchAgent.build(
+            self.action_space, self.utterance_space, self.batcher, pretrained, self.agent_config, dim=h.candidate_dim
+        )
+        self.switch = HardcodedSwitch(h.switch_every) if h.switch == "hardcoded" else RatioSwitch(self.demos.train)
+        self.actor = self.make_actor()
+
+    def make_actor(self, temperature: float = 1.0, random: bool = False) -> Actor:
+        h = self.hparams
+        return Actor(
+            None if random else self.agent,
+            self.batcher,
+            self.action_space,
+            self.utterance_space,
+            self.switch,
+            h.ability,
+            temperature,
+            restrict=h.restrict,
+        )
+
+    def on_save_checkpoint(self, checkpoint: dict) -> None:
+        checkpoint["lq_stage"] = self.stage
+
+    def evaluate(self, split: str = "test", seed: int = 0, random: bool = False) -> EvalResult:
+        """Zero-shot: one greedy episode per quest of ``split`` (``random``: the random baseline instead)."""
+        self.build_agent()
+        h = self.hparams
+        env = build_env(
+            h.data_dir,
+            split,
+            h.partner_checkpoint,
+            h.dm_checkpoint,
+            batch_size=h.eval_batch_size,
+            max_steps=h.eval_max_steps,
+            context_length=h.context_length,
+            auto_reset=False,
+            seed=seed,
+            device=self.device,
+        )
+        return evaluate(env, self.make_actor(random=random), seed=seed)
+
+
+def load_agent(checkpoint: str | Path, **overrides) -> AgentModule:
+    """A trained BC or RL agent from its checkpoint, built and in eval mode; ``overrides`` replace hyperparameters
+    (e.g. ``eval_max_steps``)."""
+    from lq.lit.bc import BCModule
+    from lq.lit.rl import RLModule
+
+    try:
+        saved = torch.load(checkpoint, map_location="cpu", weights_only=False)
+    except FileNotFoundError:
+        raise FileNotFoundError(f"{checkpoint}: no such checkpoint; train one first (make bc, make rl)") from None
+    classes = {"bc": BCModule, "rl": RLModule}
+    stage = saved.get("lq_stage")
+    if stage not in classes:
+        raise ValueError(f"{checkpoint}: not an lq agent checkpoint (from lq bc or lq rl); lq_stage={stage!r}")
+    hparams = {**saved["hyper_parameters"], **overrides}
+    module = classes[stage](**hparams)
+    module.build_agent()
+    module.load_state_dict(saved["state_dict"])
+    return module.eval()

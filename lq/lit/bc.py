@@ -1,0 +1,153 @@
+"""Behaviour cloning (paper 5, Table 1): the switch agent trained supervised on the training demonstrations.
+
+Each demonstration is replayed through the engine as the environment would show it
+(:func:`lq.envs.quest_env.demonstration_turns`), so the agent learns from exactly the contexts and
+valid actions it will see when evaluated. An episode runs through the agent's GRUs turn by turn;
+at each self turn the head the demonstration used is trained with cross-entropy on the demonstrated
+action (among the valid actions when the agent is restricted to them, as it acts) or utterance
+(among the whole utterance space: the Dungeon Master's valid set is not part of the data). The
+switch is not learned (hardcoded or ratio, as in RL). Validation: the same loss and the per-head
+accuracy on the valid demonstrations; the best checkpoint by ``val/loss``.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from pathlib import Path
+
+import torch
+import torch.nn.functional as F
+from torch.utils.data import DataLoader
+
+from lq.data import load_quests
+from lq.envs.quest_env import demonstration_turns, instances_from_data
+from lq.lit.agent import DEFAULT_ENCODER, AgentModule
+from lq.lit.pretrain import EncoderConfig
+from lq.models.agent import AgentConfig
+from lq.rl.acting import candidate_mask, masked
+
+
+@dataclass
+class Episode:
+    contexts: list[str]
+    acted: list[bool]
+    targets: list[int]  # into the action space where acted, else into the utterance space
+    valid_action_ids: list[list[int]]
+
+
+class BCModule(AgentModule):
+    stage = "bc"
+
+    def __init__(
+        self,
+        encoder: EncoderConfig = DEFAULT_ENCODER,
+        pretrained_checkpoint: str | None = None,
+        data_dir: str = "data/default",
+        partner_checkpoint: str = "outputs/partner/general/best.ckpt",
+        dm_checkpoint: str = "outputs/dm/general/best.ckpt",
+        switch: str = "hardcoded",
+        switch_every: int = 3,
+        ability: str = "act_speech",
+        restrict: bool = True,
+        batch_size: int = 16,
+        lr: float = 1e-4,
+        context_length: int = 256,
+        candidate_dim: int = 256,
+        agent: AgentConfig = AgentConfig(),  # noqa: B008 (a dataclass default, never mutated)
+        eval_max_steps: int = 100,
+        eval_batch_size: int = 32,
+        seed: int = 0,
+    ):
+        super().__init__()
+        self.check_choices(switch, ability)
+        self.save_hyperparameters(ignore=["encoder", "agent"])
+        self.store_configs(encoder, agent)
+        self.agent = None
+        self.episodes: dict[str, list[Episode]] = {}
+
+    def setup(self, stage: str) -> None:
+        self.build_agent()
+        if self.episodes or stage not in ("fit", "validate"):
+            return
+        quests = load_quests(Path(self.hparams.data_dir) / "quests").all()
+        for split in ("train", "valid"):
+            self.episodes[split] = self.cloning_episodes(instances_from_data(quests, self.demos[split]))
+            if not self.episodes[split]:
+                raise ValueError(
+                    f"{self.hparams.data_dir}: no {split} demonstration could be matched to its quest; behaviour "
+                    "cloning needs demonstrations with conv_info.quest_id (lq data generate writes them)"
+                )
+
+    def cloning_episodes(self, instances) -> list[Episode]:
+        """The supervised episodes: each demonstration's self turns that fall in the agent's spaces."""
+        a_index = {a: i for i, a in enumerate(self.action_space)}
+        u_index = {u: i for i, u in enumerate(self.utterance_space)}
+        out = []
+        for inst in instances:
+            episode = Episode([], [], [], [])
+            for turn in demonstration_turns(inst):
+                index = a_index if turn.kind == "action" else u_index
+                if turn.text not in index:  # an emote, or a text outside the spaces
+                    continue
+                episode.contexts.append(turn.context)
+                episode.acted.append(turn.kind == "action")
+                episode.targets.append(index[turn.text])
+                episode.valid_action_ids.append([a_index[a] for a in turn.valid_actions if a in a_index])
+            if episode.contexts:
+                out.append(episode)
+        return out
+
+    def _loader(self, split: str, shuffle: bool) -> DataLoader:
+        return DataLoader(
+            self.episodes[split], batch_size=self.hparams.batch_size, shuffle=shuffle, collate_fn=lambda b: b
+        )
+
+    def train_dataloader(self) -> DataLoader:
+        return self._loader("train", True)
+
+    def val_dataloader(self) -> DataLoader:
+        return self._loader("valid", False)
+
+    def configure_optimizers(self):
+        return torch.optim.Adam([p for p in self.parameters() if p.requires_grad], lr=self.hparams.lr)
+
+    def cloning_loss(self, episodes: list[Episode]) -> dict[str, torch.Tensor]:
+        """Cross-entropy of the demonstrated turns, summed over turns and averaged; accuracies per head."""
+        h = self.hparams
+        hidden = self.agent.initial_state(len(episodes))
+        losses, correct = [], {"action": [], "speech": []}
+        for t in range(max(len(e.contexts) for e in episodes)):
+            live = [i for i, e in enumerate(episodes) if t < len(e.contexts)]
+            ids, mask = self.batcher.contexts([episodes[i].contexts[t] for i in live])
+            a_logits, u_logits, _, (ha, hu) = self.agent(
+                ids.to(self.device), mask.to(self.device), (hidden[0][live], hidden[1][live])
+            )
+            hidden = (
+                hidden[0].index_copy(0, torch.tensor(live, device=self.device), ha),
+                hidden[1].index_copy(0, torch.tensor(live, device=self.device), hu),
+            )
+            infos = [{"valid_action_ids": episodes[i].valid_action_ids[t]} for i in live]
+            a_logits = masked(
+                a_logits, candidate_mask(infos, "valid_action_ids", a_logits.shape[1], h.restrict).to(self.device)
+            )
+            acted = torch.tensor([episodes[i].acted[t] for i in live], device=self.device)
+            targets = torch.tensor([episodes[i].targets[t] for i in live], device=self.device)
+            for head, logits, which in (("action", a_logits, acted), ("speech", u_logits, ~acted)):
+                if which.any():
+                    losses.append(F.cross_entropy(logits[which], targets[which], reduction="sum"))
+                    correct[head].append(logits[which].argmax(-1) == targets[which])
+        turns = sum(len(e.contexts) for e in episodes)
+        out = {"loss": torch.stack(losses).sum() / turns}
+        for head, hits in correct.items():
+            if hits:
+                out[f"{head}_accuracy"] = torch.cat(hits).float().mean()
+        return out
+
+    def training_step(self, batch: list[Episode], batch_idx: int) -> torch.Tensor:
+        out = self.cloning_loss(batch)
+        self.log("train/loss", out["loss"], prog_bar=True, batch_size=len(batch))
+        return out["loss"]
+
+    def validation_step(self, batch: list[Episode], batch_idx: int) -> None:
+        for name, value in self.cloning_loss(batch).items():
+            self.log(f"val/{name}", value, prog_bar=name == "loss", batch_size=len(batch))
