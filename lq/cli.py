@@ -96,12 +96,39 @@ def _cmd_play(args: argparse.Namespace) -> int:
     return play_main(str(args.world), args.character, args.goal, args.partner)
 
 
+def _cmd_eval(args: argparse.Namespace) -> int:
+    from lq.data.io import atomic_open
+    from lq.eval import results_table
+    from lq.lit.agent import evaluate_checkpoints
+
+    overrides = {"eval_max_steps": args.max_steps} if args.max_steps else {}
+    rows = evaluate_checkpoints(args.checkpoints, args.random, args.split, **overrides)
+    markdown, csv = results_table(rows)
+    print(f"\nZero-shot evaluation on the {args.split} quests (one greedy episode per quest; mean ± std over seeds)")
+    print(markdown)
+    if args.out:
+        with atomic_open(args.out.with_suffix(".md")) as f:
+            f.write(markdown)
+        with atomic_open(args.out.with_suffix(".csv")) as f:
+            f.write(csv)
+    return 0
+
+
 def build_parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(prog="lq", description=__doc__.splitlines()[0])
     sub = parser.add_subparsers(dest="command", required=True, metavar="COMMAND")
     sub.add_parser("partner", help="train the partner agent's poly-encoder (LightningCLI)", add_help=False)
     sub.add_parser("dm", help="train the Dungeon Master's poly-encoder (LightningCLI)", add_help=False)
+    sub.add_parser("bc", help="behaviour cloning of the switch agent on demonstrations (LightningCLI)", add_help=False)
     sub.add_parser("rl", help="train the switch A2C agent in QuestEnv (LightningCLI)", add_help=False)
+
+    ev = sub.add_parser("eval", help="zero-shot evaluation of trained agents, side by side (mean and std over seeds)")
+    ev.add_argument("checkpoints", type=Path, nargs="+", help="BC or RL agent checkpoints (one per seed)")
+    ev.add_argument("--random", type=int, default=0, metavar="N", help="add the random baseline over N seeds")
+    ev.add_argument("--split", default="test", choices=["train", "valid", "test"])
+    ev.add_argument("--max-steps", type=int, help="agent turns per episode (default: the checkpoint's)")
+    ev.add_argument("--out", type=Path, help="also write the table here (.md; a .csv beside it)")
+    ev.set_defaults(func=_cmd_eval)
     sub.add_parser(
         "pretrain",
         help="multi-task poly-encoder pretraining (LightningCLI: lq pretrain fit --config ...)",
@@ -180,7 +207,7 @@ def build_parser() -> argparse.ArgumentParser:
     return parser
 
 
-TRAINING_STAGES = ("pretrain", "partner", "dm", "rl")
+TRAINING_STAGES = ("pretrain", "partner", "dm", "bc", "rl")
 
 
 def main(argv: Sequence[str] | None = None) -> int:

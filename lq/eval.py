@@ -73,3 +73,25 @@ def mean_std(results: Sequence[EvalResult]) -> dict[str, tuple[float, float]]:
         values = [getattr(r, key) for r in results]
         out[key] = (statistics.fmean(values), statistics.pstdev(values) if len(values) > 1 else 0.0)
     return out
+
+
+COLUMNS = (
+    ("act_goal_rate", "Act goals"),
+    ("speech_goal_rate", "Speech goals"),
+    ("act_and_speech_rate", "Act & Speech"),
+)
+
+
+def results_table(rows: Sequence[tuple[str, Sequence[EvalResult]]]) -> tuple[str, str]:
+    """Markdown and CSV of named rows, each the mean and standard deviation over its runs (seeds)."""
+    md = ["| Agent | runs | " + " | ".join(title for _, title in COLUMNS) + " |", "|---|---:|" + "---:|" * len(COLUMNS)]
+    csv = ["agent,runs," + ",".join(f"{key}_mean,{key}_std" for key, _ in COLUMNS)]
+    for name, results in rows:
+        stats = mean_std(results)
+        md.append(
+            f"| {name} | {len(results)} | "
+            + " | ".join(f"{stats[k][0]:.3f} ± {stats[k][1]:.3f}" for k, _ in COLUMNS)
+            + " |"
+        )
+        csv.append(f"{name},{len(results)}," + ",".join(f"{stats[k][0]:.4f},{stats[k][1]:.4f}" for k, _ in COLUMNS))
+    return "\n".join(md) + "\n", "\n".join(csv) + "\n"

@@ -46,7 +46,11 @@ def build_env(
     partner_model, partner_spec = load_poly_encoder(partner_checkpoint, device)
     dm_model, dm_spec = load_poly_encoder(dm_checkpoint, device)
     partner = PolyEncoderPartner(
-        partner_model, TextBatcher(load_tokenizer(partner_spec.tokenizer), context_length), utterances, actions
+        partner_model,
+        TextBatcher(load_tokenizer(partner_spec.tokenizer), context_length),
+        utterances,
+        actions,
+        store_dir=Path(partner_checkpoint).parent / "candidates",
     )
     dm = DungeonMaster(
         dm_model,
@@ -54,6 +58,7 @@ def build_env(
         utterances,
         top_k=top_k,
         num_valid=num_valid_utterances,
+        store=Path(dm_checkpoint).parent / "candidates" / "dm-utterances.pt",
     )
     instances = instances_from_data(quests.all(), demos[split])
     return QuestEnv(

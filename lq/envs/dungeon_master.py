@@ -7,6 +7,7 @@ agent says that is among the ``k`` most likely earns a further speech reward.
 from __future__ import annotations
 
 from collections.abc import Sequence
+from pathlib import Path
 
 import torch
 
@@ -15,13 +16,19 @@ from lq.models.poly_encoder import CandidateCache, PolyEncoder, TextBatcher
 
 class DungeonMaster:
     def __init__(
-        self, model: PolyEncoder, batcher: TextBatcher, utterances: Sequence[str], top_k: int = 10, num_valid: int = 50
+        self,
+        model: PolyEncoder,
+        batcher: TextBatcher,
+        utterances: Sequence[str],
+        top_k: int = 10,
+        num_valid: int = 50,
+        store: str | Path | None = None,
     ):
         if top_k > num_valid:
             raise ValueError(f"top_k ({top_k}) must not exceed num_valid ({num_valid})")
         self.model, self.batcher = model, batcher
         self.top_k, self.num_valid = top_k, min(num_valid, len(utterances))
-        self.utterances = CandidateCache(model, batcher, utterances)
+        self.utterances = CandidateCache(model, batcher, utterances, store=store)
 
     @torch.no_grad()
     def rank(self, contexts: Sequence[str]) -> torch.Tensor:

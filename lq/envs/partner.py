@@ -8,6 +8,7 @@ product per step for the whole batch (the candidates are encoded once and cached
 from __future__ import annotations
 
 from collections.abc import Sequence
+from pathlib import Path
 from typing import Protocol
 
 import torch
@@ -31,10 +32,13 @@ class PolyEncoderPartner:
         utterances: Sequence[str],
         actions: Sequence[str],
         action_bias: float = 0.0,
+        store_dir: str | Path | None = None,
     ):
+        """``store_dir``: where to keep the encoded candidates between runs (see :class:`CandidateCache`)."""
         self.model, self.batcher, self.action_bias = model, batcher, action_bias
-        self.utterances = CandidateCache(model, batcher, utterances)
-        self.actions = CandidateCache(model, batcher, actions)
+        store = (lambda name: Path(store_dir) / name) if store_dir is not None else (lambda name: None)
+        self.utterances = CandidateCache(model, batcher, utterances, store=store("partner-utterances.pt"))
+        self.actions = CandidateCache(model, batcher, actions, store=store("partner-actions.pt"))
 
     @torch.no_grad()
     def act(self, contexts: Sequence[str], valid_actions: Sequence[Sequence[str]]) -> list[Turn]:

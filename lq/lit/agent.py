@@ -8,6 +8,7 @@ checkpoint (``lq eval``).
 
 from __future__ import annotations
 
+from collections.abc import Callable, Sequence
 from dataclasses import asdict
 from pathlib import Path
 
@@ -132,8 +133,39 @@ def load_agent(checkpoint: str | Path, **overrides) -> AgentModule:
     stage = saved.get("lq_stage")
     if stage not in classes:
         raise ValueError(f"{checkpoint}: not an lq agent checkpoint (from lq bc or lq rl); lq_stage={stage!r}")
-    hparams = {**saved["hyper_parameters"], **overrides}
+    hparams = {k: v for k, v in saved["hyper_parameters"].items() if not k.startswith("_")}  # LightningCLI's own
+    hparams.update(overrides)
     module = classes[stage](**hparams)
     module.build_agent()
     module.load_state_dict(saved["state_dict"])
     return module.eval()
+
+
+def agent_name(module: AgentModule) -> str:
+    """A row name for tables: stage, encoder, ability and switch (seeds of one configuration share it)."""
+    h = module.hparams
+    return f"{module.stage.upper()} {h.encoder['name']} {h.ability} {h.switch}"
+
+
+def evaluate_checkpoints(
+    checkpoints: Sequence[str | Path],
+    random_runs: int = 0,
+    split: str = "test",
+    log: Callable[[str], None] = print,
+    **overrides,
+) -> list[tuple[str, list[EvalResult]]]:
+    """Zero-shot results of trained agents, grouped by configuration (one checkpoint per seed), and of the random
+    baseline (``random_runs`` seeds, with the first agent's switch, ability and candidate sets)."""
+    rows: dict[str, list[EvalResult]] = {}
+    first = None
+    for path in checkpoints:
+        module = load_agent(path, **overrides)
+        first = first or module
+        result = module.evaluate(split, seed=module.hparams.seed)
+        log(f"{path}: act goals {result.act_goal_rate:.3f}, speech goals {result.speech_goal_rate:.3f}")
+        rows.setdefault(agent_name(module), []).append(result)
+    if random_runs and first is not None:
+        rows["Random (same candidates and switch)"] = [
+            first.evaluate(split, seed=seed, random=True) for seed in range(random_runs)
+        ]
+    return list(rows.items())

@@ -68,7 +68,7 @@ class RLModule(AgentModule):
         if self.env is not None or stage != "fit":
             return
         h = self.hparams
-        rank = self.global_rank if self.trainer is not None else 0
+        rank = self.global_rank if self._trainer is not None else 0
         env = build_env(
             h.data_dir,
             "train",

@@ -9,12 +9,15 @@ product. Candidate vectors do not depend on the context, so a fixed candidate se
 
 from __future__ import annotations
 
+import hashlib
 from collections.abc import Sequence
+from pathlib import Path
 
 import torch
 from torch import nn
 from transformers import PreTrainedTokenizerBase
 
+from lq.data.io import atomic_open
 from lq.models.encoder import EncoderSpec, build_encoder, token_states
 
 
@@ -85,12 +88,41 @@ class CandidateCache:
     Re-encode with :meth:`refresh` after the candidate encoder's weights change.
     """
 
-    def __init__(self, model: PolyEncoder, batcher: TextBatcher, texts: Sequence[str], batch_size: int = 256):
+    def __init__(
+        self,
+        model: PolyEncoder,
+        batcher: TextBatcher,
+        texts: Sequence[str],
+        batch_size: int = 256,
+        store: str | Path | None = None,
+    ):
+        """``store``: a file to keep the embeddings in between runs, reused while the weights, the texts and the
+        candidate length are the same (a frozen model's candidates are encoded once, not at every start)."""
         self.model, self.batcher, self.batch_size = model, batcher, batch_size
         self.texts = list(texts)
         self.index = {t: i for i, t in enumerate(self.texts)}
         self.embeddings = torch.empty(0)
+        key = self._key() if store is not None else None
+        if store is not None and Path(store).exists():
+            saved = torch.load(store, map_location="cpu", weights_only=True)
+            if saved.get("key") == key:
+                self.embeddings = saved["embeddings"].to(model.codes.device)
+                return
         self.refresh()
+        if store is not None:
+            with atomic_open(store, "wb") as f:
+                torch.save({"key": key, "embeddings": self.embeddings.cpu()}, f)
+
+    def _key(self) -> str:
+        digest = hashlib.sha256()
+        digest.update(f"{self.batcher.candidate_length}\n".encode())
+        digest.update("\n".join(self.texts).encode())
+        with torch.no_grad():
+            for name, p in self.model.state_dict().items():
+                flat = p.detach().float().flatten().cpu()
+                digest.update(f"{name}{tuple(p.shape)}{flat.sum().item():.6e}".encode())
+                digest.update(flat[:64].numpy().tobytes() + flat[-64:].numpy().tobytes())
+        return digest.hexdigest()
 
     @torch.no_grad()
     def refresh(self) -> None:

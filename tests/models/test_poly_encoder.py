@@ -61,3 +61,24 @@ def test_minilm_loads_offline():
     assert encoder.config.hidden_size == 384 and encoder.config.num_hidden_layers == 6
     with pytest.raises(FileNotFoundError, match="never downloads"):
         resolve("sentence-transformers/all-MiniLM-L6-v2")
+
+
+def test_candidate_store_is_reused_only_for_the_same_weights_and_texts(model, tokenizer, tmp_path):
+    batcher = TextBatcher(tokenizer, 32, 8)
+    store = tmp_path / "cands.pt"
+    first = CandidateCache(model, batcher, ["a sword", "a shield"], store=store)
+    assert store.exists()
+    torch.save({"key": torch.load(store)["key"], "embeddings": torch.zeros_like(first.embeddings)}, store)
+    assert torch.equal(
+        CandidateCache(model, batcher, ["a sword", "a shield"], store=store).embeddings,
+        torch.zeros_like(first.embeddings),
+    )  # read back, not recomputed
+    assert torch.equal(
+        CandidateCache(model, batcher, ["a sword", "an axe"], store=store).embeddings[0], first.embeddings[0]
+    )  # other texts: encoded again
+    zeros = torch.zeros_like(first.embeddings)
+    torch.save({"key": torch.load(store)["key"], "embeddings": zeros}, store)
+    with torch.no_grad():
+        next(model.parameters()).add_(1.0)
+    changed = CandidateCache(model, batcher, ["a sword", "an axe"], store=store)
+    assert not torch.equal(changed.embeddings, zeros)  # other weights: encoded again
