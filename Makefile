@@ -25,7 +25,7 @@ ARGS ?=
 WORLD ?= ../shared/data/light_worlds/dragon-village.json
 AS ?=
 
-.PHONY: help venv test test-fast data download stats pretrain partner dm rl play bench ui clean
+.PHONY: help venv test test-fast data download stats pretrain partner dm env-models bc rl eval play bench ui clean
 
 help: ## show this help
 	@grep -hE '^[a-zA-Z_.-]+:.*?## ' $(MAKEFILE_LIST) | awk 'BEGIN {FS = ":.*?## "}; {printf "  \033[36mmake %-12s\033[0m %s\n", $$1, $$2}'
@@ -75,12 +75,35 @@ dm: $(STAMP) ## train the environment's Dungeon Master: make dm [ENCODER=general
 
 ABILITY ?= act_speech
 SWITCH ?= hardcoded
-rl: $(STAMP) ## train the switch A2C agent: make rl ENCODER=scratch [ABILITY=act_speech] [SWITCH=hardcoded] [PROFILE=tiny]
+SEEDS ?= 0 1 2
+AGENT = $(ENCODER)/$(ABILITY)-$(SWITCH)
+env-models: $(STAMP)
+	@test -d $(DATA) || $(MAKE) data
 	@test -f outputs/partner/general/best.ckpt || $(MAKE) partner ENCODER=general PROFILE=$(PROFILE)
 	@test -f outputs/dm/general/best.ckpt || $(MAKE) dm ENCODER=general PROFILE=$(PROFILE)
-	$(BIN)/lq rl fit --config conf/rl.yaml --config conf/encoder/$(ENCODER).yaml \
-		--config conf/profile/rl-$(PROFILE).yaml --model.data_dir $(DATA) --model.ability $(ABILITY) \
-		--model.switch $(SWITCH) $(ARGS)
+
+bc: env-models ## behaviour cloning, one agent per seed: make bc ENCODER=scratch [ABILITY] [SWITCH] [PROFILE] [SEEDS="0 1 2"]
+	@for seed in $(SEEDS); do \
+		$(BIN)/lq bc fit --config conf/bc.yaml --config conf/encoder/$(ENCODER).yaml \
+			--config conf/profile/bc-$(PROFILE).yaml --model.data_dir $(DATA) --model.ability $(ABILITY) \
+			--model.switch $(SWITCH) --seed_everything $$seed --model.seed $$seed --eval_seeds 0 $(ARGS) || exit 1; \
+	done
+
+rl: env-models ## RL agents per seed, then RL, BC (trained if missing) and random side by side: make rl ENCODER=scratch [ABILITY] [SWITCH] [PROFILE] [SEEDS]
+	@for seed in $(SEEDS); do \
+		$(BIN)/lq rl fit --config conf/rl.yaml --config conf/encoder/$(ENCODER).yaml \
+			--config conf/profile/rl-$(PROFILE).yaml --model.data_dir $(DATA) --model.ability $(ABILITY) \
+			--model.switch $(SWITCH) --seed_everything $$seed --model.seed $$seed --eval_seeds 0 $(ARGS) || exit 1; \
+		test -f outputs/bc/$(AGENT)/seed-$$seed/best.ckpt || $(MAKE) bc SEEDS=$$seed || exit 1; \
+	done
+	$(BIN)/lq eval $(foreach s,$(SEEDS),outputs/rl/$(AGENT)/seed-$(s)/agent.ckpt) \
+		$(foreach s,$(SEEDS),outputs/bc/$(AGENT)/seed-$(s)/best.ckpt) --random $(words $(SEEDS)) \
+		--out outputs/eval/$(subst /,-,$(AGENT))
+
+CKPT ?=
+eval: $(STAMP) ## zero-shot evaluation of agent checkpoints side by side: make eval CKPT="a.ckpt b.ckpt" [ARGS="--random 3"]
+	@test -n "$(CKPT)" || { echo "name the checkpoints: make eval CKPT=outputs/rl/.../agent.ckpt"; exit 1; }
+	$(BIN)/lq eval $(CKPT) $(ARGS)
 
 ui: $(STAMP) ## the MLflow UI on the default store (sqlite:///mlflow.db) at http://127.0.0.1:5000
 	$(BIN)/mlflow ui --backend-store-uri sqlite:///mlflow.db --host 127.0.0.1 --port 5000

@@ -165,7 +165,13 @@ def evaluate_checkpoints(
         log(f"{path}: act goals {result.act_goal_rate:.3f}, speech goals {result.speech_goal_rate:.3f}")
         rows.setdefault(agent_name(module), []).append(result)
     if random_runs and first is not None:
-        rows["Random (same candidates and switch)"] = [
+        rows["Random (valid candidates, same switch)" if first.hparams.restrict else "Random (same switch)"] = [
             first.evaluate(split, seed=seed, random=True) for seed in range(random_runs)
         ]
+        if first.hparams.restrict:  # the random agent of the whole action and utterance spaces, for reference
+            first.hparams.restrict = False
+            rows["Random (whole spaces, same switch)"] = [
+                first.evaluate(split, seed=seed, random=True) for seed in range(random_runs)
+            ]
+            first.hparams.restrict = True
     return list(rows.items())
