@@ -80,6 +80,7 @@ class _Slot:
     dm_top_k: set[int] = field(default_factory=set)
     valid_utterance_ids: list[int] = field(default_factory=list)
     transcript: list[str] = field(default_factory=list)
+    reported: bool = False  # its episode summary has been given (the episode ended)
 
 
 def new_slot(instance: QuestInstance) -> _Slot:
@@ -251,22 +252,26 @@ class QuestEnv:
             raise ValueError(f"{len(commands)} commands for {len(self.slots)} environments")
         rewards, infos = [], []
         for slot, command in zip(self.slots, commands, strict=True):
+            if self._over(slot):  # an episode that ended (no auto-reset): the command is ignored
+                rewards.append(0.0)
+                infos.append({"act_reward": 0.0, "speech_reward": 0.0})
+                continue
             act, speech = self._agent_turn(slot, command)
             slot.steps += 1
             slot.speech_reward += speech
             rewards.append(act + speech)
             infos.append({"act_reward": act, "speech_reward": speech})
-        playing = [i for i, s in enumerate(self.slots) if s.act_goal is None and s.steps < self.max_steps]
+        playing = [i for i, s in enumerate(self.slots) if not self._over(s)]
         for i, partner_reward in zip(playing, self._partner_turns(playing), strict=True):
             rewards[i] += partner_reward
             infos[i]["act_reward"] += partner_reward
         dones = []
         for i, slot in enumerate(self.slots):
             slot.episode_return += rewards[i]
-            done = slot.act_goal is not None or slot.steps >= self.max_steps
-            dones.append(done)
-            if done:
+            dones.append(self._over(slot))
+            if dones[-1] and not slot.reported:
                 infos[i]["episode"] = self.episode_summary(slot)
+                slot.reported = True
         if self.auto_reset:
             finished = [i for i, d in enumerate(dones) if d]
             for i in finished:
@@ -274,6 +279,9 @@ class QuestEnv:
             self._partner_turns(finished)
         obs, infos = self._observe(infos)
         return obs, rewards, dones, infos
+
+    def _over(self, slot: _Slot) -> bool:
+        return slot.act_goal is not None or slot.steps >= self.max_steps
 
     def speech_goal(self, slot: _Slot) -> bool:
         return slot.speech_score >= self.speech_goal_threshold - 1e-9
@@ -293,10 +301,13 @@ class QuestEnv:
         }
 
     def _observe(self, infos: list[dict]) -> tuple[list[str], list[dict]]:
+        """Observations and infos of every slot; the DM ranks only for episodes still playing (an ended one, without
+        auto-reset, keeps its last observation and valid sets)."""
         obs = [self.context(s) for s in self.slots]
-        ranked = self.dm.rank(obs)
-        for slot, info, top in zip(self.slots, infos, ranked, strict=True):
-            ids = top.tolist()
+        live = [i for i, s in enumerate(self.slots) if not s.reported]
+        ranked = dict(zip(live, self.dm.rank([obs[i] for i in live]), strict=True))
+        for i, (slot, info) in enumerate(zip(self.slots, infos, strict=True)):
+            ids = ranked[i].tolist() if i in ranked else slot.valid_utterance_ids
             slot.valid_utterance_ids = ids
             slot.dm_top_k = set(ids[: self.dm.top_k])
             engine_valid = list(valid_actions(slot.world, slot.me))
