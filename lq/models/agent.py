@@ -5,7 +5,8 @@
   transformer trained with the policies. The state is the mean of the last layer over the context.
 * Candidates: the action space and the utterance space, embedded once. With a pretrained encoder
   they are the frozen candidate vectors of the poly-encoder, projected by a trainable layer; from
-  scratch, a trainable bag of word pieces.
+  scratch, the mean of their word pieces' embeddings, shared with the scratch encoder's input
+  embeddings (as DRRN shares them between observations and actions), projected by a trainable layer.
 * Action and dialogue policies: a GRU over the episode's states and an n-layer feed-forward network
   giving a query vector; a candidate's score is its dot product with the query.
 * Critic: a 2-layer feed-forward network on the state, shared by both policies.
@@ -17,6 +18,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass, field
 
 import torch
+import torch.nn.functional as F
 from torch import nn
 
 from lq.models.encoder import EncoderSpec, build_encoder, token_states
@@ -78,27 +80,35 @@ class StateEncoder(nn.Module):
 
 
 class CandidateEmbeddings(nn.Module):
-    """A fixed candidate set as vectors ``[n, dim]``: frozen poly-encoder vectors + a trainable projection,
-    or a trainable bag of word pieces."""
+    """A fixed candidate set as vectors ``[n, dim]``, through a trainable projection: of the frozen poly-encoder
+    vectors, or of the mean of the word-piece embeddings ``words`` (the scratch encoder's own, trained with it)."""
 
-    def __init__(self, texts: Sequence[str], batcher: TextBatcher, dim: int, poly: PolyEncoder | None = None):
+    def __init__(
+        self,
+        texts: Sequence[str],
+        batcher: TextBatcher,
+        dim: int,
+        poly: PolyEncoder | None = None,
+        words: nn.Embedding | None = None,
+    ):
         super().__init__()
+        if (poly is None) == (words is None):
+            raise ValueError("candidates are embedded by a poly-encoder or by word-piece embeddings: give one")
+        self.words = words
         if poly is not None:
             cache = CandidateCache(poly, batcher, texts)
             self.register_buffer("frozen", cache.embeddings.detach().clone())
             self.project = nn.Linear(self.frozen.shape[1], dim)
-            self.bag = None
         else:
             ids, mask = batcher.candidates(list(texts))
             lengths = mask.sum(1)
             self.register_buffer("flat_ids", ids[mask.bool()])
             self.register_buffer("offsets", torch.cat([torch.zeros(1, dtype=torch.long), lengths.cumsum(0)[:-1]]))
-            self.bag = nn.EmbeddingBag(len(batcher.tokenizer), dim, mode="mean")
-            self.project = None
+            self.project = nn.Linear(words.embedding_dim, dim)
 
     def forward(self) -> torch.Tensor:
-        if self.bag is not None:
-            return self.bag(self.flat_ids, self.offsets)
+        if self.words is not None:
+            return self.project(F.embedding_bag(self.flat_ids, self.words.weight, self.offsets, mode="mean"))
         return self.project(self.frozen)
 
 
@@ -135,12 +145,14 @@ class SwitchAgent(nn.Module):
         config = config or AgentConfig()
         if pretrained is not None:
             encoder = StateEncoder(pretrained.context_encoder, trainable_base=False, config=config)
+            words = None
         else:
             encoder = StateEncoder(build_encoder(config.scratch, batcher.tokenizer), trainable_base=True, config=config)
+            words = encoder.base.get_input_embeddings()
         return cls(
             encoder,
-            CandidateEmbeddings(action_space, batcher, dim, pretrained),
-            CandidateEmbeddings(utterance_space, batcher, dim, pretrained),
+            CandidateEmbeddings(action_space, batcher, dim, pretrained, words),
+            CandidateEmbeddings(utterance_space, batcher, dim, pretrained, words),
             config,
             dim,
         )

@@ -53,7 +53,8 @@ def test_the_switch_masks_the_other_heads_gradient(batcher):
     )
     (out.total - 0.5 * out.value).backward()  # every policy term; the critic's own term aside
     action_grads = [
-        p.grad for p in [*agent.action_head.parameters(), *agent.action_gru.parameters(), *agent.actions.parameters()]
+        p.grad
+        for p in [*agent.action_head.parameters(), *agent.action_gru.parameters(), *agent.actions.project.parameters()]
     ]
     assert all(g is None or g.abs().sum() == 0 for g in action_grads)
     assert any(p.grad is not None and p.grad.abs().sum() > 0 for p in agent.speech_head.parameters())
