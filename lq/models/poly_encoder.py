@@ -62,8 +62,23 @@ class PolyEncoder(nn.Module):
         return (pooled * candidates).sum(-1)
 
 
+HISTORY_TAGS = tuple(f"_{who}_{kind} " for who in ("self", "partner") for kind in ("say", "act", "emote"))
+
+
+def split_history(text: str) -> tuple[str, str]:
+    """A serialised context (:mod:`lq.data.context`) as its header (setting, personas, carrying, motivations) and its
+    dialogue history (from the first ``_self_say`` / ``_partner_act`` ... line on)."""
+    lines = text.split("\n")
+    for i, line in enumerate(lines):
+        if line.startswith(HISTORY_TAGS):
+            return "\n".join(lines[:i]), "\n".join(lines[i:])
+    return text, ""
+
+
 class TextBatcher:
-    """Tokenises texts for the poly-encoder: contexts keep their end (the latest turns), candidates their start."""
+    """Tokenises texts for the poly-encoder. Candidates keep their start. A context that is too long loses its oldest
+    turns first, then the start of its header (setting before personas before motivations): the header keeps up to
+    three quarters of the length, so a long dialogue never pushes the character's motivations out."""
 
     def __init__(self, tokenizer: PreTrainedTokenizerBase, context_length: int = 256, candidate_length: int = 32):
         self.tokenizer = tokenizer
@@ -76,7 +91,24 @@ class TextBatcher:
         return out["input_ids"], out["attention_mask"]
 
     def contexts(self, texts: Sequence[str]) -> tuple[torch.Tensor, torch.Tensor]:
-        return self._encode(texts, self.context_length, "left")
+        parts = [split_history(t) for t in texts]
+        tok = self.tokenizer
+        headers = tok([h for h, _ in parts], add_special_tokens=False)["input_ids"]
+        histories = tok([y for _, y in parts], add_special_tokens=False)["input_ids"]
+        budget = self.context_length - 2  # [CLS] ... [SEP]
+        rows = []
+        for header, history in zip(headers, histories, strict=True):
+            keep_header = min(len(header), max(budget - len(history), budget * 3 // 4))
+            keep_history = min(len(history), budget - keep_header)
+            kept = header[len(header) - keep_header :] + history[len(history) - keep_history :]
+            rows.append([tok.cls_token_id, *kept, tok.sep_token_id])
+        width = max(len(r) for r in rows) if rows else 0
+        ids = torch.full((len(rows), width), tok.pad_token_id, dtype=torch.long)
+        mask = torch.zeros((len(rows), width), dtype=torch.long)
+        for i, row in enumerate(rows):
+            ids[i, : len(row)] = torch.tensor(row)
+            mask[i, : len(row)] = 1
+        return ids, mask
 
     def candidates(self, texts: Sequence[str]) -> tuple[torch.Tensor, torch.Tensor]:
         return self._encode(texts, self.candidate_length, "right")

@@ -46,6 +46,23 @@ def test_contexts_keep_their_latest_turns(tokenizer):
     assert tokenizer.decode(ids[0], skip_special_tokens=True).startswith("one")
 
 
+def test_long_dialogues_keep_the_motivations_and_the_latest_turns(tokenizer):
+    header = "_setting_name cave\n_self_name dragon\n_short_motivation I need the golden egg"
+    turns = "\n".join(f"_partner_say line {i}\n_self_act hug knight" for i in range(40))
+    batcher = TextBatcher(tokenizer, 48, 8)
+    ids, mask = batcher.contexts([f"{header}\n{turns}", header])
+    assert ids.shape == (2, 48) and mask[0].sum() == 48
+    text = tokenizer.decode(ids[0], skip_special_tokens=True)
+    assert "i need the golden egg" in text and text.endswith("line 39 _ self _ act hug knight")
+    assert "line 0 " not in text  # the oldest turns went first
+    short = tokenizer(header)["input_ids"]
+    assert ids[1, : len(short)].tolist() == short and mask[1].sum() == len(short)  # short contexts: as tokenised
+    long_header = " ".join(f"w{i}" for i in range(100)) + "\n_short_motivation the egg"
+    ids, _ = batcher.contexts([long_header + "\n_partner_say hi"])
+    kept = tokenizer.decode(ids[0], skip_special_tokens=True)
+    assert kept.endswith("the egg _ partner _ say hi") and "w0 " not in kept  # a long header loses its start
+
+
 def test_candidate_cache_scores_like_direct_encoding(model, tokenizer):
     batcher = TextBatcher(tokenizer, 64, 16)
     texts = ["get sword", "hug knight", "hello there", "give egg to dragon"]
