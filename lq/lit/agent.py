@@ -84,7 +84,7 @@ class AgentModule(L.LightningModule):
         self.switch = HardcodedSwitch(h.switch_every) if h.switch == "hardcoded" else RatioSwitch(self.demos.train)
         self.actor = self.make_actor()
 
-    def make_actor(self, temperature: float = 1.0, random: bool = False) -> Actor:
+    def make_actor(self, temperature: float = 1.0, random: bool = False, restrict: bool | None = None) -> Actor:
         h = self.hparams
         return Actor(
             None if random else self.agent,
@@ -94,14 +94,17 @@ class AgentModule(L.LightningModule):
             self.switch,
             h.ability,
             temperature,
-            restrict=h.restrict,
+            restrict=h.restrict if restrict is None else restrict,
         )
 
     def on_save_checkpoint(self, checkpoint: dict) -> None:
         checkpoint["lq_stage"] = self.stage
 
-    def evaluate(self, split: str = "test", seed: int = 0, random: bool = False) -> EvalResult:
-        """Zero-shot: one greedy episode per quest of ``split`` (``random``: the random baseline instead)."""
+    def evaluate(
+        self, split: str = "test", seed: int = 0, random: bool = False, restrict: bool | None = None
+    ) -> EvalResult:
+        """Zero-shot: one greedy episode per quest of ``split`` (``random``: the random baseline instead; ``restrict``
+        overrides the agent's own choice among valid candidates)."""
         self.build_agent()
         h = self.hparams
         env = build_env(
@@ -116,7 +119,7 @@ class AgentModule(L.LightningModule):
             seed=seed,
             device=self.device,
         )
-        return evaluate(env, self.make_actor(random=random), seed=seed)
+        return evaluate(env, self.make_actor(random=random, restrict=restrict), seed=seed)
 
 
 def load_agent(checkpoint: str | Path, **overrides) -> AgentModule:
@@ -169,9 +172,7 @@ def evaluate_checkpoints(
             first.evaluate(split, seed=seed, random=True) for seed in range(random_runs)
         ]
         if first.hparams.restrict:  # the random agent of the whole action and utterance spaces, for reference
-            first.hparams.restrict = False
             rows["Random (whole spaces, same switch)"] = [
-                first.evaluate(split, seed=seed, random=True) for seed in range(random_runs)
+                first.evaluate(split, seed=seed, random=True, restrict=False) for seed in range(random_runs)
             ]
-            first.hparams.restrict = True
     return list(rows.items())

@@ -24,7 +24,8 @@ from lq.envs.quest_env import demonstration_turns, instances_from_data
 from lq.lit.agent import DEFAULT_ENCODER, AgentModule
 from lq.lit.pretrain import EncoderConfig
 from lq.models.agent import AgentConfig
-from lq.rl.acting import candidate_mask, masked
+from lq.rl.acting import candidate_mask
+from lq.rl.losses import masked
 
 
 @dataclass

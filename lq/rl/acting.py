@@ -19,6 +19,7 @@ import torch
 
 from lq.models.agent import SwitchAgent
 from lq.models.poly_encoder import TextBatcher
+from lq.rl.losses import masked
 from lq.rl.switch import HardcodedSwitch, RatioSwitch
 
 ABILITIES = ("act_speech", "act", "speech", "speech_no_speech_goals")
@@ -36,17 +37,6 @@ class StepOutput:
     speech_log_prob: torch.Tensor
     action_mask: torch.Tensor  # [b, actions] bool: the candidates the head chose among
     speech_mask: torch.Tensor
-
-    def masked_logits(self) -> tuple[torch.Tensor, torch.Tensor]:
-        """The logits of the distributions actually sampled from (invalid candidates at a large negative)."""
-        return masked(self.action_logits, self.action_mask), masked(self.speech_logits, self.speech_mask)
-
-
-NEG = -1e9  # not -inf: keeps p * log p at 0 for the masked candidates
-
-
-def masked(logits: torch.Tensor, mask: torch.Tensor) -> torch.Tensor:
-    return logits.masked_fill(~mask, NEG)
 
 
 def candidate_mask(infos: list[dict], key: str, size: int, restrict: bool) -> torch.Tensor:

@@ -58,6 +58,14 @@ def valid_candidates_loss(logits: torch.Tensor, valid: torch.Tensor, mask: torch
     return _masked_mean(per_step, mask)
 
 
+NEG = -1e9  # not -inf: keeps p * log p at 0 for the masked candidates
+
+
+def masked(logits: torch.Tensor, mask: torch.Tensor) -> torch.Tensor:
+    """``logits`` with the candidates outside ``mask`` (bool, same shape) at a large negative value."""
+    return logits.masked_fill(~mask, NEG)
+
+
 def entropy(logits: torch.Tensor, mask: torch.Tensor) -> torch.Tensor:
     """Mean entropy of the policy over the masked steps (to be maximised)."""
     log_p = logits.log_softmax(dim=-1)
@@ -101,8 +109,8 @@ def switch_a2c_loss(
     it was restricted to the valid ones: the entropies are those of the restricted distributions. The valid-candidate
     terms always see every candidate."""
     spoke = ~acted
-    a_policy = action_logits if action_choices is None else action_logits.masked_fill(~action_choices, -1e9)
-    u_policy = speech_logits if speech_choices is None else speech_logits.masked_fill(~speech_choices, -1e9)
+    a_policy = action_logits if action_choices is None else masked(action_logits, action_choices)
+    u_policy = speech_logits if speech_choices is None else masked(speech_logits, speech_choices)
     adv = advantages(returns, values)
     parts = {
         "action_policy": policy_gradient_loss(action_log_probs, adv, acted),
