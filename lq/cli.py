@@ -114,6 +114,43 @@ def _cmd_eval(args: argparse.Namespace) -> int:
     return 0
 
 
+def _cmd_experiment(args: argparse.Namespace) -> int:
+    from lq import experiments as X
+
+    setup = X.Setup(
+        profile=args.profile,
+        seeds=args.seeds,
+        data_dir=args.data,
+        tracking_uri=args.tracking_uri,
+        eval_seeds=args.eval_seeds,
+        extra_args={"*": args.args.split()} if args.args else {},
+    )
+    names = args.names or list(X.EXPERIMENTS)
+    unknown = [n for n in names if n not in X.EXPERIMENTS]
+    if unknown:
+        raise UsageError(f"unknown experiment {', '.join(unknown)}; choose from {', '.join(X.EXPERIMENTS)}")
+    if args.action == "run":
+        for name in names:
+            experiment = X.EXPERIMENTS[name](*([args.encoders] if args.encoders else []))
+            parent = X.run_experiment(experiment, setup)
+            print(f"{experiment.title}: parent run {parent} in MLflow experiment lq-{name}")
+            X.write_local(X.build_tables(experiment, parent, setup.tracking_uri, log=lambda _: None), args.out)
+    else:
+        from mlflow.tracking import MlflowClient
+
+        client = MlflowClient(setup.tracking_uri)
+        for name in names:
+            parent = args.parent or X.latest_parent(setup.tracking_uri, name)
+            if parent is None:
+                print(f"{name}: no finished parent run in {setup.tracking_uri} (run: lq experiment run {name})")
+                continue
+            experiment = X.experiment_for(client, parent)
+            print(f"{experiment.title}: from parent run {parent} (no training)")
+            X.write_local(X.build_tables(experiment, parent, setup.tracking_uri), args.out)
+    print(f"tables in {args.out}/ and on the parent runs; browse them with: make ui (http://127.0.0.1:5000)")
+    return 0
+
+
 def build_parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(prog="lq", description=__doc__.splitlines()[0])
     sub = parser.add_subparsers(dest="command", required=True, metavar="COMMAND")
@@ -129,6 +166,19 @@ def build_parser() -> argparse.ArgumentParser:
     ev.add_argument("--max-steps", type=int, help="agent turns per episode (default: the checkpoint's)")
     ev.add_argument("--out", type=Path, help="also write the table here (.md; a .csv beside it)")
     ev.set_defaults(func=_cmd_eval)
+    xp = sub.add_parser("experiment", help="the paper's tables: train as MLflow parent/child runs, or rebuild tables")
+    xp.add_argument("action", choices=["run", "tables"], help="run: train and tabulate; tables: from the store only")
+    xp.add_argument("names", nargs="*", help="table1, table2, table7, table45 (default: all)")
+    xp.add_argument("--encoders", nargs="+", help="encoder types to include (default: the paper's for that table)")
+    xp.add_argument("--profile", default="tiny", help="conf/profile/PROFILE.yaml and {rl,bc}-PROFILE.yaml")
+    xp.add_argument("--seeds", type=int, nargs="+", default=[0, 1, 2], help="training seeds per configuration")
+    xp.add_argument("--eval-seeds", type=int, default=1, help="zero-shot evaluations per trained agent")
+    xp.add_argument("--data", default="data/default", help="dataset folder (generated if missing)")
+    xp.add_argument("--tracking-uri", default="sqlite:///mlflow.db", help="MLflow store or tracking server")
+    xp.add_argument("--parent", help="tables: this parent run instead of the latest")
+    xp.add_argument("--args", help="extra arguments for every stage run, e.g. '--trainer.max_epochs 1'")
+    xp.add_argument("--out", type=Path, default=Path("outputs/tables"), help="also write the tables here")
+    xp.set_defaults(func=_cmd_experiment)
     sub.add_parser(
         "pretrain",
         help="multi-task poly-encoder pretraining (LightningCLI: lq pretrain fit --config ...)",

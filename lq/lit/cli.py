@@ -137,6 +137,15 @@ class PretrainCLI(StageCLI):
                 if isinstance(logger, MLFlowLogger):
                     logger.experiment.log_text(logger.run_id, markdown, f"tables/{name}.md")
                     logger.experiment.log_text(logger.run_id, to_csv(rows), f"tables/{name}.csv")
+                    # the cells as metrics too, so that experiment tables are rebuilt from the store alone
+                    logger.log_metrics(
+                        {
+                            f"{name.split('_')[0]}/{row['motivations']}/{key}": value
+                            for row in rows
+                            for key, value in row.items()
+                            if key not in ("motivations", "examples") and value == value  # not NaN
+                        }
+                    )
 
 
 class EnvModelCLI(StageCLI):

@@ -1,0 +1,496 @@
+"""The paper's ablation tables end to end, tracked in MLflow (Tables 1, 2, 4, 5, 7; Figures 5, 13 to 17).
+
+An experiment is a set of tables whose cells are metrics of stage runs (``lq rl fit``, ``lq bc fit``,
+``lq pretrain fit``). :func:`run_experiment` opens a *parent* MLflow run, trains every configuration the
+tables need once per seed as a *child* run (a subprocess of the stage's CLI, tagged
+``mlflow.parentRunId``), then calls :func:`build_tables`, which reads the children back from the store
+and logs on the parent each table as Markdown and CSV (mean ± std over seeds) and the learning curves
+as PNG. ``lq experiment tables`` calls the same :func:`build_tables` on the latest parent run of each
+experiment: the tables come from the store alone, with no training.
+
+What the agent stages need and the store lacks is made first, outside the parent run and reused by
+every experiment: the dataset, the environment's partner and Dungeon Master, and the pretrained
+encoders (``general`` before ``adaptive``).
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import statistics
+import subprocess
+import sys
+import tempfile
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from lq.lit.cli import DEFAULT_TRACKING_URI
+
+ENCODERS = ("scratch", "general", "light", "general_light", "adaptive")
+ENCODER_TITLES = {
+    "scratch": "Scratch",
+    "general": "General",
+    "light": "Light",
+    "general_light": "General+Light",
+    "adaptive": "Adaptive",
+}
+ABILITY_TITLES = {
+    "act_speech": "Act+Speech",
+    "act": "Act Only",
+    "speech": "Speech Only",
+    "speech_no_speech_goals": "Speech Only, no speech goals",
+}
+SWITCH_TITLES = {"ratio": "Learned switch", "hardcoded": "Hardcoded switch"}
+GOALS = (
+    ("Act goals", "test/act_goal_rate"),
+    ("Speech goals", "test/speech_goal_rate"),
+    ("Act & Speech", "test/act_and_speech_goal_rate"),
+)
+TIMELINE_COLUMNS = (
+    ("All Hits@1", "all_hits_at_1"),
+    ("All Hits@5", "all_hits_at_5"),
+    ("All Hits@10", "all_hits_at_10"),
+    ("Easiest Hits@1", "easiest_hits_at_1"),
+    ("Leave easiest out Hits@1", "leave_easiest_out_hits_at_1"),
+)
+MOTIVATION_TITLES = {"none": "No motivations", "short": "Short motivations", "long_mid": "Long & mid motivations"}
+# what each stage's learning curves plot (Figures 5 and 15 to 17 for RL, 13 and 14 for pretraining)
+CURVES = {
+    "rl": ("rl/act_goal_rate", "rl/speech_goal_rate", "rl/reward_per_step"),
+    "bc": ("val/loss", "val/action_accuracy"),
+    "pretrain": ("val/hits_at_1",),
+}
+
+
+@dataclass(frozen=True)
+class Config:
+    """One configuration of a stage: trained once per seed, each a child run."""
+
+    stage: str  # "rl", "bc" or "pretrain"
+    encoder: str
+    ability: str = "act_speech"
+    switch: str = "hardcoded"
+
+    @property
+    def key(self) -> str:
+        if self.stage == "pretrain":
+            return f"pretrain-{self.encoder}"
+        return f"{self.stage}-{self.encoder}-{self.ability}-{self.switch}"
+
+
+@dataclass(frozen=True)
+class Cell:
+    config: Config
+    metric: str
+
+
+@dataclass
+class Table:
+    name: str  # artifact name: tables/<name>.md and .csv
+    title: str
+    rows: list[tuple[str, dict[str, Cell]]]  # row title -> column title -> cell
+
+    @property
+    def configs(self) -> list[Config]:
+        return list(dict.fromkeys(c.config for _, cells in self.rows for c in cells.values()))
+
+
+@dataclass
+class Experiment:
+    name: str  # also the MLflow experiment name, lq-<name>
+    title: str
+    tables: list[Table]
+    encoders: Sequence[str] = ()
+    configs: list[Config] = field(init=False)
+
+    def __post_init__(self) -> None:
+        self.configs = list(dict.fromkeys(c for t in self.tables for c in t.configs))
+
+
+def _check_encoders(encoders: Sequence[str]) -> None:
+    unknown = [e for e in encoders if e not in ENCODERS]
+    if unknown:
+        raise ValueError(f"unknown encoder {', '.join(unknown)}: choose from {', '.join(ENCODERS)}")
+
+
+def table1(encoders: Sequence[str] = ENCODERS) -> Experiment:
+    """Encoder types: RL act, speech, act & speech goals and BC act & speech goals (paper Table 1)."""
+    _check_encoders(encoders)
+    rows = []
+    for e in encoders:
+        cells = {f"RL {title}": Cell(Config("rl", e), metric) for title, metric in GOALS}
+        cells["BC Act & Speech"] = Cell(Config("bc", e), "test/act_and_speech_goal_rate")
+        rows.append((ENCODER_TITLES[e], cells))
+    return Experiment("table1", "Table 1: encoder types", [Table("table1", "Table 1: encoder types", rows)], encoders)
+
+
+def table2(encoders: Sequence[str] = ("scratch", "adaptive")) -> Experiment:
+    """Ability types: act and speak, act only, speak only, speak only without speech goals (paper Table 2)."""
+    _check_encoders(encoders)
+    rows = [
+        (
+            title,
+            {
+                f"{ENCODER_TITLES[e]} {g}": Cell(Config("rl", e, ability=ability), metric)
+                for e in encoders
+                for g, metric in GOALS
+            },
+        )
+        for ability, title in ABILITY_TITLES.items()
+    ]
+    return Experiment("table2", "Table 2: ability types", [Table("table2", "Table 2: ability types", rows)], encoders)
+
+
+def table7(encoders: Sequence[str] = ("scratch", "adaptive")) -> Experiment:
+    """Switch types: the learned ratio switch and the hardcoded one (paper Table 7, Figures 16 and 17)."""
+    _check_encoders(encoders)
+    rows = [
+        (
+            f"{ENCODER_TITLES[e]}, {title}",
+            {g: Cell(Config("rl", e, switch=switch), metric) for g, metric in GOALS},
+        )
+        for e in encoders
+        for switch, title in SWITCH_TITLES.items()
+    ]
+    return Experiment("table7", "Table 7: switch types", [Table("table7", "Table 7: switch types", rows)], encoders)
+
+
+def table45(encoders: Sequence[str] = ("general", "light", "general_light", "adaptive")) -> Experiment:
+    """Supervised timeline prediction, Hits@k of 100 (paper Tables 4 and 5, Figures 13 and 14)."""
+    _check_encoders(encoders)
+    if "scratch" in encoders:
+        raise ValueError("Tables 4/5 compare pretrained encoders: scratch is not pretrained")
+    tables = []
+    for name, title in (
+        ("table4", "Table 4: sequential timeline prediction"),
+        ("table5", "Table 5: bag-of-actions timeline prediction"),
+    ):
+        rows = [
+            (
+                f"{ENCODER_TITLES[e]}, {mtitle}",
+                {ctitle: Cell(Config("pretrain", e), f"{name}/{m}/{col}") for ctitle, col in TIMELINE_COLUMNS},
+            )
+            for e in encoders
+            for m, mtitle in MOTIVATION_TITLES.items()
+        ]
+        tables.append(Table(name, title, rows))
+    return Experiment("table45", "Tables 4 and 5: supervised timeline prediction", tables, encoders)
+
+
+EXPERIMENTS: dict[str, Callable[..., Experiment]] = {
+    "table1": table1,
+    "table2": table2,
+    "table7": table7,
+    "table45": table45,
+}
+
+
+# -- running ---------------------------------------------------------------------------------------
+
+
+@dataclass
+class Setup:
+    """Where things are and how big they are trained."""
+
+    profile: str = "tiny"
+    seeds: Sequence[int] = (0, 1, 2)
+    data_dir: str = "data/default"
+    tracking_uri: str = DEFAULT_TRACKING_URI
+    outputs: str = "outputs"
+    eval_seeds: int = 1
+    extra_args: dict[str, Sequence[str]] = field(default_factory=dict)  # per stage ("rl", ...; "*": every stage)
+
+    def profile_config(self, stage: str) -> str:
+        name = f"{stage}-{self.profile}" if stage in ("rl", "bc") else self.profile
+        path = Path("conf/profile") / f"{name}.yaml"
+        if not path.exists():
+            raise FileNotFoundError(f"{path}: no such profile for the {stage} stage (PROFILE={self.profile})")
+        return str(path)
+
+
+def _lq(*args: str) -> None:
+    """Run ``python -m lq ARGS`` and fail loudly with the command if it fails."""
+    cmd = [sys.executable, "-m", "lq", *args]
+    print("$ " + " ".join(cmd), flush=True)
+    done = subprocess.run(cmd, check=False)
+    if done.returncode != 0:
+        raise RuntimeError(f"exit status {done.returncode}: {' '.join(cmd)}")
+
+
+def stage_args(config: Config, setup: Setup, seed: int, out_dir: str | None = None) -> list[str]:
+    """The command line of one stage run (``lq STAGE fit ...``) of ``config`` with ``seed``."""
+    stage = config.stage
+    args = [
+        stage,
+        "fit",
+        "--config",
+        f"conf/{stage}.yaml",
+        "--config",
+        f"conf/encoder/{config.encoder}.yaml",
+        "--config",
+        setup.profile_config(stage),
+        "--seed_everything",
+        str(seed),
+        "--trainer.logger.init_args.tracking_uri",
+        setup.tracking_uri,
+        "--out_dir",
+        out_dir or f"{setup.outputs}/{stage}",
+    ]
+    if stage == "pretrain":
+        args += ["--data.data_dir", setup.data_dir]
+    else:
+        args += [
+            "--model.data_dir",
+            setup.data_dir,
+            "--model.ability",
+            config.ability,
+            "--model.switch",
+            config.switch,
+            "--model.seed",
+            str(seed),
+            "--eval_seeds",
+            str(setup.eval_seeds),
+            "--pretrain_dir",
+            f"{setup.outputs}/pretrain",
+            "--model.partner_checkpoint",
+            f"{setup.outputs}/partner/general/best.ckpt",
+            "--model.dm_checkpoint",
+            f"{setup.outputs}/dm/general/best.ckpt",
+        ]
+    return args + [*setup.extra_args.get("*", ()), *setup.extra_args.get(stage, ())]
+
+
+def prepare(configs: Sequence[Config], setup: Setup) -> None:
+    """Make what the configurations need and the outputs lack: data, partner, DM, pretrained encoders."""
+    if not (Path(setup.data_dir) / "manifest.json").exists():
+        _lq("data", "generate", setup.data_dir)
+    common = ["--seed_everything", "0", "--trainer.logger.init_args.tracking_uri", setup.tracking_uri]
+    if any(c.stage != "pretrain" for c in configs):
+        for stage in ("partner", "dm"):
+            if not Path(f"{setup.outputs}/{stage}/general/best.ckpt").exists():
+                _lq(stage, "fit", "--config", f"conf/{stage}.yaml", "--config", "conf/encoder/general.yaml",
+                    "--config", setup.profile_config(stage), "--data.data_dir", setup.data_dir,
+                    "--out_dir", f"{setup.outputs}/{stage}", *common, *setup.extra_args.get(stage, ()))  # fmt: skip
+    needed = {c.encoder for c in configs if c.stage != "pretrain" and c.encoder != "scratch"}
+    if "adaptive" in needed:
+        needed.add("general")
+    for encoder in sorted(needed, key=ENCODERS.index):  # general before adaptive
+        if not Path(f"{setup.outputs}/pretrain/{encoder}/best.ckpt").exists():
+            _lq(*stage_args(Config("pretrain", encoder), setup, 0), *_init_from(encoder, f"{setup.outputs}/pretrain"))
+
+
+def _init_from(encoder: str, pretrain_dir: str) -> list[str]:
+    return ["--model.encoder.init_from", f"{pretrain_dir}/general/best.ckpt"] if encoder == "adaptive" else []
+
+
+def _client(tracking_uri: str):
+    from mlflow.tracking import MlflowClient
+
+    return MlflowClient(tracking_uri)
+
+
+def experiment_id(client, name: str) -> str:
+    found = client.get_experiment_by_name(f"lq-{name}")
+    return found.experiment_id if found is not None else client.create_experiment(f"lq-{name}")
+
+
+def run_experiment(experiment: Experiment, setup: Setup, log: Callable[[str], None] = print) -> str:
+    """Train every configuration of ``experiment`` per seed as children of a new parent run, then build its tables;
+    returns the parent's run id."""
+    prepare(experiment.configs, setup)
+    client = _client(setup.tracking_uri)
+    exp_id = experiment_id(client, experiment.name)
+    parent = client.create_run(
+        exp_id,
+        run_name=f"{experiment.name}-{setup.profile}",
+        tags={"lq.experiment": experiment.name, "lq.profile": setup.profile, "lq.role": "parent"},
+    )
+    pid = parent.info.run_id
+    client.log_param(pid, "seeds", " ".join(map(str, setup.seeds)))
+    client.log_param(pid, "encoders", " ".join(experiment.encoders))
+    client.log_param(pid, "configurations", len(experiment.configs))
+    try:
+        for config in experiment.configs:
+            for seed in setup.seeds:
+                log(f"[{experiment.name}] {config.key} seed {seed}")
+                tags = {"mlflow.parentRunId": pid, "lq.config": config.key, "lq.seed": str(seed)}
+                out_dir = None
+                extra: list[str] = []
+                if config.stage == "pretrain":  # one encoder per seed, kept apart from the agents' encoders
+                    out_dir = f"{setup.outputs}/experiments/{experiment.name}/seed-{seed}"
+                    extra = _init_from(config.encoder, out_dir)
+                _lq(
+                    *stage_args(config, setup, seed, out_dir),
+                    *extra,
+                    "--trainer.logger.init_args.experiment_name",
+                    f"lq-{experiment.name}",
+                    "--trainer.logger.init_args.tags",
+                    json.dumps(tags),
+                )
+        build_tables(experiment, pid, setup.tracking_uri, log)
+    except BaseException:
+        client.set_terminated(pid, "FAILED")
+        raise
+    client.set_terminated(pid, "FINISHED")
+    return pid
+
+
+# -- tables from the store ---------------------------------------------------------------------------
+
+
+def children(client, parent_id: str) -> list:
+    exp_id = client.get_run(parent_id).info.experiment_id
+    return client.search_runs(
+        [exp_id], filter_string=f"tags.mlflow.parentRunId = '{parent_id}' and attributes.status = 'FINISHED'"
+    )
+
+
+def _mean_std(values: Sequence[float]) -> tuple[float, float]:
+    return statistics.fmean(values), statistics.pstdev(values) if len(values) > 1 else 0.0
+
+
+def cell_values(client, runs: Sequence, cell: Cell) -> list[float]:
+    """The cell's metric in each seed's child run (a metric logged several times, e.g. one zero-shot evaluation
+    per evaluation seed, counts as its mean)."""
+    values = []
+    for run in runs:
+        if run.data.tags.get("lq.config") != cell.config.key:
+            continue
+        history = [m.value for m in client.get_metric_history(run.info.run_id, cell.metric)]
+        if history:
+            values.append(statistics.fmean(history))
+    return values
+
+
+def render(table: Table, values: dict[tuple[str, str], list[float]]) -> tuple[str, str]:
+    """Markdown (mean ± std, and the number of seeds) and CSV of a table; a cell without runs reads "n/a"."""
+    columns = list(dict.fromkeys(c for _, cells in table.rows for c in cells))
+    md = [f"**{table.title}** (mean ± std over seeds)", "", "| | " + " | ".join(columns) + " | seeds |"]
+    md.append("|---|" + "---:|" * (len(columns) + 1))
+    csv = ["row," + ",".join(f'"{c} mean","{c} std"' for c in columns) + ",seeds"]
+    for row, cells in table.rows:
+        shown, numbers, seeds = [], [], []
+        for column in columns:
+            got = values.get((row, column), []) if column in cells else []
+            seeds.append(len(got))
+            if got:
+                mean, std = _mean_std(got)
+                shown.append(f"{mean:.3f} ± {std:.3f}")
+                numbers += [f"{mean:.4f}", f"{std:.4f}"]
+            else:
+                shown.append("n/a")
+                numbers += ["", ""]
+        n = min(s for s in seeds) if seeds else 0
+        md.append(f"| {row} | " + " | ".join(shown) + f" | {n} |")
+        csv.append(f'"{row}",' + ",".join(numbers) + f",{n}")
+    return "\n".join(md) + "\n", "\n".join(csv) + "\n"
+
+
+def curves_png(client, experiment: Experiment, runs: Sequence, stage: str, path: Path) -> bool:
+    """The learning curves of ``stage``'s configurations (mean over seeds, shaded ± std) as one PNG; False if none."""
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    metrics = CURVES[stage]
+    configs = [c for c in experiment.configs if c.stage == stage]
+    if not configs:
+        return False
+    fig, axes = plt.subplots(1, len(metrics), figsize=(6 * len(metrics), 4), squeeze=False)
+    drawn = False
+    for ax, metric in zip(axes[0], metrics, strict=True):
+        for config in configs:
+            series = [
+                {m.step: m.value for m in client.get_metric_history(r.info.run_id, metric)}
+                for r in runs
+                if r.data.tags.get("lq.config") == config.key
+            ]
+            series = [s for s in series if s]
+            if not series:
+                continue
+            steps = sorted(set.intersection(*(set(s) for s in series)))
+            if not steps:
+                continue
+            stats = [_mean_std([s[x] for s in series]) for x in steps]
+            mean = [m for m, _ in stats]
+            ax.plot(steps, mean, label=f"{config.key} ({len(series)} seeds)")
+            ax.fill_between(steps, [m - s for m, s in stats], [m + s for m, s in stats], alpha=0.2)
+            drawn = True
+        ax.set_title(metric)
+        ax.set_xlabel("step")
+        ax.grid(alpha=0.3)
+        if ax.get_legend_handles_labels()[0]:
+            ax.legend(fontsize=7)
+    fig.suptitle(f"{experiment.title}: {stage} learning curves")
+    fig.tight_layout()
+    if drawn:
+        fig.savefig(path, dpi=100)
+    plt.close(fig)
+    return drawn
+
+
+def build_tables(
+    experiment: Experiment, parent_id: str, tracking_uri: str = DEFAULT_TRACKING_URI, log: Callable[[str], None] = print
+) -> dict[str, tuple[str, str]]:
+    """Read the parent's children from the store and log on the parent ``tables/<name>.md``/``.csv`` and
+    ``curves/<stage>.png``; returns each table's Markdown and CSV."""
+    client = _client(tracking_uri)
+    runs = children(client, parent_id)
+    out = {}
+    with tempfile.TemporaryDirectory() as tmp:
+        for table in experiment.tables:
+            values = {
+                (row, column): cell_values(client, runs, cell)
+                for row, cells in table.rows
+                for column, cell in cells.items()
+            }
+            md, csv = render(table, values)
+            client.log_text(parent_id, md, f"tables/{table.name}.md")
+            client.log_text(parent_id, csv, f"tables/{table.name}.csv")
+            log(md)
+            out[table.name] = (md, csv)
+        for stage in CURVES:
+            path = Path(tmp) / f"{stage}.png"
+            if curves_png(client, experiment, runs, stage, path):
+                client.log_artifact(parent_id, str(path), "curves")
+    return out
+
+
+def latest_parent(tracking_uri: str, name: str) -> str | None:
+    """The newest finished parent run of experiment ``name`` in the store, if any."""
+    client = _client(tracking_uri)
+    found = client.get_experiment_by_name(f"lq-{name}")
+    if found is None:
+        return None
+    runs = client.search_runs(
+        [found.experiment_id],
+        filter_string="tags.`lq.role` = 'parent' and attributes.status = 'FINISHED'",
+        order_by=["attributes.start_time DESC"],
+        max_results=1,
+    )
+    return runs[0].info.run_id if runs else None
+
+
+def experiment_for(client, parent_id: str) -> Experiment:
+    """The experiment a parent run ran, with the encoders its children used."""
+    run = client.get_run(parent_id)
+    name = run.data.tags.get("lq.experiment")
+    if name not in EXPERIMENTS:
+        raise ValueError(f"run {parent_id} is not an lq experiment's parent run (tag lq.experiment={name!r})")
+    encoders = run.data.params.get("encoders")
+    return EXPERIMENTS[name](*([encoders.split()] if encoders else []))
+
+
+def write_local(tables: dict[str, tuple[str, str]], out_dir: str | Path) -> None:
+    """Also keep the tables as files (written to a temporary file, then renamed)."""
+    out_dir = Path(out_dir)
+    out_dir.mkdir(parents=True, exist_ok=True)
+    for name, (md, csv) in tables.items():
+        for suffix, text in ((".md", md), (".csv", csv)):
+            target = out_dir / f"{name}{suffix}"
+            fd, tmp = tempfile.mkstemp(dir=out_dir, prefix=f".{name}", suffix=suffix)
+            with os.fdopen(fd, "w") as f:
+                f.write(text)
+            os.replace(tmp, target)

@@ -1,0 +1,127 @@
+"""Experiment drivers: parent and child MLflow runs, tables from the store, learning curves."""
+
+import shutil
+from pathlib import Path
+
+import pytest
+from mlflow.tracking import MlflowClient
+
+from lq import experiments as X
+from lq.cli import main
+from tests.lit.test_agent_cli import TINY_AGENT
+
+ROOT = Path(__file__).resolve().parents[2]
+
+
+def _fake_children(client: MlflowClient, experiment: X.Experiment, values: dict[str, list[float]]) -> str:
+    """A parent run whose children hold ``values[metric]`` (one child per seed) for every configuration."""
+    exp_id = X.experiment_id(client, experiment.name)
+    parent = client.create_run(exp_id, tags={"lq.experiment": experiment.name, "lq.role": "parent"}).info.run_id
+    client.log_param(parent, "encoders", " ".join(experiment.encoders))
+    for config in experiment.configs:
+        for seed in range(2):
+            tags = {"mlflow.parentRunId": parent, "lq.config": config.key, "lq.seed": str(seed)}
+            child = client.create_run(exp_id, tags=tags).info.run_id
+            for metric, by_seed in values.items():
+                client.log_metric(child, metric, by_seed[seed], step=0)
+            for step in range(3):  # a learning curve
+                client.log_metric(child, "rl/act_goal_rate", 0.1 * step + seed, step=step)
+            client.set_terminated(child, "FINISHED")
+    client.set_terminated(parent, "FINISHED")
+    return parent
+
+
+def test_tables_are_means_and_stds_over_the_children_and_rebuild_from_the_store(tmp_path):
+    uri = f"sqlite:///{tmp_path / 'mlflow.db'}"
+    client = MlflowClient(uri)
+    experiment = X.table1(["scratch", "general_light"])
+    parent = _fake_children(
+        client,
+        experiment,
+        {
+            "test/act_goal_rate": [0.2, 0.4],
+            "test/speech_goal_rate": [0.0, 0.1],
+            "test/act_and_speech_goal_rate": [0.0, 0.0],
+        },
+    )
+    tables = X.build_tables(experiment, parent, uri, log=lambda _: None)
+    md, csv = tables["table1"]
+    assert "| Scratch | 0.300 ± 0.100 | 0.050 ± 0.050 | 0.000 ± 0.000 | 0.000 ± 0.000 | 2 |" in md
+    assert "| General+Light |" in md
+    assert csv.splitlines()[1] == '"Scratch",0.3000,0.1000,0.0500,0.0500,0.0000,0.0000,0.0000,0.0000,2'
+    artifacts = {a.path for a in client.list_artifacts(parent, "tables")} | {
+        a.path for a in client.list_artifacts(parent, "curves")
+    }
+    assert artifacts == {"tables/table1.md", "tables/table1.csv", "curves/rl.png"}
+
+    # `lq experiment tables`: the latest parent, its experiment read back from the run, the same table
+    assert X.latest_parent(uri, "table1") == parent
+    again = X.build_tables(X.experiment_for(client, parent), parent, uri, log=lambda _: None)
+    assert again == tables
+    out = tmp_path / "tables"
+    assert main(["experiment", "tables", "table1", "--tracking-uri", uri, "--out", str(out)]) == 0
+    assert (out / "table1.md").read_text() == md and (out / "table1.csv").read_text() == csv
+
+
+def test_a_missing_cell_reads_n_a_and_bad_names_are_refused(tmp_path):
+    table = X.table7(["scratch"]).tables[0]
+    md, csv = X.render(table, {("Scratch, Learned switch", "Act goals"): [0.5]})
+    assert "| Scratch, Learned switch | 0.500 ± 0.000 | n/a | n/a | 0 |" in md
+    assert csv.splitlines()[2].startswith('"Scratch, Hardcoded switch",,,')
+    with pytest.raises(ValueError, match="unknown encoder bogus"):
+        X.table1(["bogus"])
+    with pytest.raises(ValueError, match="scratch is not pretrained"):
+        X.table45(["scratch"])
+    assert main(["experiment", "tables", "table9", "--tracking-uri", f"sqlite:///{tmp_path / 'm.db'}"]) == 2
+    with pytest.raises(FileNotFoundError, match="rl-huge.yaml"):
+        X.Setup(profile="huge").profile_config("rl")
+
+
+def test_the_paper_tables_have_their_configurations():
+    assert len(X.table1().configs) == 10  # 5 encoders x (RL, BC)
+    assert len(X.table2().configs) == 8  # 4 abilities x (scratch, adaptive)
+    assert {c.switch for c in X.table7().configs} == {"ratio", "hardcoded"}
+    t45 = X.table45()
+    assert [t.name for t in t45.tables] == ["table4", "table5"] and len(t45.configs) == 4
+
+
+def test_run_experiment_trains_children_under_a_parent_and_tabulates(setup_dir, tmp_path, monkeypatch):
+    """Table 1 for the scratch encoder, two seeds: RL and BC children of one parent, then the table and curves."""
+    monkeypatch.chdir(ROOT)
+    outputs = tmp_path / "outputs"
+    for name in ("partner", "dm"):
+        (outputs / name / "general").mkdir(parents=True)
+        shutil.copy(setup_dir / f"{name}.ckpt", outputs / name / "general" / "best.ckpt")
+    uri = f"sqlite:///{tmp_path / 'mlflow.db'}"
+    setup = X.Setup(
+        profile="tiny",
+        seeds=(0, 1),
+        data_dir=str(setup_dir / "data"),
+        tracking_uri=uri,
+        outputs=str(outputs),
+        extra_args={
+            "*": TINY_AGENT,
+            "rl": [
+                "--model.num_envs=4",
+                "--model.rollout_steps=2",
+                "--model.max_steps=4",
+                "--model.updates_per_epoch=2",
+                "--trainer.log_every_n_steps=1",
+            ],
+            "bc": ["--model.batch_size=8", "--trainer.limit_train_batches=2"],
+        },
+    )
+    experiment = X.table1(["scratch"])
+    parent = X.run_experiment(experiment, setup, log=lambda _: None)
+    client = MlflowClient(uri)
+    kids = X.children(client, parent)
+    assert sorted((r.data.tags["lq.config"], r.data.tags["lq.seed"]) for r in kids) == [
+        ("bc-scratch-act_speech-hardcoded", "0"),
+        ("bc-scratch-act_speech-hardcoded", "1"),
+        ("rl-scratch-act_speech-hardcoded", "0"),
+        ("rl-scratch-act_speech-hardcoded", "1"),
+    ]
+    assert client.get_run(parent).info.status == "FINISHED"
+    md = client.download_artifacts(parent, "tables/table1.md", str(tmp_path))
+    assert "| Scratch |" in Path(md).read_text() and "n/a" not in Path(md).read_text()
+    assert {a.path for a in client.list_artifacts(parent, "curves")} == {"curves/rl.png", "curves/bc.png"}
