@@ -291,8 +291,12 @@ def _client(tracking_uri: str):
 
 
 def experiment_id(client, name: str) -> str:
+    """The MLflow experiment ``lq-<name>`` (created if missing), marked for model training so that the UI opens on
+    its runs table."""
     found = client.get_experiment_by_name(f"lq-{name}")
-    return found.experiment_id if found is not None else client.create_experiment(f"lq-{name}")
+    exp_id = found.experiment_id if found is not None else client.create_experiment(f"lq-{name}")
+    client.set_experiment_tag(exp_id, "mlflow.experimentKind", "custom_model_development")
+    return exp_id
 
 
 def run_experiment(experiment: Experiment, setup: Setup, log: Callable[[str], None] = print) -> str:
