@@ -25,7 +25,7 @@ ARGS ?=
 WORLD ?= ../shared/data/light_worlds/dragon-village.json
 AS ?=
 
-.PHONY: help venv test test-fast data download stats pretrain partner dm env-models bc rl eval play bench ui clean
+.PHONY: help venv test test-fast quickstart ablations tables ui-screenshot data download stats pretrain partner dm env-models bc rl eval play bench ui clean
 
 help: ## show this help
 	@grep -hE '^[a-zA-Z_.-]+:.*?## ' $(MAKEFILE_LIST) | awk 'BEGIN {FS = ":.*?## "}; {printf "  \033[36mmake %-12s\033[0m %s\n", $$1, $$2}'
@@ -38,6 +38,21 @@ $(STAMP): pyproject.toml
 	$(BIN)/pip install --quiet "torch==2.13.0"
 	$(BIN)/pip install --quiet -e ".[dev]"
 	touch $(STAMP)
+
+QUICK_ENCODERS ?= scratch general_light
+quickstart: $(STAMP) ## from nothing: data, partner, DM, pretraining, BC and RL, zero-shot Table 1 (scratch vs general_light, 1 seed)
+	$(BIN)/lq experiment run table1 --encoders $(QUICK_ENCODERS) --seeds 0 --profile $(PROFILE) --data $(DATA)
+	@echo "Browse the runs: make ui, then open http://127.0.0.1:5000 (experiment lq-table1: the parent run, its children, tables/ and curves/)"
+
+EXPERIMENTS ?= table1 table2 table7 table45
+ablations: $(STAMP) ## the paper's tables as MLflow parent/child runs: make ablations [PROFILE=tiny] [SEEDS="0 1 2"] [EXPERIMENTS=...]
+	$(BIN)/lq experiment run $(EXPERIMENTS) --seeds $(SEEDS) --profile $(PROFILE) --data $(DATA)
+
+tables: $(STAMP) ## rebuild every table and curve from the MLflow store alone (no training) into outputs/tables/
+	$(BIN)/lq experiment tables $(EXPERIMENTS)
+
+ui-screenshot: $(STAMP) ## screenshots of the MLflow UI by headless chromium (apt-get install chromium): outputs/ui/*.png
+	$(BIN)/python experiments/ui_screenshot.py --experiment $(firstword $(EXPERIMENTS)) --out outputs/ui
 
 venv: $(STAMP) ## create .venv and install lq with its dev extras
 

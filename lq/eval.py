@@ -11,6 +11,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass, field
 
 import torch
+from tqdm.auto import tqdm
 
 from lq.envs.quest_env import QuestEnv
 from lq.rl.acting import Actor
@@ -33,8 +34,9 @@ class EvalResult:
 
 
 @torch.no_grad()
-def evaluate(env: QuestEnv, actor: Actor, seed: int = 0) -> EvalResult:
-    """Play every instance of ``env`` once (the env must not auto-reset); greedy unless the actor is random."""
+def evaluate(env: QuestEnv, actor: Actor, seed: int = 0, progress: bool = True) -> EvalResult:
+    """Play every instance of ``env`` once (the env must not auto-reset); greedy unless the actor is random.
+    ``progress``: a progress bar over the quests (on stderr)."""
     if env.auto_reset:
         raise ValueError("evaluation plays each quest once: build the environment with auto_reset=False")
     torch.manual_seed(seed)
@@ -44,6 +46,7 @@ def evaluate(env: QuestEnv, actor: Actor, seed: int = 0) -> EvalResult:
         agent.eval()
     episodes: list[dict] = []
     order = list(range(len(env.instances)))
+    bar = tqdm(total=len(order), desc="zero-shot episodes", unit="quest", disable=not progress, leave=False)
     for start in range(0, len(order), env.batch_size):
         chunk = order[start : start + env.batch_size]
         obs, infos = env.reset(chunk)
@@ -55,7 +58,9 @@ def evaluate(env: QuestEnv, actor: Actor, seed: int = 0) -> EvalResult:
             for i, (done, info) in enumerate(zip(dones, infos, strict=True)):
                 if done and i not in finished:
                     finished[i] = info["episode"]
+                    bar.update()
         episodes += [finished[i] for i in range(len(chunk))]
+    bar.close()
     if agent is not None:
         agent.train(was_training)
     n = max(len(episodes), 1)
