@@ -125,3 +125,25 @@ def test_run_experiment_trains_children_under_a_parent_and_tabulates(setup_dir, 
     md = client.download_artifacts(parent, "tables/table1.md", str(tmp_path))
     assert "| Scratch |" in Path(md).read_text() and "n/a" not in Path(md).read_text()
     assert {a.path for a in client.list_artifacts(parent, "curves")} == {"curves/rl.png", "curves/bc.png"}
+
+
+@pytest.mark.slow
+@pytest.mark.skipif(
+    shutil.which("chromium") is None, reason="Debian's chromium is not installed (apt-get install chromium)"
+)
+def test_the_mlflow_ui_shows_the_parent_its_children_and_the_table_in_a_real_browser(tmp_path, monkeypatch):
+    import importlib.util
+
+    monkeypatch.chdir(tmp_path)  # the store's artifacts go under tmp_path/mlruns
+    uri = f"sqlite:///{tmp_path / 'mlflow.db'}"
+    experiment = X.table1(["scratch"])
+    parent = _fake_children(MlflowClient(uri), experiment, {"test/act_goal_rate": [0.2, 0.4]})
+    X.build_tables(experiment, parent, uri, log=lambda _: None)
+    spec = importlib.util.spec_from_file_location("ui_screenshot", ROOT / "experiments" / "ui_screenshot.py")
+    script = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(script)
+    out = tmp_path / "ui"
+    assert script.main(["--tracking-uri", uri, "--experiment", "table1", "--out", str(out)]) == 0
+    for name in ("runs.png", "parent.png", "table.png"):
+        data = (out / name).read_bytes()
+        assert data[:8] == b"\x89PNG\r\n\x1a\n" and len(data) > 10_000
