@@ -132,9 +132,9 @@ def _cmd_experiment(args: argparse.Namespace) -> int:
     if args.action == "run":
         for name in names:
             experiment = X.EXPERIMENTS[name](*([args.encoders] if args.encoders else []))
-            parent = X.run_experiment(experiment, setup)
+            parent, tables = X.run_experiment(experiment, setup)
             print(f"{experiment.title}: parent run {parent} in MLflow experiment lq-{name}")
-            X.write_local(X.build_tables(experiment, parent, setup.tracking_uri, log=lambda _: None), args.out)
+            X.write_local(tables, args.out)
     else:
         from mlflow.tracking import MlflowClient
 

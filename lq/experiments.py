@@ -299,9 +299,11 @@ def experiment_id(client, name: str) -> str:
     return exp_id
 
 
-def run_experiment(experiment: Experiment, setup: Setup, log: Callable[[str], None] = print) -> str:
+def run_experiment(
+    experiment: Experiment, setup: Setup, log: Callable[[str], None] = print
+) -> tuple[str, dict[str, tuple[str, str]]]:
     """Train every configuration of ``experiment`` per seed as children of a new parent run, then build its tables;
-    returns the parent's run id."""
+    returns the parent's run id and the tables (Markdown, CSV)."""
     prepare(experiment.configs, setup)
     client = _client(setup.tracking_uri)
     exp_id = experiment_id(client, experiment.name)
@@ -332,12 +334,12 @@ def run_experiment(experiment: Experiment, setup: Setup, log: Callable[[str], No
                     "--trainer.logger.init_args.tags",
                     json.dumps(tags),
                 )
-        build_tables(experiment, pid, setup.tracking_uri, log)
+        tables = build_tables(experiment, pid, setup.tracking_uri, log)
     except BaseException:
         client.set_terminated(pid, "FAILED")
         raise
     client.set_terminated(pid, "FINISHED")
-    return pid
+    return pid, tables
 
 
 # -- tables from the store ---------------------------------------------------------------------------

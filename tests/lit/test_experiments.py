@@ -112,7 +112,7 @@ def test_run_experiment_trains_children_under_a_parent_and_tabulates(setup_dir, 
         },
     )
     experiment = X.table1(["scratch"])
-    parent = X.run_experiment(experiment, setup, log=lambda _: None)
+    parent, tables = X.run_experiment(experiment, setup, log=lambda _: None)
     client = MlflowClient(uri)
     kids = X.children(client, parent)
     assert sorted((r.data.tags["lq.config"], r.data.tags["lq.seed"]) for r in kids) == [
@@ -122,8 +122,8 @@ def test_run_experiment_trains_children_under_a_parent_and_tabulates(setup_dir, 
         ("rl-scratch-act_speech-hardcoded", "1"),
     ]
     assert client.get_run(parent).info.status == "FINISHED"
-    md = client.download_artifacts(parent, "tables/table1.md", str(tmp_path))
-    assert "| Scratch |" in Path(md).read_text() and "n/a" not in Path(md).read_text()
+    md = Path(client.download_artifacts(parent, "tables/table1.md", str(tmp_path))).read_text()
+    assert md == tables["table1"][0] and "| Scratch |" in md and "n/a" not in md
     assert {a.path for a in client.list_artifacts(parent, "curves")} == {"curves/rl.png", "curves/bc.png"}
 
 
