@@ -209,10 +209,14 @@ class Setup:
         return str(path)
 
 
+def _print(text: str) -> None:
+    print(text, flush=True)  # in order with the children's output when stdout is a file
+
+
 def _lq(*args: str) -> None:
     """Run ``python -m lq ARGS`` and fail loudly with the command if it fails."""
     cmd = [sys.executable, "-m", "lq", *args]
-    print("$ " + " ".join(cmd), flush=True)
+    _print("$ " + " ".join(cmd))
     done = subprocess.run(cmd, check=False)
     if done.returncode != 0:
         raise RuntimeError(f"exit status {done.returncode}: {' '.join(cmd)}")
@@ -300,7 +304,7 @@ def experiment_id(client, name: str) -> str:
 
 
 def run_experiment(
-    experiment: Experiment, setup: Setup, log: Callable[[str], None] = print
+    experiment: Experiment, setup: Setup, log: Callable[[str], None] = _print
 ) -> tuple[str, dict[str, tuple[str, str]]]:
     """Train every configuration of ``experiment`` per seed as children of a new parent run, then build its tables;
     returns the parent's run id and the tables (Markdown, CSV)."""
@@ -438,7 +442,10 @@ def curves_png(client, experiment: Experiment, runs: Sequence, stage: str, path:
 
 
 def build_tables(
-    experiment: Experiment, parent_id: str, tracking_uri: str = DEFAULT_TRACKING_URI, log: Callable[[str], None] = print
+    experiment: Experiment,
+    parent_id: str,
+    tracking_uri: str = DEFAULT_TRACKING_URI,
+    log: Callable[[str], None] = _print,
 ) -> dict[str, tuple[str, str]]:
     """Read the parent's children from the store and log on the parent ``tables/<name>.md``/``.csv`` and
     ``curves/<stage>.png``; returns each table's Markdown and CSV."""
