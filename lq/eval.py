@@ -72,12 +72,16 @@ def evaluate(env: QuestEnv, actor: Actor, seed: int = 0, progress: bool = True) 
     )
 
 
+def mean_std_of(values: Sequence[float]) -> tuple[float, float]:
+    """Mean and (population) standard deviation over seeds; 0 for a single value."""
+    return statistics.fmean(values), statistics.pstdev(values) if len(values) > 1 else 0.0
+
+
 def mean_std(results: Sequence[EvalResult]) -> dict[str, tuple[float, float]]:
-    out = {}
-    for key in ("act_goal_rate", "speech_goal_rate", "act_and_speech_rate"):
-        values = [getattr(r, key) for r in results]
-        out[key] = (statistics.fmean(values), statistics.pstdev(values) if len(values) > 1 else 0.0)
-    return out
+    return {
+        key: mean_std_of([getattr(r, key) for r in results])
+        for key in ("act_goal_rate", "speech_goal_rate", "act_and_speech_rate")
+    }
 
 
 COLUMNS = (

@@ -25,6 +25,7 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from lq.eval import mean_std_of
 from lq.lit.cli import DEFAULT_TRACKING_URI
 
 ENCODERS = ("scratch", "general", "light", "general_light", "adaptive")
@@ -67,7 +68,7 @@ CURVES = {
 class Config:
     """One configuration of a stage: trained once per seed, each a child run."""
 
-    stage: str  # "rl", "bc" or "pretrain"
+    stage: str  # "rl", "bc" or "pretrain" (and "partner", "dm": the environment's models)
     encoder: str
     ability: str = "act_speech"
     switch: str = "hardcoded"
@@ -241,7 +242,7 @@ def stage_args(config: Config, setup: Setup, seed: int, out_dir: str | None = No
         "--out_dir",
         out_dir or f"{setup.outputs}/{stage}",
     ]
-    if stage == "pretrain":
+    if stage in ("pretrain", "partner", "dm"):  # the poly-encoder stages read a DataModule
         args += ["--data.data_dir", setup.data_dir]
     else:
         args += [
@@ -269,13 +270,10 @@ def prepare(configs: Sequence[Config], setup: Setup) -> None:
     """Make what the configurations need and the outputs lack: data, partner, DM, pretrained encoders."""
     if not (Path(setup.data_dir) / "manifest.json").exists():
         _lq("data", "generate", setup.data_dir)
-    common = ["--seed_everything", "0", "--trainer.logger.init_args.tracking_uri", setup.tracking_uri]
     if any(c.stage != "pretrain" for c in configs):
         for stage in ("partner", "dm"):
             if not Path(f"{setup.outputs}/{stage}/general/best.ckpt").exists():
-                _lq(stage, "fit", "--config", f"conf/{stage}.yaml", "--config", "conf/encoder/general.yaml",
-                    "--config", setup.profile_config(stage), "--data.data_dir", setup.data_dir,
-                    "--out_dir", f"{setup.outputs}/{stage}", *common, *setup.extra_args.get(stage, ()))  # fmt: skip
+                _lq(*stage_args(Config(stage, "general"), setup, 0))
     needed = {c.encoder for c in configs if c.stage != "pretrain" and c.encoder != "scratch"}
     if "adaptive" in needed:
         needed.add("general")
@@ -356,10 +354,6 @@ def children(client, parent_id: str) -> list:
     )
 
 
-def _mean_std(values: Sequence[float]) -> tuple[float, float]:
-    return statistics.fmean(values), statistics.pstdev(values) if len(values) > 1 else 0.0
-
-
 def cell_values(client, runs: Sequence, cell: Cell) -> list[float]:
     """The cell's metric in each seed's child run (a metric logged several times, e.g. one zero-shot evaluation
     per evaluation seed, counts as its mean)."""
@@ -385,7 +379,7 @@ def render(table: Table, values: dict[tuple[str, str], list[float]]) -> tuple[st
             got = values.get((row, column), []) if column in cells else []
             seeds.append(len(got))
             if got:
-                mean, std = _mean_std(got)
+                mean, std = mean_std_of(got)
                 shown.append(f"{mean:.3f} ± {std:.3f}")
                 numbers += [f"{mean:.4f}", f"{std:.4f}"]
             else:
@@ -423,7 +417,7 @@ def curves_png(client, experiment: Experiment, runs: Sequence, stage: str, path:
             steps = sorted(set.intersection(*(set(s) for s in series)))
             if not steps:
                 continue
-            stats = [_mean_std([s[x] for s in series]) for x in steps]
+            stats = [mean_std_of([s[x] for s in series]) for x in steps]
             mean = [m for m, _ in stats]
             ax.plot(steps, mean, label=f"{config.key} ({len(series)} seeds)")
             ax.fill_between(steps, [m - s for m, s in stats], [m + s for m, s in stats], alpha=0.2)

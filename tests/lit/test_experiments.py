@@ -83,6 +83,8 @@ def test_the_paper_tables_have_their_configurations():
     assert {c.switch for c in X.table7().configs} == {"ratio", "hardcoded"}
     t45 = X.table45()
     assert [t.name for t in t45.tables] == ["table4", "table5"] and len(t45.configs) == 4
+    env_model = X.stage_args(X.Config("partner", "general"), X.Setup(data_dir="d"), 0)
+    assert env_model[:2] == ["partner", "fit"] and "--data.data_dir" in env_model and "--model.ability" not in env_model
 
 
 def test_run_experiment_trains_children_under_a_parent_and_tabulates(setup_dir, tmp_path, monkeypatch):
