@@ -25,12 +25,25 @@ class EvalResult:
     episodes: list[dict] = field(default_factory=list, repr=False)
 
     def transcripts(self) -> str:
-        """Every episode as the paper's appendix shows them: the quest, then each turn, then the outcome."""
-        return "\n\n".join(
-            f"{e['transcript']}\n  => act goal: {e['act_goal_by'] or 'no'}, speech score {e['speech_score']:.2f}"
-            f" (speech goal: {'yes' if e['speech_goal'] else 'no'}), {e['steps']} turns"
-            for e in self.episodes
+        """Every episode as the paper's appendix shows them (the quest, then each turn, the agent's to the right),
+        grouped as there: the agent reached the act goal itself, the partner reached it, neither did. Within a group,
+        episodes that also reached the speech goal come first."""
+        groups = (
+            ("Self act completion transcripts", "self"),
+            ("Partner act completion transcripts", "partner"),
+            ("Act goal not reached", None),
         )
+        parts = []
+        for title, by in groups:
+            chosen = sorted((e for e in self.episodes if e["act_goal_by"] == by), key=lambda e: not e["speech_goal"])
+            both = sum(e["speech_goal"] for e in chosen)
+            parts.append(f"=== {title}: {len(chosen)} episodes, {both} of them with the speech goal ===")
+            parts += [
+                f"{e['transcript']}\n  => act goal: {e['act_goal_by'] or 'no'}, speech score {e['speech_score']:.2f}"
+                f" (speech goal: {'yes' if e['speech_goal'] else 'no'}), {e['steps']} turns"
+                for e in chosen
+            ]
+        return "\n\n".join(parts) + "\n"
 
 
 @torch.no_grad()

@@ -357,14 +357,49 @@ def children(client, parent_id: str) -> list:
 def cell_values(client, runs: Sequence, cell: Cell) -> list[float]:
     """The cell's metric in each seed's child run (a metric logged several times, e.g. one zero-shot evaluation
     per evaluation seed, counts as its mean)."""
-    values = []
+    values = [
+        metric_mean(client, run, cell.metric) for run in runs if run.data.tags.get("lq.config") == cell.config.key
+    ]
+    return [v for v in values if v is not None]
+
+
+def metric_mean(client, run, metric: str) -> float | None:
+    """The mean of every value ``run`` logged for ``metric`` (None if it logged none)."""
+    history = [m.value for m in client.get_metric_history(run.info.run_id, metric)]
+    return statistics.fmean(history) if history else None
+
+
+def best_agent(client, runs: Sequence):
+    """The agent child run (RL or BC) with the best zero-shot test results: act & speech goals, then act goals, then
+    speech goals; None if no agent child was evaluated."""
+    scored = []
     for run in runs:
-        if run.data.tags.get("lq.config") != cell.config.key:
+        if run.data.tags.get("lq.config", "").split("-")[0] not in ("rl", "bc"):
             continue
-        history = [m.value for m in client.get_metric_history(run.info.run_id, cell.metric)]
-        if history:
-            values.append(statistics.fmean(history))
-    return values
+        score = tuple(metric_mean(client, run, metric) for _, metric in (GOALS[2], GOALS[0], GOALS[1]))
+        if None not in score:
+            scored.append((score, run))
+    return max(scored, key=lambda x: x[0])[1] if scored else None
+
+
+def log_best_transcripts(client, runs: Sequence, parent_id: str, tmp: str) -> str | None:
+    """Copy the best agent's zero-shot test transcripts (first evaluation seed) onto the parent as
+    ``transcripts/best_agent.txt``, under a line naming the run; returns that line (None without transcripts)."""
+    best = best_agent(client, runs)
+    if best is None:
+        return None
+    run_id = best.info.run_id
+    name = "transcripts/test_seed0.txt"
+    if name not in {a.path for a in client.list_artifacts(run_id, "transcripts")}:
+        return None
+    text = Path(client.download_artifacts(run_id, name, tmp)).read_text()
+    rates = ", ".join(f"{title.lower()} {metric_mean(client, best, metric):.3f}" for title, metric in GOALS)
+    line = (
+        f"Best agent: {best.data.tags['lq.config']} seed {best.data.tags.get('lq.seed', '?')} (run {run_id}), "
+        f"zero-shot test: {rates}"
+    )
+    client.log_text(parent_id, f"{line}\n\n{text}", "transcripts/best_agent.txt")
+    return line
 
 
 def render(table: Table, values: dict[tuple[str, str], list[float]]) -> tuple[str, str]:
@@ -441,8 +476,9 @@ def build_tables(
     tracking_uri: str = DEFAULT_TRACKING_URI,
     log: Callable[[str], None] = _print,
 ) -> dict[str, tuple[str, str]]:
-    """Read the parent's children from the store and log on the parent ``tables/<name>.md``/``.csv`` and
-    ``curves/<stage>.png``; returns each table's Markdown and CSV."""
+    """Read the parent's children from the store and log on the parent ``tables/<name>.md``/``.csv``,
+    ``curves/<stage>.png`` and the best agent's ``transcripts/best_agent.txt``; returns each table's Markdown and
+    CSV."""
     client = _client(tracking_uri)
     runs = children(client, parent_id)
     out = {}
@@ -462,6 +498,9 @@ def build_tables(
             path = Path(tmp) / f"{stage}.png"
             if curves_png(client, experiment, runs, stage, path):
                 client.log_artifact(parent_id, str(path), "curves")
+        line = log_best_transcripts(client, runs, parent_id, tmp)
+        if line is not None:
+            log(f"{line}; its test episodes: transcripts/best_agent.txt on the parent run")
     return out
 
 

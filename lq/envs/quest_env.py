@@ -87,10 +87,33 @@ def new_slot(instance: QuestInstance) -> _Slot:
     world = World(instance.quest.graph)
     goal = ActGoal.parse(world, instance.quest.goal, instance.self_id, instance.partner_id)
     slot = _Slot(instance, world, world[instance.self_id], world[instance.partner_id], goal)
-    slot.transcript.append(
-        f"[quest {instance.quest.quest_id}] {instance.quest.character}: goal '{instance.quest.goal}'"
-    )
+    slot.transcript += transcript_header(slot)
     return slot
+
+
+SELF_INDENT = " " * 24  # the agent's turns stand to the right of the partner's, as in the paper's appendix
+
+
+def transcript_header(slot: _Slot) -> list[str]:
+    """The quest as the paper's appendix transcripts open: setting, partner, self and the agent's motivation."""
+    quest = slot.instance.quest
+    room = slot.me.container
+
+    def carrying(node: Node) -> str:
+        return ", ".join(n.name for n in node.contents.values()) or "Nothing."
+
+    return [
+        f"Quest {quest.quest_id} (goal: {quest.goal})",
+        f"Setting     {room.name + '. ' + room.desc if room is not None else ''}".rstrip(),
+        f"Partner:    {slot.partner.name}.",
+        f"  Persona   {slot.partner.persona}",
+        f"  Carrying  {carrying(slot.partner)}",
+        f"Self:       {slot.me.name}.",
+        f"  Persona   {slot.me.persona}",
+        f"  Carrying  {carrying(slot.me)}",
+        f"Motivation  {quest.motivation('short')}",
+        "",
+    ]
 
 
 def slot_context(slot: _Slot, side: str, motivations: Sequence[str]) -> str:
@@ -116,12 +139,13 @@ def play_turn(slot: _Slot, side: str, kind: str, text: str) -> float:
     """Play one turn of ``side``: an action goes through the engine, an utterance into the history. Returns the
     act reward (1 when this turn reaches the act goal)."""
     actor = slot.me if side == "self" else slot.partner
+    indent = SELF_INDENT if side == "self" else ""
     slot.history.append((side, kind, text))
     if kind != "action":
-        slot.transcript.append(f"  {actor.name}: {text}")
+        slot.transcript.append(f"{indent}{actor.name}: {text}")
         return 0.0
     result = step(slot.world, actor, text)
-    slot.transcript.append(f"  {actor.name} > {text}    [{result.message.splitlines()[0]}]")
+    slot.transcript.append(f"{indent}{actor.name} > {text}    [{result.message.splitlines()[0]}]")
     if result.success and slot.act_goal is None:
         who = slot.goal.reached_by(slot.world, actor, result.action)
         if who is not None:

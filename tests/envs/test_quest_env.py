@@ -7,7 +7,8 @@ from lq.data import load_demos, load_quests
 from lq.data.generate import generate_dataset
 from lq.envs.dungeon_master import DungeonMaster
 from lq.envs.partner import PolyEncoderPartner, ScriptedPartner
-from lq.envs.quest_env import QuestEnv, QuestInstance, demonstration_turns, instances_from_data
+from lq.envs.quest_env import SELF_INDENT, QuestEnv, QuestInstance, demonstration_turns, instances_from_data
+from lq.eval import EvalResult
 from lq.models.poly_encoder import PolyEncoder, TextBatcher
 from lq.models.pretrained import load_tokenizer
 from tests.samples import demo_json, quest_json, tiny_encoder_spec
@@ -136,7 +137,63 @@ def test_partner_act_completion_earns_the_act_reward(batcher):
     obs, rewards, dones, infos = env.step([("speech", "Please, give me the egg.")])
     assert rewards == [1.0] and dones == [True]
     assert infos[0]["episode"]["act_goal_by"] == "partner" and infos[0]["act_reward"] == 1.0
-    assert "knight > give golden dragon egg to dragon" in infos[0]["episode"]["transcript"]
+    lines = infos[0]["episode"]["transcript"].splitlines()
+    # the paper's appendix layout: setting, partner, self, motivation, then the partner's turns on the left and
+    # the agent's to the right
+    assert lines[0] == "Quest egg (goal: steal golden dragon egg from knight)"
+    assert [line.split()[0] for line in lines[1:9]] == [
+        "Setting",
+        "Partner:",
+        "Persona",
+        "Carrying",
+        "Self:",
+        "Persona",
+        "Carrying",
+        "Motivation",
+    ]
+    assert lines[2] == "Partner:    knight." and lines[4] == "  Carrying  golden dragon egg"
+    assert lines[5] == "Self:       dragon." and lines[8] == f"Motivation  {quest.short_motivation}"
+    assert f"{SELF_INDENT}dragon: Please, give me the egg." in lines
+    assert "knight: Who goes there?" in lines
+    assert "knight > give golden dragon egg to dragon    [You give the golden dragon egg to the dragon.]" in lines
+
+
+def test_eval_transcripts_are_grouped_as_in_the_appendix():
+    def episode(by, speech, text):
+        return {
+            "act_goal_by": by,
+            "act_goal": by is not None,
+            "speech_goal": speech,
+            "speech_score": 0.5 * speech,
+            "steps": 3,
+            "transcript": text,
+        }
+
+    result = EvalResult(
+        0.5,
+        0.5,
+        0.25,
+        [
+            episode(None, True, "A"),
+            episode("self", False, "B"),
+            episode("self", True, "C"),
+            episode("partner", False, "D"),
+        ],
+    )
+    text = result.transcripts()
+    order = [
+        text.index(mark)
+        for mark in (
+            "=== Self act completion transcripts: 2 episodes, 1 of them",
+            "C\n  => act goal: self, speech score 0.50 (speech goal: yes)",
+            "B\n  => act goal: self",
+            "=== Partner act completion transcripts: 1",
+            "D\n",
+            "=== Act goal not reached: 1 episodes, 1 of them",
+            "A\n",
+        )
+    ]
+    assert order == sorted(order)
 
 
 def test_random_agent_rarely_reaches_act_goals(data, batcher):

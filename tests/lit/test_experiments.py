@@ -63,6 +63,33 @@ def test_tables_are_means_and_stds_over_the_children_and_rebuild_from_the_store(
     assert (out / "table1.md").read_text() == md and (out / "table1.csv").read_text() == csv
 
 
+def test_the_best_agents_transcripts_go_on_the_parent(tmp_path):
+    """The agent child with the best act & speech rate (ties broken by act goals) has its test transcripts copied."""
+    client = MlflowClient(f"sqlite:///{tmp_path / 'mlflow.db'}")
+    exp_id = X.experiment_id(client, "table1")
+    parent = client.create_run(exp_id).info.run_id
+    rates = {  # config, seed: act goals, speech goals, act & speech
+        ("rl-scratch-act_speech-hardcoded", 0): (0.9, 0.0, 0.0),
+        ("rl-general-act_speech-hardcoded", 1): (0.3, 0.5, 0.2),
+        ("bc-general-act_speech-hardcoded", 0): (0.4, 0.5, 0.2),  # same act & speech, more act goals: the best
+        ("pretrain-general", 0): (1.0, 1.0, 1.0),  # not an agent
+    }
+    for (config, seed), values in rates.items():
+        child = client.create_run(
+            exp_id, tags={"mlflow.parentRunId": parent, "lq.config": config, "lq.seed": str(seed)}
+        )
+        for (_, metric), value in zip(X.GOALS, values, strict=True):
+            client.log_metric(child.info.run_id, metric, value)
+        client.log_text(child.info.run_id, f"episodes of {config}", "transcripts/test_seed0.txt")
+        client.set_terminated(child.info.run_id, "FINISHED")
+    line = X.log_best_transcripts(client, X.children(client, parent), parent, str(tmp_path))
+    assert line.startswith("Best agent: bc-general-act_speech-hardcoded seed 0 (run ")
+    assert line.endswith("act goals 0.400, speech goals 0.500, act & speech 0.200")
+    text = Path(client.download_artifacts(parent, "transcripts/best_agent.txt", str(tmp_path / "dl"))).read_text()
+    assert text == f"{line}\n\nepisodes of bc-general-act_speech-hardcoded"
+    assert X.log_best_transcripts(client, [], parent, str(tmp_path)) is None
+
+
 def test_a_missing_cell_reads_n_a_and_bad_names_are_refused(tmp_path):
     table = X.table7(["scratch"]).tables[0]
     md, csv = X.render(table, {("Scratch, Learned switch", "Act goals"): [0.5]})
@@ -127,6 +154,9 @@ def test_run_experiment_trains_children_under_a_parent_and_tabulates(setup_dir, 
     md = Path(client.download_artifacts(parent, "tables/table1.md", str(tmp_path))).read_text()
     assert md == tables["table1"][0] and "| Scratch |" in md and "n/a" not in md
     assert {a.path for a in client.list_artifacts(parent, "curves")} == {"curves/rl.png", "curves/bc.png"}
+    best = Path(client.download_artifacts(parent, "transcripts/best_agent.txt", str(tmp_path))).read_text()
+    assert best.startswith("Best agent: ") and "=== Self act completion transcripts: " in best
+    assert "\nSetting " in best and "\nMotivation " in best
 
 
 @pytest.mark.slow
