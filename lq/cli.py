@@ -132,7 +132,7 @@ def _cmd_experiment(args: argparse.Namespace) -> int:
     if args.action == "run":
         for name in names:
             experiment = X.EXPERIMENTS[name](*([args.encoders] if args.encoders else []))
-            parent, tables = X.run_experiment(experiment, setup)
+            parent, tables = X.run_experiment(experiment, setup, resume=args.resume)
             print(f"{experiment.title}: parent run {parent} in MLflow experiment lq-{name}")
             X.write_local(tables, args.out)
     else:
@@ -176,6 +176,11 @@ def build_parser() -> argparse.ArgumentParser:
     xp.add_argument("--data", default="data/default", help="dataset folder (generated if missing)")
     xp.add_argument("--tracking-uri", default="sqlite:///mlflow.db", help="MLflow store or tracking server")
     xp.add_argument("--parent", help="tables: this parent run instead of the latest")
+    xp.add_argument(
+        "--resume",
+        action="store_true",
+        help="run: continue the newest unfinished parent run (same profile, seeds, encoders), training what is missing",
+    )
     xp.add_argument("--args", help="extra arguments for every stage run, e.g. '--trainer.max_epochs 1'")
     xp.add_argument("--out", type=Path, default=Path("outputs/tables"), help="also write the tables here")
     xp.set_defaults(func=_cmd_experiment)

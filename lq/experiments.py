@@ -301,26 +301,69 @@ def experiment_id(client, name: str) -> str:
     return exp_id
 
 
+def resumable_parent(client, experiment: Experiment, setup: Setup) -> str | None:
+    """The newest parent run of ``experiment`` with ``setup``'s profile that did not finish (None if none)."""
+    found = client.get_experiment_by_name(f"lq-{experiment.name}")
+    if found is None:
+        return None
+    runs = client.search_runs(
+        [found.experiment_id],
+        filter_string=f"tags.`lq.role` = 'parent' and tags.`lq.profile` = '{setup.profile}'",
+        order_by=["attributes.start_time DESC"],
+    )
+    unfinished = [r for r in runs if r.info.status != "FINISHED"]
+    return unfinished[0].info.run_id if unfinished else None
+
+
+def _reopen(client, pid: str, experiment: Experiment, setup: Setup) -> set[tuple[str, str]]:
+    """Reopen an unfinished parent: check it ran the same seeds and encoders, mark its children that died
+    unfinished as KILLED, and return the (configuration, seed) pairs whose children finished."""
+    params = client.get_run(pid).data.params
+    for key, wanted in (("seeds", " ".join(map(str, setup.seeds))), ("encoders", " ".join(experiment.encoders))):
+        if params.get(key) != wanted:
+            raise ValueError(
+                f"parent run {pid} ran {key} '{params.get(key)}', not '{wanted}': resume with the same "
+                f"{key}, or run without --resume for a new parent"
+            )
+    exp_id = client.get_run(pid).info.experiment_id
+    for run in client.search_runs([exp_id], filter_string=f"tags.mlflow.parentRunId = '{pid}'"):
+        if run.info.status == "RUNNING":  # its process is gone: it will be trained again
+            client.set_terminated(run.info.run_id, "KILLED")
+    client.update_run(pid, status="RUNNING")
+    return {(r.data.tags.get("lq.config"), r.data.tags.get("lq.seed")) for r in children(client, pid)}
+
+
 def run_experiment(
-    experiment: Experiment, setup: Setup, log: Callable[[str], None] = _print
+    experiment: Experiment, setup: Setup, log: Callable[[str], None] = _print, resume: bool = False
 ) -> tuple[str, dict[str, tuple[str, str]]]:
-    """Train every configuration of ``experiment`` per seed as children of a new parent run, then build its tables;
-    returns the parent's run id and the tables (Markdown, CSV)."""
+    """Train every configuration of ``experiment`` per seed as children of a parent run, then build its tables;
+    returns the parent's run id and the tables (Markdown, CSV). ``resume``: continue the newest unfinished parent
+    of this experiment and profile (an interrupted run), training only the children that did not finish."""
     prepare(experiment.configs, setup)
     client = _client(setup.tracking_uri)
     exp_id = experiment_id(client, experiment.name)
-    parent = client.create_run(
-        exp_id,
-        run_name=f"{experiment.name}-{setup.profile}",
-        tags={"lq.experiment": experiment.name, "lq.profile": setup.profile, "lq.role": "parent"},
-    )
-    pid = parent.info.run_id
-    client.log_param(pid, "seeds", " ".join(map(str, setup.seeds)))
-    client.log_param(pid, "encoders", " ".join(experiment.encoders))
-    client.log_param(pid, "configurations", len(experiment.configs))
+    pid = resumable_parent(client, experiment, setup) if resume else None
+    done: set[tuple[str, str]] = set()
+    if pid is not None:
+        done = _reopen(client, pid, experiment, setup)
+        log(f"[{experiment.name}] resuming parent run {pid}: {len(done)} children finished before")
+    else:
+        if resume:
+            log(f"[{experiment.name}] no unfinished parent run to resume: starting a new one")
+        parent = client.create_run(
+            exp_id,
+            run_name=f"{experiment.name}-{setup.profile}",
+            tags={"lq.experiment": experiment.name, "lq.profile": setup.profile, "lq.role": "parent"},
+        )
+        pid = parent.info.run_id
+        client.log_param(pid, "seeds", " ".join(map(str, setup.seeds)))
+        client.log_param(pid, "encoders", " ".join(experiment.encoders))
+        client.log_param(pid, "configurations", len(experiment.configs))
     try:
         for config in experiment.configs:
             for seed in setup.seeds:
+                if (config.key, str(seed)) in done:
+                    continue
                 log(f"[{experiment.name}] {config.key} seed {seed}")
                 tags = {"mlflow.parentRunId": pid, "lq.config": config.key, "lq.seed": str(seed)}
                 out_dir = None

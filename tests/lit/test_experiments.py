@@ -90,6 +90,47 @@ def test_the_best_agents_transcripts_go_on_the_parent(tmp_path):
     assert X.log_best_transcripts(client, [], parent, str(tmp_path)) is None
 
 
+def test_resume_trains_only_the_children_an_interrupted_parent_lacks(tmp_path, monkeypatch):
+    uri = f"sqlite:///{tmp_path / 'mlflow.db'}"
+    client = MlflowClient(uri)
+    outputs = tmp_path / "outputs"
+    for name in ("partner", "dm"):  # prepare() finds the environment's models
+        (outputs / name / "general").mkdir(parents=True)
+        (outputs / name / "general" / "best.ckpt").touch()
+    (tmp_path / "data").mkdir()
+    (tmp_path / "data" / "manifest.json").touch()
+    setup = X.Setup(seeds=(0, 1), data_dir=str(tmp_path / "data"), tracking_uri=uri, outputs=str(outputs))
+    experiment = X.table1(["scratch"])
+    calls = []
+    monkeypatch.setattr(X, "_lq", lambda *args: calls.append(args))
+
+    # an interrupted run: the parent and one child still RUNNING (their process died), one child finished
+    exp_id = X.experiment_id(client, "table1")
+    parent = client.create_run(exp_id, tags={"lq.experiment": "table1", "lq.profile": "tiny", "lq.role": "parent"})
+    pid = parent.info.run_id
+    client.log_param(pid, "seeds", "0 1")
+    client.log_param(pid, "encoders", "scratch")
+    rl = "rl-scratch-act_speech-hardcoded"
+    finished = client.create_run(exp_id, tags={"mlflow.parentRunId": pid, "lq.config": rl, "lq.seed": "0"})
+    client.set_terminated(finished.info.run_id, "FINISHED")
+    dead = client.create_run(exp_id, tags={"mlflow.parentRunId": pid, "lq.config": rl, "lq.seed": "1"})
+
+    with pytest.raises(ValueError, match="ran seeds '0 1', not '0 1 2': resume with the same seeds"):
+        X.run_experiment(experiment, X.Setup(**{**setup.__dict__, "seeds": (0, 1, 2)}), log=print, resume=True)
+    assert X.run_experiment(experiment, setup, log=lambda _: None, resume=True)[0] == pid
+    trained = [(a[a.index("--config") + 3], a[a.index("--seed_everything") + 1]) for a in calls]
+    assert trained == [
+        ("conf/encoder/scratch.yaml", "1"),
+        ("conf/encoder/scratch.yaml", "0"),
+        ("conf/encoder/scratch.yaml", "1"),
+    ]
+    assert [a[0] for a in calls] == ["rl", "bc", "bc"]
+    assert client.get_run(dead.info.run_id).info.status == "KILLED"
+    assert client.get_run(pid).info.status == "FINISHED"
+    # nothing left to resume: a new parent
+    assert X.run_experiment(experiment, setup, log=lambda _: None, resume=True)[0] != pid
+
+
 def test_a_missing_cell_reads_n_a_and_bad_names_are_refused(tmp_path):
     table = X.table7(["scratch"]).tables[0]
     md, csv = X.render(table, {("Scratch, Learned switch", "Act goals"): [0.5]})
