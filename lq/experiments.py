@@ -318,17 +318,17 @@ def resumable_parent(client, experiment: Experiment, setup: Setup) -> str | None
 def _reopen(client, pid: str, experiment: Experiment, setup: Setup) -> set[tuple[str, str]]:
     """Reopen an unfinished parent: check it ran the same seeds and encoders, mark its children that died
     unfinished as KILLED, and return the (configuration, seed) pairs whose children finished."""
-    params = client.get_run(pid).data.params
+    run = client.get_run(pid)
+    params = run.data.params
     for key, wanted in (("seeds", " ".join(map(str, setup.seeds))), ("encoders", " ".join(experiment.encoders))):
         if params.get(key) != wanted:
             raise ValueError(
                 f"parent run {pid} ran {key} '{params.get(key)}', not '{wanted}': resume with the same "
                 f"{key}, or run without --resume for a new parent"
             )
-    exp_id = client.get_run(pid).info.experiment_id
-    for run in client.search_runs([exp_id], filter_string=f"tags.mlflow.parentRunId = '{pid}'"):
-        if run.info.status == "RUNNING":  # its process is gone: it will be trained again
-            client.set_terminated(run.info.run_id, "KILLED")
+    for child in client.search_runs([run.info.experiment_id], filter_string=f"tags.mlflow.parentRunId = '{pid}'"):
+        if child.info.status == "RUNNING":  # its process is gone: it will be trained again
+            client.set_terminated(child.info.run_id, "KILLED")
     client.update_run(pid, status="RUNNING")
     return {(r.data.tags.get("lq.config"), r.data.tags.get("lq.seed")) for r in children(client, pid)}
 
