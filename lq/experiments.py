@@ -301,16 +301,21 @@ def experiment_id(client, name: str) -> str:
     return exp_id
 
 
-def resumable_parent(client, experiment: Experiment, setup: Setup) -> str | None:
-    """The newest parent run of ``experiment`` with ``setup``'s profile that did not finish (None if none)."""
-    found = client.get_experiment_by_name(f"lq-{experiment.name}")
+def parent_runs(client, name: str, where: str = "") -> list:
+    """Parent runs of experiment ``name``, newest first; ``where``: more of an MLflow filter ("and ...")."""
+    found = client.get_experiment_by_name(f"lq-{name}")
     if found is None:
-        return None
-    runs = client.search_runs(
+        return []
+    return client.search_runs(
         [found.experiment_id],
-        filter_string=f"tags.`lq.role` = 'parent' and tags.`lq.profile` = '{setup.profile}'",
+        filter_string=f"tags.`lq.role` = 'parent' {where}",
         order_by=["attributes.start_time DESC"],
     )
+
+
+def resumable_parent(client, experiment: Experiment, setup: Setup) -> str | None:
+    """The newest parent run of ``experiment`` with ``setup``'s profile that did not finish (None if none)."""
+    runs = parent_runs(client, experiment.name, f"and tags.`lq.profile` = '{setup.profile}'")
     unfinished = [r for r in runs if r.info.status != "FINISHED"]
     return unfinished[0].info.run_id if unfinished else None
 
@@ -549,16 +554,7 @@ def build_tables(
 
 def latest_parent(tracking_uri: str, name: str) -> str | None:
     """The newest finished parent run of experiment ``name`` in the store, if any."""
-    client = _client(tracking_uri)
-    found = client.get_experiment_by_name(f"lq-{name}")
-    if found is None:
-        return None
-    runs = client.search_runs(
-        [found.experiment_id],
-        filter_string="tags.`lq.role` = 'parent' and attributes.status = 'FINISHED'",
-        order_by=["attributes.start_time DESC"],
-        max_results=1,
-    )
+    runs = parent_runs(_client(tracking_uri), name, "and attributes.status = 'FINISHED'")
     return runs[0].info.run_id if runs else None
 
 
