@@ -102,9 +102,9 @@ def _cmd_eval(args: argparse.Namespace) -> int:
     from lq.lit.agent import evaluate_checkpoints
 
     overrides = {"eval_max_steps": args.max_steps} if args.max_steps else {}
-    rows = evaluate_checkpoints(args.checkpoints, args.random, args.split, **overrides)
+    rows = evaluate_checkpoints(args.checkpoints, args.baselines, args.split, sampled=not args.greedy_only, **overrides)
     markdown, csv = results_table(rows)
-    print(f"\nZero-shot evaluation on the {args.split} quests (one greedy episode per quest; mean ± std over seeds)")
+    print(f"\nZero-shot evaluation on the {args.split} quests (one episode per quest; mean ± std over seeds)")
     print(markdown)
     if args.out:
         with atomic_open(args.out.with_suffix(".md")) as f:
@@ -161,9 +161,20 @@ def build_parser() -> argparse.ArgumentParser:
 
     ev = sub.add_parser("eval", help="zero-shot evaluation of trained agents, side by side (mean and std over seeds)")
     ev.add_argument("checkpoints", type=Path, nargs="+", help="BC or RL agent checkpoints (one per seed)")
-    ev.add_argument("--random", type=int, default=0, metavar="N", help="add the random baseline over N seeds")
+    ev.add_argument(
+        "--baselines",
+        "--random",
+        type=int,
+        default=0,
+        metavar="N",
+        help="add the baselines over N seeds (random among valid candidates and whole spaces, word overlap) and the "
+        "ceiling",
+    )
+    ev.add_argument("--greedy-only", action="store_true", help="skip the sampled (temperature 1) evaluation")
     ev.add_argument("--split", default="test", choices=["train", "valid", "test"])
-    ev.add_argument("--max-steps", type=int, help="agent turns per episode (default: the checkpoint's)")
+    ev.add_argument(
+        "--max-steps", type=int, help="agent turns per episode (default: the checkpoint's; usually the demonstration's)"
+    )
     ev.add_argument("--out", type=Path, help="also write the table here (.md; a .csv beside it)")
     ev.set_defaults(func=_cmd_eval)
     xp = sub.add_parser("experiment", help="the paper's tables: train as MLflow parent/child runs, or rebuild tables")

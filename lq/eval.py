@@ -1,7 +1,10 @@
-"""Zero-shot evaluation (paper 5): one greedy episode per test quest; act goal, speech goal and both.
+"""Zero-shot evaluation (paper 5): one episode per test quest, as long as its demonstration; act goal, speech goal
+and both; greedy or sampled (temperature 1) decoding.
 
-The same code path serves behaviour cloning and RL agents and the random baseline (an
-:class:`lq.rl.acting.Actor` without an agent: uniform among the same candidates, with the same switch).
+The same code path serves behaviour cloning and RL agents and the baselines (an :class:`lq.rl.acting.Actor`
+with a rule for a policy: random among the valid candidates or among the whole spaces, the word-overlap rule),
+all with the same switch in the same environment. :func:`ceiling` is the share of quests whose goal is in the
+action space at all: no agent choosing from that space can do better.
 """
 
 from __future__ import annotations
@@ -46,10 +49,19 @@ class EvalResult:
         return "\n\n".join(parts) + "\n"
 
 
+def ceiling(env: QuestEnv) -> EvalResult:
+    """The share of quests whose goal action is in the action space: the best act-goal rate an agent acting from
+    that space can reach by itself (speech columns do not apply: NaN)."""
+    reachable = sum(inst.quest.goal in env.action_index for inst in env.instances) / len(env.instances)
+    return EvalResult(reachable, float("nan"), float("nan"))
+
+
 @torch.no_grad()
-def evaluate(env: QuestEnv, actor: Actor, seed: int = 0, progress: bool = True) -> EvalResult:
-    """Play every instance of ``env`` once (the env must not auto-reset); greedy unless the actor is random.
-    ``progress``: a progress bar over the quests (on stderr)."""
+def evaluate(
+    env: QuestEnv, actor: Actor, seed: int = 0, progress: bool = True, greedy: bool = True
+) -> EvalResult:
+    """Play every instance of ``env`` once (the env must not auto-reset), greedily or sampling at the actor's
+    temperature (a random rule always samples). ``progress``: a progress bar over the quests (on stderr)."""
     if env.auto_reset:
         raise ValueError("evaluation plays each quest once: build the environment with auto_reset=False")
     torch.manual_seed(seed)
@@ -66,7 +78,7 @@ def evaluate(env: QuestEnv, actor: Actor, seed: int = 0, progress: bool = True) 
         state = actor.start(len(chunk))  # k = 0: the ratio switch uses the training average (paper 4.2)
         finished: dict[int, dict] = {}
         while len(finished) < len(chunk):
-            commands, _ = actor.step(obs, infos, state, greedy=True)
+            commands, _ = actor.step(env, obs, infos, state, greedy=greedy)
             obs, _, dones, infos = env.step(commands)
             for i, (done, info) in enumerate(zip(dones, infos, strict=True)):
                 if done and i not in finished:
@@ -104,6 +116,10 @@ COLUMNS = (
 )
 
 
+def cell(mean: float, std: float) -> str:
+    return "—" if mean != mean else f"{mean:.3f} ± {std:.3f}"  # NaN: the column does not apply
+
+
 def results_table(rows: Sequence[tuple[str, Sequence[EvalResult]]]) -> tuple[str, str]:
     """Markdown and CSV of named rows, each the mean and standard deviation over its runs (seeds)."""
     md = ["| Agent | runs | " + " | ".join(title for _, title in COLUMNS) + " |", "|---|---:|" + "---:|" * len(COLUMNS)]
@@ -112,7 +128,7 @@ def results_table(rows: Sequence[tuple[str, Sequence[EvalResult]]]) -> tuple[str
         stats = mean_std(results)
         md.append(
             f"| {name} | {len(results)} | "
-            + " | ".join(f"{stats[k][0]:.3f} ± {stats[k][1]:.3f}" for k, _ in COLUMNS)
+            + " | ".join(cell(*stats[k]) for k, _ in COLUMNS)
             + " |"
         )
         csv.append(f"{name},{len(results)}," + ",".join(f"{stats[k][0]:.4f},{stats[k][1]:.4f}" for k, _ in COLUMNS))

@@ -31,7 +31,7 @@ def build_env(
     dm_checkpoint: str | Path,
     *,
     batch_size: int = 32,
-    max_steps: int = 100,
+    max_steps: int | None = None,
     top_k: int = 10,
     num_valid_utterances: int = 50,
     context_length: int = 256,
@@ -39,7 +39,9 @@ def build_env(
     auto_reset: bool = True,
     seed: int = 0,
     device: str = "cpu",
+    top_k_every_repeat: bool = False,
 ) -> QuestEnv:
+    """``max_steps``: agent turns per episode (``None``: as many as the quest's demonstration has self turns)."""
     data_dir = Path(data_dir)
     quests, demos = load_quests(data_dir / "quests"), load_demos(data_dir / "demos")
     actions, utterances = demonstration_spaces(demos.all())
@@ -71,4 +73,5 @@ def build_env(
         sampler=sampler,
         auto_reset=auto_reset,
         seed=seed,
+        top_k_every_repeat=top_k_every_repeat,
     )

@@ -4,21 +4,22 @@
 slots, each playing one quest: the agent (the self character) speaks or acts, the engine applies
 actions, the frozen partner answers, and the Dungeon Master ranks utterances.
 
-Rewards, as paper 4.1:
+Rewards, as paper 4.1 (:mod:`lq.envs.rewards`): act goal 1 when the goal state is reached, by the agent's
+action (self act completion) or by the partner's (partner act completion); speech 1/(2n) for an utterance of
+this quest's demonstration and 1/(2n) for an utterance in the DM's top k, each paid once per distinct
+utterance (the literal paper reading, the top-k term on every repeat, is ``top_k_every_repeat=True``).
 
-* act goal: 1 when the goal state is reached, by the agent's action (self act completion) or by
-  the partner's (partner act completion), and 0 otherwise;
-* speech: with n the number of the self character's utterances in this quest's demonstration,
-  1/(2n) for an utterance of that demonstration (once per utterance per episode), plus 1/(2n) each
-  time the utterance is among the DM's top-k for the context it was said in.
+An episode ends when the act goal is reached or after its turn limit: ``max_steps`` agent turns, or by
+default (``max_steps=None``) as many as the self character took in the quest's demonstration.
 
-An episode ends when the act goal is reached or after ``max_steps`` agent turns.
+The paper calls the naturalness objective the speech goal but gives no cut for "reached". Here the
+episode's *speech score* (the speech rewards, at most 1) reaches the speech goal at
+``speech_goal_threshold`` (0.5: as much as saying the whole demonstration, or n distinct utterances the
+DM ranks in its top k).
 
-The paper calls this naturalness objective the speech goal but gives no cut for "reached". Here the
-episode's *speech score* counts both terms once per distinct utterance (the top-k term, unlike the
-reward, cannot be earned again by repeating one highly ranked utterance), so it lies in [0, 1], and
-the speech goal is reached when the score comes to ``speech_goal_threshold`` (0.5: as much as saying
-the whole demonstration, or n distinct utterances the DM ranks in its top k).
+The Dungeon Master's ranking (the M valid utterances, whose top k earn the bonus) is only needed before
+the agent speaks: it is asked for explicitly, ``valid_utterances(slots)``, as TextWorld asks for
+admissible commands, and made in :meth:`QuestEnv.step` for any speech turn that was not ranked before.
 """
 
 from __future__ import annotations
@@ -32,6 +33,7 @@ from lq.data.demos import Demonstration
 from lq.data.quests import Quest
 from lq.envs.dungeon_master import DungeonMaster
 from lq.envs.partner import Partner, Turn
+from lq.envs.rewards import SpeechScore, act_reward, speech_reward
 from lq.world import ActGoal, Node, World, step, valid_actions
 
 Command = str | tuple[str, str]  # text (an action if the engine can parse it), or ("speech" | "action", text)
@@ -49,6 +51,11 @@ class QuestInstance:
     @property
     def demo_utterances(self) -> list[str]:
         return [a.text for a in self.demo.self_acts("speech")] if self.demo else []
+
+    @property
+    def turns(self) -> int | None:
+        """The self character's turns in the demonstration: the episode length of zero-shot evaluation."""
+        return len(self.demo.self_acts()) if self.demo else None
 
 
 def instances_from_data(quests: Sequence[Quest], demos: Sequence[Demonstration]) -> list[QuestInstance]:
@@ -69,24 +76,27 @@ class _Slot:
     me: Node
     partner: Node
     goal: ActGoal
+    speech: SpeechScore
+    index: int = -1  # of the instance in the environment's list
     history: list[tuple[str, str, str]] = field(default_factory=list)
     steps: int = 0
-    said: set[str] = field(default_factory=set)  # demonstration utterances said
-    natural: set[str] = field(default_factory=set)  # distinct utterances said while in the DM's top k
     act_goal: str | None = None  # "self" or "partner" once reached
     speech_reward: float = 0.0
-    speech_score: float = 0.0
     episode_return: float = 0.0
-    dm_top_k: set[int] = field(default_factory=set)
-    valid_utterance_ids: list[int] = field(default_factory=list)
+    valid_utterance_ids: list[int] | None = None  # the DM's ranking for the current context, once asked for
     transcript: list[str] = field(default_factory=list)
     reported: bool = False  # its episode summary has been given (the episode ended)
 
+    @property
+    def speech_score(self) -> float:
+        return self.speech.score
 
-def new_slot(instance: QuestInstance) -> _Slot:
+
+def new_slot(instance: QuestInstance, index: int = -1) -> _Slot:
     world = World(instance.quest.graph)
     goal = ActGoal.parse(world, instance.quest.goal, instance.self_id, instance.partner_id)
-    slot = _Slot(instance, world, world[instance.self_id], world[instance.partner_id], goal)
+    speech = SpeechScore(len(instance.demo_utterances))
+    slot = _Slot(instance, world, world[instance.self_id], world[instance.partner_id], goal, speech, index)
     slot.transcript += transcript_header(slot)
     return slot
 
@@ -143,15 +153,12 @@ def play_turn(slot: _Slot, side: str, kind: str, text: str) -> float:
     slot.history.append((side, kind, text))
     if kind != "action":
         slot.transcript.append(f"{indent}{actor.name}: {text}")
-        return 0.0
+        return act_reward(False)
     result = step(slot.world, actor, text)
     slot.transcript.append(f"{indent}{actor.name} > {text}    [{result.message.splitlines()[0]}]")
-    if result.success and slot.act_goal is None:
-        who = slot.goal.reached_by(slot.world, actor, result.action)
-        if who is not None:
-            slot.act_goal = who
-            return 1.0
-    return 0.0
+    who = slot.goal.reached_by(slot.world, actor, result.action) if result.success and slot.act_goal is None else None
+    slot.act_goal = slot.act_goal or who
+    return act_reward(who is not None)
 
 
 @dataclass
@@ -197,13 +204,18 @@ class QuestEnv:
         dm: DungeonMaster,
         action_space: Sequence[str],
         batch_size: int = 32,
-        max_steps: int = 100,
+        max_steps: int | None = None,
         motivations: Sequence[str] = ("short", "mid", "long"),
         speech_goal_threshold: float = 0.5,
         auto_reset: bool = True,
         sampler: Callable[[random.Random], int] | None = None,
         seed: int = 0,
+        top_k_every_repeat: bool = False,
+        default_turns: int = 20,
     ):
+        """``max_steps``: agent turns per episode, or ``None`` for the demonstration's own number of self turns
+        (``default_turns`` for a quest without one). ``top_k_every_repeat``: pay the DM's top-k bonus on every
+        repeat of an utterance (the paper's literal reading; farmable, see :mod:`lq.envs.rewards`)."""
         if not instances:
             raise ValueError("no quests to play: QuestEnv needs quest instances with worlds")
         self.instances = list(instances)
@@ -212,9 +224,10 @@ class QuestEnv:
         self.utterance_index = dm.utterances.index
         self.action_space = list(action_space)
         self.action_index = {a: i for i, a in enumerate(self.action_space)}
-        self.batch_size, self.max_steps = batch_size, max_steps
+        self.batch_size, self.max_steps, self.default_turns = batch_size, max_steps, default_turns
         self.motivations = tuple(motivations)
         self.speech_goal_threshold = speech_goal_threshold
+        self.top_k_every_repeat = top_k_every_repeat
         self.auto_reset = auto_reset
         self.rng = random.Random(seed)
         self.sampler = sampler or (lambda rng: rng.randrange(len(self.instances)))
@@ -226,31 +239,41 @@ class QuestEnv:
         """Start a batch of episodes (on ``indices`` of the instances, or sampled)."""
         if indices is None:
             indices = [self.sampler(self.rng) for _ in range(self.batch_size)]
-        self.slots = [new_slot(self.instances[i]) for i in indices]
+        self.slots = [new_slot(self.instances[i], i) for i in indices]
         self._partner_turns(list(range(len(self.slots))))  # the partner speaks first, as in the demonstrations
         return self._observe([{} for _ in self.slots])
 
     def context(self, slot: _Slot, side: str = "self") -> str:
         return slot_context(slot, side, self.motivations)
 
+    def turn_limit(self, slot: _Slot) -> int:
+        if self.max_steps is not None:
+            return self.max_steps
+        return slot.instance.turns or self.default_turns
+
+    # -- the Dungeon Master's valid utterances -------------------------------------------------------
+
+    def valid_utterances(self, which: Sequence[int]) -> list[list[int]]:
+        """The DM's M valid utterances (ids into the utterance space, most likely first) for the current context of
+        each slot in ``which``; its first k earn the top-k bonus. Ranked once per context."""
+        todo = [i for i in which if self.slots[i].valid_utterance_ids is None]
+        if todo:
+            ranked = self.dm.rank([self.context(self.slots[i]) for i in todo])
+            for i, ids in zip(todo, ranked.tolist(), strict=True):
+                self.slots[i].valid_utterance_ids = ids
+        return [self.slots[i].valid_utterance_ids for i in which]
+
     # -- turns ---------------------------------------------------------------------------------------
 
-    def _agent_turn(self, slot: _Slot, command: Command) -> tuple[float, float]:
-        kind, text = command if isinstance(command, tuple) else self._kind_of(slot, command)
-        act_reward = play_turn(slot, "self", kind, text)
-        speech_reward = 0.0
-        n = len(slot.instance.demo_utterances)
-        if kind != "action" and n:
-            if text in slot.instance.demo_utterances and text not in slot.said:
-                speech_reward += 1 / (2 * n)
-                slot.speech_score += 1 / (2 * n)
-                slot.said.add(text)
-            if self.utterance_index.get(text, -1) in slot.dm_top_k:
-                speech_reward += 1 / (2 * n)
-                if text not in slot.natural:
-                    slot.speech_score += 1 / (2 * n)
-                    slot.natural.add(text)
-        return act_reward, speech_reward
+    def _agent_turn(self, slot: _Slot, kind: str, text: str) -> tuple[float, float]:
+        """Play the agent's turn (its utterance already ranked by the DM); returns its act and speech rewards."""
+        speech = 0.0
+        if kind != "action":
+            top_k = slot.valid_utterance_ids[: self.dm.top_k]
+            in_top_k = self.utterance_index.get(text, -1) in top_k
+            demo = set(slot.instance.demo_utterances)
+            speech = speech_reward(slot.speech, text, demo, in_top_k, self.top_k_every_repeat)
+        return play_turn(slot, "self", kind, text), speech
 
     def _kind_of(self, slot: _Slot, text: str) -> Turn:
         return (
@@ -274,24 +297,29 @@ class QuestEnv:
     def step(self, commands: Sequence[Command]) -> tuple[list[str], list[float], list[bool], list[dict]]:
         if len(commands) != len(self.slots):
             raise ValueError(f"{len(commands)} commands for {len(self.slots)} environments")
-        rewards, infos = [], []
-        for slot, command in zip(self.slots, commands, strict=True):
-            if self._over(slot):  # an episode that ended (no auto-reset): the command is ignored
-                rewards.append(0.0)
-                infos.append({"act_reward": 0.0, "speech_reward": 0.0})
-                continue
-            act, speech = self._agent_turn(slot, command)
+        turns = [
+            command if isinstance(command, tuple) else self._kind_of(slot, command)
+            for slot, command in zip(self.slots, commands, strict=True)
+        ]
+        live = [i for i, s in enumerate(self.slots) if not self._over(s)]
+        self.valid_utterances([i for i in live if turns[i][0] != "action"])  # the contexts the agent speaks in
+        rewards = [0.0] * len(self.slots)
+        infos = [{"act_reward": 0.0, "speech_reward": 0.0} for _ in self.slots]  # an ended episode ignores its command
+        for i in live:
+            slot = self.slots[i]
+            act, speech = self._agent_turn(slot, *turns[i])
             slot.steps += 1
             slot.speech_reward += speech
-            rewards.append(act + speech)
-            infos.append({"act_reward": act, "speech_reward": speech})
-        playing = [i for i, s in enumerate(self.slots) if not self._over(s)]
+            rewards[i] = act + speech
+            infos[i] = {"act_reward": act, "speech_reward": speech}
+        playing = [i for i in live if not self._over(self.slots[i])]
         for i, partner_reward in zip(playing, self._partner_turns(playing), strict=True):
             rewards[i] += partner_reward
             infos[i]["act_reward"] += partner_reward
         dones = []
         for i, slot in enumerate(self.slots):
             slot.episode_return += rewards[i]
+            slot.valid_utterance_ids = None if i in live else slot.valid_utterance_ids  # a new context
             dones.append(self._over(slot))
             if dones[-1] and not slot.reported:
                 infos[i]["episode"] = self.episode_summary(slot)
@@ -299,24 +327,25 @@ class QuestEnv:
         if self.auto_reset:
             finished = [i for i, d in enumerate(dones) if d]
             for i in finished:
-                self.slots[i] = new_slot(self.instances[self.sampler(self.rng)])
+                index = self.sampler(self.rng)
+                self.slots[i] = new_slot(self.instances[index], index)
             self._partner_turns(finished)
         obs, infos = self._observe(infos)
         return obs, rewards, dones, infos
 
     def _over(self, slot: _Slot) -> bool:
-        return slot.act_goal is not None or slot.steps >= self.max_steps
+        return slot.act_goal is not None or slot.steps >= self.turn_limit(slot)
 
     def speech_goal(self, slot: _Slot) -> bool:
         return slot.speech_score >= self.speech_goal_threshold - 1e-9
 
     def episode_summary(self, slot: _Slot) -> dict:
-        speech_goal = self.speech_goal(slot)
         return {
             "quest_id": slot.instance.quest.quest_id,
+            "instance": slot.index,
             "act_goal": slot.act_goal is not None,
             "act_goal_by": slot.act_goal,
-            "speech_goal": speech_goal,
+            "speech_goal": self.speech_goal(slot),
             "speech_reward": slot.speech_reward,
             "speech_score": slot.speech_score,
             "return": slot.episode_return,
@@ -325,20 +354,16 @@ class QuestEnv:
         }
 
     def _observe(self, infos: list[dict]) -> tuple[list[str], list[dict]]:
-        """Observations and infos of every slot; the DM ranks only for episodes still playing (an ended one, without
-        auto-reset, keeps its last observation and valid sets)."""
+        """Observations and infos of every slot: the quest (``instance``, its index), the engine's valid actions (as
+        text and as ids into the action space), the goals reached so far. An ended episode (without auto-reset)
+        keeps its last observation."""
         obs = [self.context(s) for s in self.slots]
-        live = [i for i, s in enumerate(self.slots) if not s.reported]
-        ranked = dict(zip(live, self.dm.rank([obs[i] for i in live]), strict=True))
-        for i, (slot, info) in enumerate(zip(self.slots, infos, strict=True)):
-            ids = ranked[i].tolist() if i in ranked else slot.valid_utterance_ids
-            slot.valid_utterance_ids = ids
-            slot.dm_top_k = set(ids[: self.dm.top_k])
+        for slot, info in zip(self.slots, infos, strict=True):
             engine_valid = list(valid_actions(slot.world, slot.me))
             info.update(
+                instance=slot.index,
                 valid_actions=engine_valid,
                 valid_action_ids=[self.action_index[a] for a in engine_valid if a in self.action_index],
-                valid_utterance_ids=ids,
                 act_goal=slot.act_goal is not None,
                 speech_goal=self.speech_goal(slot),
                 quest_id=slot.instance.quest.quest_id,

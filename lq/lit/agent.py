@@ -18,7 +18,7 @@ import torch
 from lq.data import load_demos
 from lq.envs.build import build_env, demonstration_spaces
 from lq.envs.models import load_poly_encoder
-from lq.eval import EvalResult, evaluate
+from lq.eval import EvalResult, ceiling, evaluate
 from lq.lit.pretrain import EncoderConfig
 from lq.models.agent import AgentConfig, SwitchAgent
 from lq.models.encoder import EncoderSpec
@@ -84,10 +84,11 @@ class AgentModule(L.LightningModule):
         self.switch = HardcodedSwitch(h.switch_every) if h.switch == "hardcoded" else RatioSwitch(self.demos.train)
         self.actor = self.make_actor()
 
-    def make_actor(self, temperature: float = 1.0, random: bool = False, restrict: bool | None = None) -> Actor:
+    def make_actor(self, temperature: float = 1.0, policy: str | None = None, restrict: bool | None = None) -> Actor:
+        """The agent's actor, or with ``policy`` ("random", "overlap") a baseline with the same switch and spaces."""
         h = self.hparams
         return Actor(
-            None if random else self.agent,
+            policy or self.agent,
             self.batcher,
             self.action_space,
             self.utterance_space,
@@ -100,14 +101,12 @@ class AgentModule(L.LightningModule):
     def on_save_checkpoint(self, checkpoint: dict) -> None:
         checkpoint["lq_stage"] = self.stage
 
-    def evaluate(
-        self, split: str = "test", seed: int = 0, random: bool = False, restrict: bool | None = None
-    ) -> EvalResult:
-        """Zero-shot: one greedy episode per quest of ``split`` (``random``: the random baseline instead; ``restrict``
-        overrides the agent's own choice among valid candidates)."""
+    def eval_env(self, split: str = "test", seed: int = 0):
+        """The zero-shot environment: every quest of ``split`` once, ``eval_max_steps`` turns (None: as many as the
+        quest's demonstration)."""
         self.build_agent()
         h = self.hparams
-        env = build_env(
+        return build_env(
             h.data_dir,
             split,
             h.partner_checkpoint,
@@ -119,7 +118,19 @@ class AgentModule(L.LightningModule):
             seed=seed,
             device=self.device,
         )
-        return evaluate(env, self.make_actor(random=random, restrict=restrict), seed=seed)
+
+    def evaluate(
+        self,
+        split: str = "test",
+        seed: int = 0,
+        policy: str | None = None,
+        restrict: bool | None = None,
+        greedy: bool = True,
+    ) -> EvalResult:
+        """Zero-shot: one episode per quest of ``split``, greedy or sampled at temperature 1 (``policy``: a baseline
+        rule instead of the agent; ``restrict`` overrides the agent's own choice among valid candidates)."""
+        env = self.eval_env(split, seed)
+        return evaluate(env, self.make_actor(policy=policy, restrict=restrict), seed=seed, greedy=greedy)
 
 
 def load_agent(checkpoint: str | Path, **overrides) -> AgentModule:
@@ -150,29 +161,38 @@ def agent_name(module: AgentModule) -> str:
     return f"{module.stage.upper()} {h.encoder['name']} {h.ability} {h.switch}"
 
 
+BASELINES = (
+    ("Random (valid candidates)", "random", True),
+    ("Random (whole spaces)", "random", False),
+    ("Word overlap (valid candidates)", "overlap", True),
+)
+
+
 def evaluate_checkpoints(
     checkpoints: Sequence[str | Path],
-    random_runs: int = 0,
+    baseline_runs: int = 0,
     split: str = "test",
     log: Callable[[str], None] = print,
+    sampled: bool = True,
     **overrides,
 ) -> list[tuple[str, list[EvalResult]]]:
-    """Zero-shot results of trained agents, grouped by configuration (one checkpoint per seed), and of the random
-    baseline (``random_runs`` seeds, with the first agent's switch, ability and candidate sets)."""
+    """Zero-shot results of trained agents, grouped by configuration (one checkpoint per seed), greedy and (with
+    ``sampled``) sampled at temperature 1; then the baselines through the same actor and environment over
+    ``baseline_runs`` seeds (the first agent's switch, ability and spaces), and the ceiling."""
     rows: dict[str, list[EvalResult]] = {}
     first = None
     for path in checkpoints:
         module = load_agent(path, **overrides)
         first = first or module
-        result = module.evaluate(split, seed=module.hparams.seed)
-        log(f"{path}: act goals {result.act_goal_rate:.3f}, speech goals {result.speech_goal_rate:.3f}")
-        rows.setdefault(agent_name(module), []).append(result)
-    if random_runs and first is not None:
-        rows["Random (valid candidates, same switch)" if first.hparams.restrict else "Random (same switch)"] = [
-            first.evaluate(split, seed=seed, random=True) for seed in range(random_runs)
-        ]
-        if first.hparams.restrict:  # the random agent of the whole action and utterance spaces, for reference
-            rows["Random (whole spaces, same switch)"] = [
-                first.evaluate(split, seed=seed, random=True, restrict=False) for seed in range(random_runs)
+        for greedy in (True, False) if sampled else (True,):
+            result = module.evaluate(split, seed=module.hparams.seed, greedy=greedy)
+            decoding = "greedy" if greedy else "sampled"
+            log(f"{path} ({decoding}): act goals {result.act_goal_rate:.3f}, speech goals {result.speech_goal_rate:.3f}")
+            rows.setdefault(f"{agent_name(module)} ({decoding})", []).append(result)
+    if baseline_runs and first is not None:
+        for name, policy, restrict in BASELINES:
+            rows[name] = [
+                first.evaluate(split, seed=seed, policy=policy, restrict=restrict) for seed in range(baseline_runs)
             ]
+        rows["Ceiling (goal in the action space)"] = [ceiling(first.eval_env(split))]
     return list(rows.items())

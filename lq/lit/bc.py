@@ -24,7 +24,7 @@ from lq.envs.quest_env import demonstration_turns, instances_from_data
 from lq.lit.agent import DEFAULT_ENCODER, AgentModule
 from lq.lit.pretrain import EncoderConfig
 from lq.models.agent import AgentConfig
-from lq.rl.acting import candidate_mask
+from lq.rl.acting import choice_mask, valid_mask
 from lq.rl.losses import masked
 
 
@@ -120,18 +120,15 @@ class BCModule(AgentModule):
         for t in range(max(len(e.contexts) for e in episodes)):
             live = [i for i, e in enumerate(episodes) if t < len(e.contexts)]
             ids, mask = self.batcher.contexts([episodes[i].contexts[t] for i in live])
-            a_logits, u_logits, _, (ha, hu) = self.agent(
-                ids.to(self.device), mask.to(self.device), (hidden[0][live], hidden[1][live])
-            )
+            acted = torch.tensor([episodes[i].acted[t] for i in live], device=self.device)
+            out = self.agent(ids.to(self.device), mask.to(self.device), (hidden[0][live], hidden[1][live]), acted)
+            (ha, hu), u_logits = out.hidden, out.speech_logits
             hidden = (
                 hidden[0].index_copy(0, torch.tensor(live, device=self.device), ha),
                 hidden[1].index_copy(0, torch.tensor(live, device=self.device), hu),
             )
-            infos = [{"valid_action_ids": episodes[i].valid_action_ids[t]} for i in live]
-            a_logits = masked(
-                a_logits, candidate_mask(infos, "valid_action_ids", a_logits.shape[1], h.restrict).to(self.device)
-            )
-            acted = torch.tensor([episodes[i].acted[t] for i in live], device=self.device)
+            valid = valid_mask([episodes[i].valid_action_ids[t] for i in live], out.action_logits.shape[1])
+            a_logits = masked(out.action_logits, choice_mask(valid, h.restrict).to(self.device))
             targets = torch.tensor([episodes[i].targets[t] for i in live], device=self.device)
             for head, logits, which in (("action", a_logits, acted), ("speech", u_logits, ~acted)):
                 if which.any():

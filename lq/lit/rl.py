@@ -1,9 +1,10 @@
 """The switch A2C agent as a LightningModule with its own rollout loop (paper 4.2, appendix 8.2).
 
-Each training step plays ``rollout_steps`` steps of a batch of environments in the main process with
-the current weights, then takes one A2C update on the n-step returns. Lightning supplies the loop
-count, checkpoints, logging and devices; the environment, the frozen partner and DM live in the
-module (each DDP rank runs its own environments, seeded by rank).
+Each training step is two calls of :mod:`lq.rl.a2c`: ``collect`` plays ``rollout_steps`` steps of a batch of
+environments in the main process with the current weights, ``a2c_losses`` gives the switch A2C objective of
+that rollout; then one optimiser step. Lightning supplies the loop count, checkpoints, logging and devices;
+the environment, the frozen partner and DM live in the module (each DDP rank runs its own environments,
+seeded by rank). Quests are drawn by priority sampling (:class:`lq.rl.priority.PrioritySampler`).
 """
 
 from __future__ import annotations
@@ -17,7 +18,8 @@ from lq.envs.build import build_env
 from lq.lit.agent import DEFAULT_ENCODER, AgentModule
 from lq.lit.pretrain import EncoderConfig
 from lq.models.agent import AgentConfig
-from lq.rl.losses import LossCoefficients, discounted_returns, switch_a2c_loss
+from lq.rl.a2c import RolloutState, a2c_losses, collect
+from lq.rl.losses import LossCoefficients
 from lq.rl.priority import PrioritySampler
 from lq.rl.switch import RatioSwitch
 
@@ -38,7 +40,7 @@ class RLModule(AgentModule):
         restrict: bool = True,
         num_envs: int = 32,
         rollout_steps: int = 8,
-        max_steps: int = 100,
+        max_steps: int | None = 100,
         gamma: float = 0.99,
         lr: float = 1e-4,
         temperature: float = 1.0,
@@ -46,10 +48,13 @@ class RLModule(AgentModule):
         candidate_dim: int = 256,
         coefficients: LossCoefficients = LossCoefficients(),  # noqa: B008 (frozen dataclass)
         agent: AgentConfig = AgentConfig(),  # noqa: B008
-        eval_max_steps: int = 100,
+        eval_max_steps: int | None = None,
         eval_batch_size: int = 32,
         updates_per_epoch: int = 50,
         seed: int = 0,
+        top_k_every_repeat: bool = False,
+        priority_mix: float = 0.5,
+        recent_episodes: int = 200,
     ):
         super().__init__()
         self.check_choices(switch, ability)
@@ -69,7 +74,7 @@ class RLModule(AgentModule):
             return
         h = self.hparams
         rank = self.global_rank if self._trainer is not None else 0
-        env = build_env(
+        self.env = build_env(
             h.data_dir,
             "train",
             h.partner_checkpoint,
@@ -79,20 +84,16 @@ class RLModule(AgentModule):
             context_length=h.context_length,
             seed=h.seed + 1000 * rank,
             device=self.device,
+            top_k_every_repeat=h.top_k_every_repeat,
         )
-        self.sampler = PrioritySampler(len(env.instances))
-        env.sampler = self.sampler
-        self.env = env
+        self.sampler = PrioritySampler(len(self.env.instances), mix=h.priority_mix)
+        self.env.sampler = self.sampler
         self.rollout_actor = self.make_actor(h.temperature)
-        self._ks = [RatioSwitch.k_for(inst.demo, getattr(self.switch, "average_k", 1)) for inst in env.instances]
-        self._index = {id(inst): i for i, inst in enumerate(env.instances)}
-        self.obs, self.infos = env.reset([self.sampler(env.rng) for _ in range(h.num_envs)])
-        self.state = self.rollout_actor.start(h.num_envs)
-        self.state["k"] = torch.tensor([self._k(i) for i in range(h.num_envs)])
-        self.finished: list[dict] = []
-
-    def _k(self, slot: int) -> int:
-        return self._ks[self._index[id(self.env.slots[slot].instance)]]
+        average_k = getattr(self.switch, "average_k", 1)
+        k_of = [RatioSwitch.k_for(inst.demo, average_k) for inst in self.env.instances]
+        self.rollout_state = RolloutState.start(self.env, self.rollout_actor, k_of)
+        self.unsolvable = {i for i, inst in enumerate(self.env.instances) if inst.quest.goal not in self.env.action_index}
+        self.recent: list[dict] = []  # the last ``recent_episodes`` episode summaries, for the training curves
 
     def train_dataloader(self) -> DataLoader:
         """One item per update: the rollout itself is the data."""
@@ -103,89 +104,42 @@ class RLModule(AgentModule):
 
     # -- training ------------------------------------------------------------------------------------
 
-    def _rewards(self, rewards: list[float], infos: list[dict]) -> list[float]:
-        if self.hparams.ability == "speech_no_speech_goals":  # speaks, but earns only act rewards
-            return [info["act_reward"] for info in infos]
-        return rewards
-
     def training_step(self, batch, batch_idx: int):
         h = self.hparams
-        steps = []
-        for _ in range(h.rollout_steps):
-            commands, out = self.rollout_actor.step(self.obs, self.infos, self.state)
-            valid_a = torch.zeros_like(out.action_logits)
-            valid_u = torch.zeros_like(out.speech_logits)
-            for i, info in enumerate(self.infos):
-                valid_a[i, info["valid_action_ids"]] = 1.0
-                valid_u[i, info["valid_utterance_ids"]] = 1.0
-            slots_before = [self._index[id(s.instance)] for s in self.env.slots]
-            self.obs, rewards, dones, self.infos = self.env.step(commands)
-            rewards = self._rewards(rewards, self.infos)
-            for i, (done, info) in enumerate(zip(dones, self.infos, strict=True)):
-                if done:
-                    self.finished.append(info["episode"])
-                    self.sampler.record(slots_before[i], info["episode"]["act_goal"])
-            self.rollout_actor.reset_done(self.state, dones, [self._k(i) for i in range(h.num_envs)])
-            steps.append((out, valid_a, valid_u, torch.tensor(rewards), torch.tensor(dones, dtype=torch.float)))
-        with torch.no_grad():
-            ids, mask = self.batcher.contexts(self.obs)
-            _, _, last_value, _ = self.agent(
-                ids.to(self.device), mask.to(self.device), (self.state["hidden_a"], self.state["hidden_u"])
-            )
-        rewards = torch.stack([s[3] for s in steps]).to(self.device)
-        dones = torch.stack([s[4] for s in steps]).to(self.device)
-        values = torch.stack([s[0].value for s in steps])
-        returns = discounted_returns(rewards, dones, last_value, h.gamma)
-        cat = lambda f: torch.cat([f(s) for s in steps])  # noqa: E731
-        losses = switch_a2c_loss(
-            cat(lambda s: s[0].action_logits),
-            cat(lambda s: s[0].speech_logits),
-            cat(lambda s: s[0].action_log_prob),
-            cat(lambda s: s[0].speech_log_prob),
-            cat(lambda s: s[0].acted),
-            cat(lambda s: s[1]),
-            cat(lambda s: s[2]),
-            values.reshape(-1),
-            returns.reshape(-1),
-            self.coef,
-            cat(lambda s: s[0].action_mask),
-            cat(lambda s: s[0].speech_mask),
+        rollout = collect(
+            self.env, self.rollout_actor, self.rollout_state, h.rollout_steps, h.ability == "speech_no_speech_goals"
         )
+        losses = a2c_losses(rollout, self.coef, h.gamma)
         optimizer = self.optimizers()
         optimizer.zero_grad()
         self.manual_backward(losses.total)
         self.clip_gradients(optimizer, gradient_clip_val=1.0, gradient_clip_algorithm="norm")
         optimizer.step()
-        # detach the recurrent state: the next rollout starts a new graph
-        self.state["hidden_a"] = self.state["hidden_a"].detach()
-        self.state["hidden_u"] = self.state["hidden_u"].detach()
-        for name in (
-            "total",
-            "action_policy",
-            "speech_policy",
-            "valid_action",
-            "valid_speech",
-            "action_entropy",
-            "speech_entropy",
-            "value",
-        ):
-            self.log(f"losses/{name}", getattr(losses, name).detach(), batch_size=h.num_envs)
-        self.log("rl/reward_per_step", rewards.mean(), batch_size=h.num_envs)
-        recent = self.finished[-200:]
-        if recent:
-            self.log(
-                "rl/act_goal_rate",
-                sum(e["act_goal"] for e in recent) / len(recent),
-                prog_bar=True,
-                batch_size=len(recent),
-            )
-            self.log("rl/speech_goal_rate", sum(e["speech_goal"] for e in recent) / len(recent), batch_size=len(recent))
+        for episode in rollout.episodes:
+            self.sampler.record(episode["instance"], episode["act_goal"])
+        self.recent = (self.recent + rollout.episodes)[-h.recent_episodes :]
+        self.log_training(losses, rollout)
         return losses.total.detach()
+
+    def log_training(self, losses, rollout) -> None:
+        n = self.hparams.num_envs
+        for name, value in vars(losses).items():
+            self.log(f"losses/{name}", value.detach(), batch_size=n)
+        self.log("rl/reward_per_step", rollout.rewards.mean(), batch_size=n)
+        if self.recent:
+            m = len(self.recent)
+            self.log("rl/act_goal_rate", sum(e["act_goal"] for e in self.recent) / m, prog_bar=True, batch_size=m)
+            self.log("rl/speech_goal_rate", sum(e["speech_goal"] for e in self.recent) / m, batch_size=m)
+            self.log("rl/return", sum(e["return"] for e in self.recent) / m, batch_size=m)
+            # episodes on quests whose goal is not in the action space: priority sampling must not let them take over
+            unsolvable = sum(e["instance"] in self.unsolvable for e in self.recent) / m
+            self.log("rl/unsolvable_share", unsolvable, batch_size=m)
 
     def on_save_checkpoint(self, checkpoint: dict) -> None:
         super().on_save_checkpoint(checkpoint)
-        checkpoint["lq_priority"] = self.sampler.state_dict() if self.env is not None else None
-        checkpoint["lq_env_rng"] = self.env.rng.getstate() if self.env is not None else None
+        if self.env is not None:
+            checkpoint["lq_priority"] = self.sampler.state_dict()
+            checkpoint["lq_env_rng"] = self.env.rng.getstate()
 
     def on_load_checkpoint(self, checkpoint: dict) -> None:
         self._restore = checkpoint

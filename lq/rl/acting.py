@@ -1,18 +1,23 @@
-"""Turning the switch agent's scores into environment commands, the same way in RL, BC and evaluation.
+"""Turning the switch agent's scores into environment commands, the same way in RL, BC, evaluation and the baselines.
 
-Each step the switch picks the head (act or speak, or only one for the ability ablations); the head
-samples its candidate by Boltzmann exploration (softmax at a temperature) or, when evaluating,
-takes the best one. Per-environment counters feed the switch.
+Each step the switch picks the head (act or speak, or only one for the ability ablations); the Dungeon
+Master ranks the utterances only for the environments about to speak; the head samples its candidate by
+Boltzmann exploration (softmax at a temperature) or, greedily, takes the best one. Per-environment
+counters feed the switch.
 
 With ``restrict=True`` (the default) a head chooses only among the candidates the environment says
 are valid: the engine's valid actions and the Dungeon Master's M valid utterances (Jericho's
 valid-action handicap; the paper's environment offers both sets). The valid-candidate losses are
-trained either way. Without an agent the actor is the random baseline: uniform over the same
-candidates, with the same switch.
+trained either way.
+
+The baselines are the same actor with a rule for a policy, so they play through the same switch,
+candidates and environment: ``"random"`` (uniform among the candidates) and ``"overlap"`` (the candidate
+sharing most words with the quest's short motivation, ties broken at random).
 """
 
 from __future__ import annotations
 
+import re
 from dataclasses import dataclass
 
 import torch
@@ -23,40 +28,66 @@ from lq.rl.losses import masked
 from lq.rl.switch import HardcodedSwitch, RatioSwitch
 
 ABILITIES = ("act_speech", "act", "speech", "speech_no_speech_goals")
+RULES = ("random", "overlap")
 
 
 @dataclass
 class StepOutput:
-    action_logits: torch.Tensor
-    speech_logits: torch.Tensor
-    value: torch.Tensor
+    """One step of the actor for a batch (the fields of a :class:`lq.rl.rollout.Rollout` at one time step)."""
+
+    action_logits: torch.Tensor  # [b, actions]
+    speech_logits: torch.Tensor  # [b, utterances]
+    value: torch.Tensor  # [b]
     acted: torch.Tensor  # [b] bool: the action head chose this step
-    action_choice: torch.Tensor
-    speech_choice: torch.Tensor
-    action_log_prob: torch.Tensor
+    action_log_prob: torch.Tensor  # [b]
     speech_log_prob: torch.Tensor
-    action_mask: torch.Tensor  # [b, actions] bool: the candidates the head chose among
-    speech_mask: torch.Tensor
+    valid_actions: torch.Tensor  # [b, actions] bool: the engine's valid actions
+    valid_utterances: torch.Tensor  # [b, utterances] bool: the DM's valid utterances (rows that spoke)
+    action_choices: torch.Tensor  # [b, actions] bool: the candidates the head chose among
+    speech_choices: torch.Tensor
 
 
-def candidate_mask(infos: list[dict], key: str, size: int, restrict: bool) -> torch.Tensor:
-    """``[b, size]`` bool of the valid candidates ``infos[i][key]``; every candidate where none is valid (or
-    when not restricting)."""
-    mask = torch.zeros(len(infos), size, dtype=torch.bool)
-    for i, info in enumerate(infos):
-        ids = info.get(key, []) if restrict else []
-        if ids:
-            mask[i, ids] = True
-        else:
-            mask[i] = True
+_WORD = re.compile(r"[a-z]+")
+_STOP = frozenset("a an the to of in on from and i my me you your is it at for with".split())
+
+
+def content_words(text: str) -> set[str]:
+    return set(_WORD.findall(text.lower())) - _STOP
+
+
+def word_overlap_scores(candidates: list[str], motivations: list[str]) -> torch.Tensor:
+    """``[b, n]``: how many content words each candidate shares with each environment's short motivation."""
+    words = [content_words(c) for c in candidates]
+    out = torch.zeros(len(motivations), len(candidates))
+    for i, motivation in enumerate(motivations):
+        target = content_words(motivation)
+        out[i] = torch.tensor([float(len(w & target)) for w in words])
+    return out
+
+
+def valid_mask(ids: list[list[int] | None], size: int) -> torch.Tensor:
+    """``[b, size]`` bool with the candidates ``ids[i]`` of each row set."""
+    mask = torch.zeros(len(ids), size, dtype=torch.bool)
+    for i, row in enumerate(ids):
+        if row:
+            mask[i, row] = True
     return mask
 
 
+def choice_mask(valid: torch.Tensor, restrict: bool) -> torch.Tensor:
+    """The candidates a head chooses among: the valid ones (every candidate in a row with none), or all."""
+    if not restrict:
+        return torch.ones_like(valid)
+    return valid | ~valid.any(dim=1, keepdim=True)
+
+
 class Actor:
+    """``policy``: a :class:`SwitchAgent`, or a baseline rule (``"random"``, ``"overlap"``)."""
+
     def __init__(
         self,
-        agent: SwitchAgent | None,
-        batcher: TextBatcher,
+        policy: SwitchAgent | str,
+        batcher: TextBatcher | None,
         action_space: list[str],
         utterance_space: list[str],
         switch: HardcodedSwitch | RatioSwitch,
@@ -66,11 +97,21 @@ class Actor:
     ):
         if ability not in ABILITIES:
             raise ValueError(f"unknown ability '{ability}': choose from {', '.join(ABILITIES)}")
-        self.agent, self.batcher, self.switch = agent, batcher, switch
+        if isinstance(policy, str) and policy not in RULES:
+            raise ValueError(f"unknown baseline '{policy}': choose from {', '.join(RULES)} (or give an agent)")
+        self.agent = policy if isinstance(policy, SwitchAgent) else None
+        self.rule = policy if isinstance(policy, str) else None
+        self.batcher, self.switch = batcher, switch
         self.action_space, self.utterance_space = action_space, utterance_space
         self.ability, self.temperature, self.restrict = ability, temperature, restrict
 
-    def start(self, batch: int) -> dict[str, torch.Tensor]:
+    @property
+    def device(self) -> torch.device:
+        return next(self.agent.parameters()).device if self.agent is not None else torch.device("cpu")
+
+    def start(self, batch: int, k: list[int] | None = None) -> dict[str, torch.Tensor]:
+        """The per-environment state: the GRUs' states, the switch's counters, ``k`` of the ratio switch (0: the
+        training average)."""
         state = {}
         if self.agent is not None:
             state["hidden_a"], state["hidden_u"] = self.agent.initial_state(batch)
@@ -78,45 +119,46 @@ class Actor:
             **state,
             "steps": torch.zeros(batch, dtype=torch.long),
             "since_action": torch.zeros(batch, dtype=torch.long),
-            "k": torch.zeros(batch, dtype=torch.long),
+            "k": torch.tensor(k if k is not None else [0] * batch, dtype=torch.long),
         }
 
     def reset_done(self, state: dict[str, torch.Tensor], dones: list[bool], k: list[int] | None = None) -> None:
         done = torch.tensor(dones, dtype=torch.bool)
         for key in ("hidden_a", "hidden_u") if self.agent is not None else ():
-            state[key] = state[key] * (~done).unsqueeze(1).to(state[key].dtype)
+            state[key] = state[key] * (~done).unsqueeze(1).to(state[key].device, state[key].dtype)
         state["steps"] = torch.where(done, 0, state["steps"])
         state["since_action"] = torch.where(done, 0, state["since_action"])
         if k is not None:
             state["k"] = torch.tensor(k, dtype=torch.long)
 
-    def step(
-        self, obs: list[str], infos: list[dict], state: dict[str, torch.Tensor], greedy: bool = False
-    ) -> tuple[list[tuple[str, str]], StepOutput]:
-        if self.agent is None:  # the random baseline
-            device = torch.device("cpu")
-            a_logits = torch.zeros(len(obs), len(self.action_space))
-            u_logits = torch.zeros(len(obs), len(self.utterance_space))
-            value, greedy = torch.zeros(len(obs)), False
-        else:
-            device = next(self.agent.critic.parameters()).device
-            ids, mask = self.batcher.contexts(obs)
-            a_logits, u_logits, value, (ha, hu) = self.agent(
-                ids.to(device), mask.to(device), (state["hidden_a"], state["hidden_u"])
-            )
-            state["hidden_a"], state["hidden_u"] = ha, hu
-        a_mask = candidate_mask(infos, "valid_action_ids", a_logits.shape[1], self.restrict).to(device)
-        u_mask = candidate_mask(infos, "valid_utterance_ids", u_logits.shape[1], self.restrict).to(device)
+    def acts(self, state: dict[str, torch.Tensor]) -> torch.Tensor:
+        """``[b]`` bool: which environments act (the others speak) this step."""
+        batch = state["steps"].shape[0]
         if self.ability == "act":
-            acted = torch.ones(len(obs), dtype=torch.bool)
-        elif self.ability.startswith("speech"):
-            acted = torch.zeros(len(obs), dtype=torch.bool)
-        else:
-            k = state["k"] if isinstance(self.switch, RatioSwitch) and bool((state["k"] > 0).all()) else None
-            acted = self.switch.acts(state["steps"], state["since_action"], k)
-        a_masked, u_masked = masked(a_logits, a_mask), masked(u_logits, u_mask)
-        a_choice = self._choose(a_masked, greedy)
-        u_choice = self._choose(u_masked, greedy)
+            return torch.ones(batch, dtype=torch.bool)
+        if self.ability.startswith("speech"):
+            return torch.zeros(batch, dtype=torch.bool)
+        k = state["k"] if isinstance(self.switch, RatioSwitch) and bool((state["k"] > 0).all()) else None
+        return self.switch.acts(state["steps"], state["since_action"], k)
+
+    def step(
+        self, env, obs: list[str], infos: list[dict], state: dict[str, torch.Tensor], greedy: bool = False
+    ) -> tuple[list[tuple[str, str]], StepOutput]:
+        """The commands for ``env`` (a :class:`lq.envs.QuestEnv` whose last observations are ``obs``, ``infos``) and
+        what the actor computed to choose them."""
+        acted = self.acts(state)
+        speaking = [i for i in range(len(obs)) if not acted[i]]
+        utterance_ids: list[list[int] | None] = [None] * len(obs)
+        for i, ids in zip(speaking, env.valid_utterances(speaking), strict=True):
+            utterance_ids[i] = ids
+        device = self.device
+        valid_a = valid_mask([info["valid_action_ids"] for info in infos], len(self.action_space)).to(device)
+        valid_u = valid_mask(utterance_ids, len(self.utterance_space)).to(device)
+        a_logits, u_logits, value = self._scores(env, obs, infos, state, acted.to(device))
+        choose_a, choose_u = choice_mask(valid_a, self.restrict), choice_mask(valid_u, self.restrict)
+        a_masked, u_masked = masked(a_logits, choose_a), masked(u_logits, choose_u)
+        greedy = greedy and self.rule != "random"
+        a_choice, u_choice = self._choose(a_masked, greedy), self._choose(u_masked, greedy)
         a_logp = a_masked.log_softmax(-1).gather(1, a_choice.unsqueeze(1)).squeeze(1)
         u_logp = u_masked.log_softmax(-1).gather(1, u_choice.unsqueeze(1)).squeeze(1)
         commands = [
@@ -128,11 +170,38 @@ class Actor:
         state["steps"] = state["steps"] + 1
         state["since_action"] = torch.where(acted, 0, state["since_action"] + 1)
         return commands, StepOutput(
-            a_logits, u_logits, value, acted.to(device), a_choice, u_choice, a_logp, u_logp, a_mask, u_mask
+            a_logits, u_logits, value, acted.to(device), a_logp, u_logp, valid_a, valid_u, choose_a, choose_u
         )
+
+    @torch.no_grad()
+    def step_value(self, obs: list[str], state: dict[str, torch.Tensor]) -> torch.Tensor:
+        """The critic's V(s) ``[b]`` of observations, leaving the state as it is (0 for a rule)."""
+        if self.agent is None:
+            return torch.zeros(len(obs))
+        ids, mask = self.batcher.contexts(obs)
+        return self.agent.value(ids.to(self.device), mask.to(self.device))
+
+    def _scores(
+        self, env, obs: list[str], infos: list[dict], state: dict[str, torch.Tensor], acted: torch.Tensor
+    ) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor]:
+        """Action scores, utterance scores and values ``[b]`` of the agent, or of the baseline rule."""
+        b = len(obs)
+        if self.agent is not None:
+            ids, mask = self.batcher.contexts(obs)
+            out = self.agent(
+                ids.to(self.device), mask.to(self.device), (state["hidden_a"], state["hidden_u"]), acted
+            )
+            state["hidden_a"], state["hidden_u"] = out.hidden
+            return out.action_logits, out.speech_logits, out.value
+        a_logits, u_logits = torch.zeros(b, len(self.action_space)), torch.zeros(b, len(self.utterance_space))
+        if self.rule == "overlap":  # ties: a little noise picks uniformly among the best
+            motivations = [env.instances[info["instance"]].quest.motivation("short") for info in infos]
+            a_logits = word_overlap_scores(self.action_space, motivations) + 1e-3 * torch.rand(a_logits.shape)
+            u_logits = word_overlap_scores(self.utterance_space, motivations) + 1e-3 * torch.rand(u_logits.shape)
+        return a_logits, u_logits, torch.zeros(b)
 
     def _choose(self, logits: torch.Tensor, greedy: bool) -> torch.Tensor:
         if greedy:
             return logits.argmax(dim=-1)
-        probs = (logits.detach() / self.temperature).softmax(dim=-1)
+        probs = (logits.detach().float() / self.temperature).softmax(dim=-1)
         return torch.multinomial(probs, 1).squeeze(1)

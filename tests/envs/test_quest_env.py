@@ -102,24 +102,47 @@ def test_demonstration_turns_show_what_the_environment_shows(data, batcher):
         ][: len(turns)]
 
 
-def test_speech_score_counts_each_utterance_once(batcher):
-    """Repeating a top-ranked utterance keeps earning the top-k reward (paper 4.1) but not the speech goal."""
+def _repeat_env(batcher, **kwargs):
     from lq.data import Demonstration, Quest
 
     quest = Quest.from_json(quest_json(), quest_id="egg")
-    demo = Demonstration.from_json(demo_json())
-    inst = QuestInstance(quest, demo, "dragon_1", "knight_2")
-    n = len(inst.demo_utterances)
+    inst = QuestInstance(quest, Demonstration.from_json(demo_json()), "dragon_1", "knight_2")
     line = inst.demo_utterances[0]
     dm = DungeonMaster(_model(), batcher, [line, "Hello."], top_k=2, num_valid=2)  # everything is in the top k
-    env = QuestEnv([inst], ScriptedPartner([[("speech", "Hm.")] * 9]), dm, [], batch_size=1, max_steps=8)
+    env = QuestEnv([inst], ScriptedPartner([[("speech", "Hm.")] * 9]), dm, [], batch_size=1, max_steps=8, **kwargs)
     env.reset([0])
+    return env, line, len(inst.demo_utterances)
+
+
+def test_the_speech_reward_cannot_be_farmed_by_repeating_a_line(batcher):
+    """Repeating a top-ranked demonstration utterance earns its demonstration and top-k terms once, then nothing."""
+    env, line, n = _repeat_env(batcher)
+    rewards = [env.step([("speech", line)])[1][0] for _ in range(4)]
+    assert rewards == pytest.approx([1 / n, 0.0, 0.0, 0.0])
+    assert env.step([("speech", "Hello.")])[1][0] == pytest.approx(1 / (2 * n))  # a new top-k line pays its bonus
+    assert env.slots[0].speech_reward == pytest.approx(env.slots[0].speech_score) == pytest.approx(3 / (2 * n))
+
+
+def test_the_literal_top_k_reading_pays_every_repeat_but_not_the_speech_score(batcher):
+    env, line, n = _repeat_env(batcher, top_k_every_repeat=True)
     rewards = [env.step([("speech", line)])[1][0] for _ in range(3)]
-    assert rewards == pytest.approx([1 / n, 1 / (2 * n), 1 / (2 * n)])  # demonstration + top k, then top k only
+    assert rewards == pytest.approx([1 / n, 1 / (2 * n), 1 / (2 * n)])  # demonstration + top k, then top k again
     assert env.slots[0].speech_score == pytest.approx(1 / n)
-    env.step([("speech", "Hello.")])
-    assert env.slots[0].speech_score == pytest.approx(1 / n + 1 / (2 * n))
-    assert env.slots[0].speech_reward == pytest.approx(2 / n + 1 / (2 * n))
+
+
+def test_the_dm_ranks_only_before_speech_turns(batcher):
+    env, line, n = _repeat_env(batcher)
+    calls = []
+    rank = env.dm.rank
+    env.dm.rank = lambda contexts: calls.append(len(contexts)) or rank(contexts)
+    env.step([("action", "hug knight")])
+    assert calls == []  # an action needs no ranking
+    first = env.valid_utterances([0])
+    assert sorted(first[0]) == [0, 1] and env.valid_utterances([0]) == first
+    env.step([("speech", line)])  # ranked already for this context: not again
+    assert calls == [1]
+    env.step([("speech", "Hello.")])  # a new context, not asked for: the step ranks it
+    assert calls == [1, 1]
 
 
 def test_partner_act_completion_earns_the_act_reward(batcher):
@@ -266,6 +289,7 @@ def test_build_env_from_checkpoints(data, tmp_path, tmp_path_factory):
     data_dir = next(tmp_path_factory.getbasetemp().glob("env*/data"))
     env = build_env(data_dir, "test", tmp_path / "partner.ckpt", tmp_path / "dm.ckpt", batch_size=2, max_steps=3)
     obs, infos = env.reset()
-    assert len(obs) == 2 and len(infos[0]["valid_utterance_ids"]) == 50
+    assert len(obs) == 2 and [len(ids) for ids in env.valid_utterances([0, 1])] == [50, 50]
+    assert [env.instances[info["instance"]].quest.quest_id for info in infos] == [i["quest_id"] for i in infos]
     with pytest.raises(FileNotFoundError, match="make partner"):
         load_poly_encoder(tmp_path / "missing.ckpt")

@@ -65,11 +65,20 @@ def test_bc_and_rl_fit_evaluate_and_compare(setup_dir, tmp_path, capsys):
         client = mlflow.tracking.MlflowClient()
         assert "transcripts" in {a.path for a in client.list_artifacts(run.info.run_id)}
     out = tmp_path / "eval" / "table"
-    assert main(["eval", str(rl_ckpt), str(bc_ckpt), "--random", "2", "--out", str(out)]) == 0
+    assert main(["eval", str(rl_ckpt), str(bc_ckpt), "--baselines", "2", "--out", str(out)]) == 0
     printed = capsys.readouterr().out
-    for row in ("RL scratch act_speech hardcoded | 1", "BC scratch act_speech hardcoded | 1", "Random (valid"):
-        assert row in printed
-    assert out.with_suffix(".csv").read_text().count("\n") == 5  # header, RL, BC and two random baselines
+    rows = [line.split(",")[0] for line in out.with_suffix(".csv").read_text().splitlines()[1:]]
+    assert rows == [
+        "RL scratch act_speech hardcoded (greedy)",
+        "RL scratch act_speech hardcoded (sampled)",
+        "BC scratch act_speech hardcoded (greedy)",
+        "BC scratch act_speech hardcoded (sampled)",
+        "Random (valid candidates)",
+        "Random (whole spaces)",
+        "Word overlap (valid candidates)",
+        "Ceiling (goal in the action space)",
+    ]
+    assert "| Ceiling (goal in the action space) | 1 |" in printed and "| — |" in printed
 
 
 @pytest.mark.slow

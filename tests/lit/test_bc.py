@@ -76,9 +76,11 @@ def test_a_saved_agent_loads_and_evaluates_the_same(setup_dir, tmp_path):
     result = loaded.evaluate("test", seed=0)
     assert [e["transcript"] for e in result.episodes] == [e["transcript"] for e in expected.episodes]
     assert len(result.episodes) == 6
-    # the random baseline: the same code path, the same candidate sets, its own numbers
-    random_result = loaded.evaluate("test", seed=0, random=True)
-    assert len(random_result.episodes) == 6 and 0.0 <= random_result.act_goal_rate <= 1.0
+    # the baselines: the same code path and quests, another policy
+    for policy in ("random", "overlap"):
+        baseline = loaded.evaluate("test", seed=0, policy=policy)
+        assert [e["quest_id"] for e in baseline.episodes] == [e["quest_id"] for e in expected.episodes]
+        assert [e["transcript"] for e in baseline.episodes] != [e["transcript"] for e in expected.episodes]
 
 
 def test_load_agent_names_the_problem(setup_dir, tmp_path):

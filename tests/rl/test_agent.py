@@ -24,10 +24,16 @@ def batcher():
 def test_forward_shapes_and_what_trains(batcher, pretrained):
     torch.manual_seed(0)
     poly = PolyEncoder.from_spec(TINY, n_codes=2).eval() if pretrained else None
-    agent = SwitchAgent.build(ACTIONS, UTTERANCES, batcher, poly, CONFIG, dim=8)
+    agent = SwitchAgent.build(ACTIONS, UTTERANCES, batcher, poly, CONFIG, dim=8).eval()  # no dropout
     ids, mask = batcher.contexts(["You are in a lair.", "A knight is here. _partner_say Hello."])
-    a, u, v, hidden = agent(ids, mask, agent.initial_state(2))
+    out = agent(ids, mask, agent.initial_state(2))
+    a, u, v, hidden = out.action_logits, out.speech_logits, out.value, out.hidden
     assert a.shape == (2, 3) and u.shape == (2, 4) and v.shape == (2,) and hidden[0].shape == (2, 16)
+    assert torch.allclose(agent.value(ids, mask), v)
+    acted = torch.tensor([True, False])  # each head scores only its own rows
+    split = agent(ids, mask, agent.initial_state(2), acted)
+    assert torch.allclose(split.action_logits[0], a[0], atol=1e-5) and not split.action_logits[1].any()
+    assert torch.allclose(split.speech_logits[1], u[1], atol=1e-5) and not split.speech_logits[0].any()
     base_trains = any(p.requires_grad for p in agent.encoder.base.parameters())
     assert base_trains is (not pretrained)  # pretrained: frozen with appended layers; scratch: all trains
     if pretrained:
@@ -38,7 +44,8 @@ def test_the_switch_masks_the_other_heads_gradient(batcher):
     torch.manual_seed(0)
     agent = SwitchAgent.build(ACTIONS, UTTERANCES, batcher, None, CONFIG, dim=8)
     ids, mask = batcher.contexts(["one context", "another context", "a third one"])
-    a, u, v, _ = agent(ids, mask, agent.initial_state(3))
+    out = agent(ids, mask, agent.initial_state(3))
+    a, u, v = out.action_logits, out.speech_logits, out.value
     spoke_only = torch.tensor([False, False, False])
     out = switch_a2c_loss(
         a,
@@ -54,7 +61,12 @@ def test_the_switch_masks_the_other_heads_gradient(batcher):
     (out.total - 0.5 * out.value).backward()  # every policy term; the critic's own term aside
     action_grads = [
         p.grad
-        for p in [*agent.action_head.parameters(), *agent.action_gru.parameters(), *agent.actions.project.parameters()]
+        for p in [
+            *agent.action_head.parameters(),
+            *agent.action_gru.parameters(),
+            *agent.actions.project.parameters(),
+            *agent.action_scorer.parameters(),
+        ]
     ]
     assert all(g is None or g.abs().sum() == 0 for g in action_grads)
     assert any(p.grad is not None and p.grad.abs().sum() > 0 for p in agent.speech_head.parameters())
