@@ -18,9 +18,10 @@ LIGHT_DB ?=
 PYTEST_ARGS ?=
 
 ENCODER ?= general_light
-# the partner and the DM start from the general encoder (MiniLM) unless told otherwise
-ENV_ENCODER ?= $(if $(filter command line,$(origin ENCODER)),$(ENCODER),general)
 PROFILE ?= tiny
+# the environment's partner and DM: small poly-encoders on the CPU profile, MiniLM-sized (general) otherwise
+ENV_MODEL = $(if $(filter tiny,$(PROFILE)),small,general)
+ENV_ENCODER ?= $(if $(filter command line,$(origin ENCODER)),$(ENCODER),$(ENV_MODEL))
 ARGS ?=
 WORLD ?= ../shared/data/light_worlds/dragon-village.json
 AS ?=
@@ -79,45 +80,46 @@ pretrain: $(STAMP) ## pretrain a poly-encoder: make pretrain ENCODER=general_lig
 	$(BIN)/lq pretrain fit --config conf/pretrain.yaml --config conf/encoder/$(ENCODER).yaml \
 		--config conf/profile/$(PROFILE).yaml --data.data_dir $(DATA) $(ARGS)
 
-partner: $(STAMP) ## train the environment's partner agent: make partner [ENCODER=general] [PROFILE=tiny]
+partner: $(STAMP) ## train the environment's partner agent: make partner [PROFILE=tiny] (small; PROFILE=paper: general)
 	@test -d $(DATA) || { echo "no dataset in $(DATA): run 'make data' first (or set DATA=...)"; exit 1; }
 	$(BIN)/lq partner fit --config conf/partner.yaml --config conf/encoder/$(ENV_ENCODER).yaml \
-		--config conf/profile/$(PROFILE).yaml --data.data_dir $(DATA) $(ARGS)
+		--config conf/profile/env-$(PROFILE).yaml --data.data_dir $(DATA) $(ARGS)
 
-dm: $(STAMP) ## train the environment's Dungeon Master: make dm [ENCODER=general] [PROFILE=tiny]
+dm: $(STAMP) ## train the environment's Dungeon Master: make dm [PROFILE=tiny] (small; PROFILE=paper: general)
 	@test -d $(DATA) || { echo "no dataset in $(DATA): run 'make data' first (or set DATA=...)"; exit 1; }
 	$(BIN)/lq dm fit --config conf/dm.yaml --config conf/encoder/$(ENV_ENCODER).yaml \
-		--config conf/profile/$(PROFILE).yaml --data.data_dir $(DATA) $(ARGS)
+		--config conf/profile/env-$(PROFILE).yaml --data.data_dir $(DATA) $(ARGS)
 
 ABILITY ?= act_speech
 SWITCH ?= hardcoded
 SEEDS ?= 0 1 2
 AGENT = $(ENCODER)/$(ABILITY)-$(SWITCH)
+ENV_ARGS = --model.partner_checkpoint outputs/partner/$(ENV_MODEL)/best.ckpt --model.dm_checkpoint outputs/dm/$(ENV_MODEL)/best.ckpt
 env-models: $(STAMP)
 	@test -d $(DATA) || $(MAKE) data
-	@test -f outputs/partner/general/best.ckpt || $(MAKE) partner ENCODER=general PROFILE=$(PROFILE)
-	@test -f outputs/dm/general/best.ckpt || $(MAKE) dm ENCODER=general PROFILE=$(PROFILE)
+	@test -f outputs/partner/$(ENV_MODEL)/best.ckpt || $(MAKE) partner ENCODER=$(ENV_MODEL) PROFILE=$(PROFILE)
+	@test -f outputs/dm/$(ENV_MODEL)/best.ckpt || $(MAKE) dm ENCODER=$(ENV_MODEL) PROFILE=$(PROFILE)
 
 bc: env-models ## behaviour cloning, one agent per seed: make bc ENCODER=scratch [ABILITY] [SWITCH] [PROFILE] [SEEDS="0 1 2"]
 	@for seed in $(SEEDS); do \
 		$(BIN)/lq bc fit --config conf/bc.yaml --config conf/encoder/$(ENCODER).yaml \
 			--config conf/profile/bc-$(PROFILE).yaml --model.data_dir $(DATA) --model.ability $(ABILITY) \
-			--model.switch $(SWITCH) --seed_everything $$seed --model.seed $$seed --eval_seeds 0 $(ARGS) || exit 1; \
+			--model.switch $(SWITCH) --seed_everything $$seed --model.seed $$seed --eval_seeds 0 $(ENV_ARGS) $(ARGS) || exit 1; \
 	done
 
 rl: env-models ## RL agents per seed, then RL, BC (trained if missing) and random side by side: make rl ENCODER=scratch [ABILITY] [SWITCH] [PROFILE] [SEEDS]
 	@for seed in $(SEEDS); do \
 		$(BIN)/lq rl fit --config conf/rl.yaml --config conf/encoder/$(ENCODER).yaml \
 			--config conf/profile/rl-$(PROFILE).yaml --model.data_dir $(DATA) --model.ability $(ABILITY) \
-			--model.switch $(SWITCH) --seed_everything $$seed --model.seed $$seed --eval_seeds 0 $(ARGS) || exit 1; \
+			--model.switch $(SWITCH) --seed_everything $$seed --model.seed $$seed --eval_seeds 0 $(ENV_ARGS) $(ARGS) || exit 1; \
 		test -f outputs/bc/$(AGENT)/seed-$$seed/best.ckpt || $(MAKE) bc SEEDS=$$seed || exit 1; \
 	done
 	$(BIN)/lq eval $(foreach s,$(SEEDS),outputs/rl/$(AGENT)/seed-$(s)/agent.ckpt) \
-		$(foreach s,$(SEEDS),outputs/bc/$(AGENT)/seed-$(s)/best.ckpt) --random $(words $(SEEDS)) \
+		$(foreach s,$(SEEDS),outputs/bc/$(AGENT)/seed-$(s)/best.ckpt) --baselines $(words $(SEEDS)) \
 		--out outputs/eval/$(subst /,-,$(AGENT))
 
 CKPT ?=
-eval: $(STAMP) ## zero-shot evaluation of agent checkpoints side by side: make eval CKPT="a.ckpt b.ckpt" [ARGS="--random 3"]
+eval: $(STAMP) ## zero-shot evaluation of agent checkpoints side by side: make eval CKPT="a.ckpt b.ckpt" [ARGS="--baselines 3"]
 	@test -n "$(CKPT)" || { echo "name the checkpoints: make eval CKPT=outputs/rl/.../agent.ckpt"; exit 1; }
 	$(BIN)/lq eval $(CKPT) $(ARGS)
 
@@ -127,11 +129,12 @@ ui: $(STAMP) ## the MLflow UI on the default store (sqlite:///mlflow.db) at http
 play: $(STAMP) ## play a LIGHT world in the terminal: make play WORLD=path.json [AS=character]
 	$(BIN)/lq play $(WORLD) $(if $(AS),--as "$(AS)")
 
-bench: $(STAMP) ## run the throughput benchmarks: engine, pretraining pipeline, environment (prints tables)
+bench: $(STAMP) ## run the throughput benchmarks: engine, pretraining pipeline, environment, RL loop (prints tables)
 	$(BIN)/python benchmarks/engine.py
 	@test -d $(DATA) || $(MAKE) data
 	$(BIN)/python benchmarks/pretrain.py --data $(DATA)
 	$(BIN)/python benchmarks/env.py --data $(DATA)
+	$(BIN)/python benchmarks/rl.py --data $(DATA)
 
 clean: ## remove caches and build outputs (keeps .venv, data and mlflow.db)
 	rm -rf .pytest_cache .hypothesis build dist *.egg-info

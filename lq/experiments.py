@@ -202,8 +202,16 @@ class Setup:
     eval_seeds: int = 1
     extra_args: dict[str, Sequence[str]] = field(default_factory=dict)  # per stage ("rl", ...; "*": every stage)
 
+    @property
+    def env_encoder(self) -> str:
+        """The environment's partner and DM: small poly-encoders on the CPU profile, MiniLM-sized otherwise."""
+        return "small" if self.profile == "tiny" else "general"
+
     def profile_config(self, stage: str) -> str:
-        name = f"{stage}-{self.profile}" if stage in ("rl", "bc") else self.profile
+        if stage in ("rl", "bc"):
+            name = f"{stage}-{self.profile}"
+        else:
+            name = f"env-{self.profile}" if stage in ("partner", "dm") else self.profile
         path = Path("conf/profile") / f"{name}.yaml"
         if not path.exists():
             raise FileNotFoundError(f"{path}: no such profile for the {stage} stage (PROFILE={self.profile})")
@@ -259,9 +267,9 @@ def stage_args(config: Config, setup: Setup, seed: int, out_dir: str | None = No
             "--pretrain_dir",
             f"{setup.outputs}/pretrain",
             "--model.partner_checkpoint",
-            f"{setup.outputs}/partner/general/best.ckpt",
+            f"{setup.outputs}/partner/{setup.env_encoder}/best.ckpt",
             "--model.dm_checkpoint",
-            f"{setup.outputs}/dm/general/best.ckpt",
+            f"{setup.outputs}/dm/{setup.env_encoder}/best.ckpt",
         ]
     return args + [*setup.extra_args.get("*", ()), *setup.extra_args.get(stage, ())]
 
@@ -272,8 +280,8 @@ def prepare(configs: Sequence[Config], setup: Setup) -> None:
         _lq("data", "generate", setup.data_dir)
     if any(c.stage != "pretrain" for c in configs):
         for stage in ("partner", "dm"):
-            if not Path(f"{setup.outputs}/{stage}/general/best.ckpt").exists():
-                _lq(*stage_args(Config(stage, "general"), setup, 0))
+            if not Path(f"{setup.outputs}/{stage}/{setup.env_encoder}/best.ckpt").exists():
+                _lq(*stage_args(Config(stage, setup.env_encoder), setup, 0))
     needed = {c.encoder for c in configs if c.stage != "pretrain" and c.encoder != "scratch"}
     if "adaptive" in needed:
         needed.add("general")

@@ -55,7 +55,7 @@ class BCModule(AgentModule):
         context_length: int = 256,
         candidate_dim: int = 256,
         agent: AgentConfig = AgentConfig(),  # noqa: B008 (a dataclass default, never mutated)
-        eval_max_steps: int = 100,
+        eval_max_steps: int | None = None,
         eval_batch_size: int = 32,
         seed: int = 0,
     ):

@@ -95,8 +95,8 @@ def test_resume_trains_only_the_children_an_interrupted_parent_lacks(tmp_path, m
     client = MlflowClient(uri)
     outputs = tmp_path / "outputs"
     for name in ("partner", "dm"):  # prepare() finds the environment's models
-        (outputs / name / "general").mkdir(parents=True)
-        (outputs / name / "general" / "best.ckpt").touch()
+        (outputs / name / "small").mkdir(parents=True)
+        (outputs / name / "small" / "best.ckpt").touch()
     (tmp_path / "data").mkdir()
     (tmp_path / "data" / "manifest.json").touch()
     setup = X.Setup(seeds=(0, 1), data_dir=str(tmp_path / "data"), tracking_uri=uri, outputs=str(outputs))
@@ -151,8 +151,11 @@ def test_the_paper_tables_have_their_configurations():
     assert {c.switch for c in X.table7().configs} == {"ratio", "hardcoded"}
     t45 = X.table45()
     assert [t.name for t in t45.tables] == ["table4", "table5"] and len(t45.configs) == 4
-    env_model = X.stage_args(X.Config("partner", "general"), X.Setup(data_dir="d"), 0)
+    env_model = X.stage_args(X.Config("partner", "small"), X.Setup(data_dir="d"), 0)
     assert env_model[:2] == ["partner", "fit"] and "--data.data_dir" in env_model and "--model.ability" not in env_model
+    assert "conf/profile/env-tiny.yaml" in env_model and "conf/encoder/small.yaml" in env_model
+    agent = X.stage_args(X.Config("rl", "scratch"), X.Setup(data_dir="d", profile="paper"), 0)
+    assert agent[agent.index("--model.partner_checkpoint") + 1] == "outputs/partner/general/best.ckpt"
 
 
 def test_run_experiment_trains_children_under_a_parent_and_tabulates(setup_dir, tmp_path, monkeypatch):
@@ -160,8 +163,8 @@ def test_run_experiment_trains_children_under_a_parent_and_tabulates(setup_dir, 
     monkeypatch.chdir(ROOT)
     outputs = tmp_path / "outputs"
     for name in ("partner", "dm"):
-        (outputs / name / "general").mkdir(parents=True)
-        shutil.copy(setup_dir / f"{name}.ckpt", outputs / name / "general" / "best.ckpt")
+        (outputs / name / "small").mkdir(parents=True)
+        shutil.copy(setup_dir / f"{name}.ckpt", outputs / name / "small" / "best.ckpt")
     uri = f"sqlite:///{tmp_path / 'mlflow.db'}"
     setup = X.Setup(
         profile="tiny",

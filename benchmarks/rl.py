@@ -1,0 +1,156 @@
+"""RL training throughput: transitions per second of the whole switch A2C loop (rollout and update), and where the
+time goes, for the scratch encoder and a pretrained one at the CPU profile.
+
+    python benchmarks/rl.py [--data data/default] [--updates 20] [--encoders scratch general_light]
+                            [--profile conf/profile/rl-tiny.yaml]
+
+Each encoder runs the same loop as ``lq rl fit`` (``lq.rl.a2c.collect``, ``a2c_losses``, backward, clipping and an
+Adam step) with the profile's sizes. The partner, the DM and the pretrained encoder are the trained checkpoints
+when they exist (``make partner dm PROFILE=tiny``, ``make pretrain``); otherwise untrained models of the same
+shapes stand in (the cost is the same; it says so). The last lines print one figure per encoder.
+"""
+
+from __future__ import annotations
+
+import argparse
+import sys
+import tempfile
+import time
+from collections import defaultdict
+from dataclasses import asdict
+from pathlib import Path
+
+import torch
+import yaml
+
+import lq.envs.quest_env as quest_env
+from lq.lit.pretrain import EncoderConfig
+from lq.lit.rl import RLModule
+from lq.models.agent import AgentConfig
+from lq.models.encoder import EncoderSpec
+from lq.models.poly_encoder import PolyEncoder
+from lq.rl.a2c import a2c_losses, collect
+
+ROOT = Path(__file__).resolve().parents[1]
+TIMES: dict[str, float] = defaultdict(float)
+
+
+def timed(name, fn):
+    def wrapper(*args, **kwargs):
+        start = time.perf_counter()
+        try:
+            return fn(*args, **kwargs)
+        finally:
+            TIMES[name] += time.perf_counter() - start
+
+    return wrapper
+
+
+def merged_model_config(*files: Path) -> dict:
+    """The ``model:`` sections of LightningCLI configs merged in order (nested dicts merged key by key)."""
+
+    def merge(a: dict, b: dict) -> dict:
+        out = dict(a)
+        for k, v in b.items():
+            out[k] = merge(out[k], v) if isinstance(v, dict) and isinstance(out.get(k), dict) else v
+        return out
+
+    config: dict = {}
+    for f in files:
+        config = merge(config, (yaml.safe_load(f.read_text()) or {}).get("model", {}))
+    return config
+
+
+def stand_in(path: str, spec: EncoderSpec, n_codes: int, folder: Path, note: list[str]) -> str:
+    """``path`` if it exists, else an untrained poly-encoder checkpoint of ``spec``'s shape."""
+    if Path(path).exists():
+        return path
+    model = PolyEncoder.from_spec(spec, n_codes)
+    out = folder / (Path(path).parent.name + "-" + Path(path).name)
+    hparams = {"encoder": asdict(EncoderConfig(Path(path).parent.name, spec)), "n_codes": n_codes}
+    torch.save({"state_dict": {f"model.{k}": v for k, v in model.state_dict().items()}, "hyper_parameters": hparams}, out)
+    note.append(f"{path} missing: an untrained model of its shape stands in")
+    return str(out)
+
+
+def run(encoder: str, args: argparse.Namespace, folder: Path) -> tuple[float, dict[str, float]]:
+    config = merged_model_config(ROOT / "conf/rl.yaml", ROOT / f"conf/encoder/{encoder}.yaml", args.profile)
+    enc = config.pop("encoder")
+    enc["spec"] = EncoderSpec(**enc.get("spec", {}))
+    note: list[str] = []
+    small = EncoderSpec(init="scratch", hidden_size=128, num_layers=2, num_heads=4, intermediate_size=512)
+    config["partner_checkpoint"] = stand_in(config["partner_checkpoint"], small, 16, folder, note)
+    config["dm_checkpoint"] = stand_in(config["dm_checkpoint"], small, 16, folder, note)
+    pretrained = None
+    if encoder != "scratch":
+        pretrained = stand_in(f"outputs/pretrain/{encoder}/best.ckpt", EncoderSpec(), 64, folder, note)
+    agent = config.pop("agent")
+    agent["scratch"] = EncoderSpec(**agent["scratch"])
+    config.pop("coefficients", None)
+    module = RLModule(
+        encoder=EncoderConfig(**enc),
+        pretrained_checkpoint=pretrained,
+        agent=AgentConfig(**agent),
+        **{**config, "data_dir": str(args.data)},
+    )
+    module.setup("fit")
+    env, actor, h = module.env, module.rollout_actor, module.hparams
+    optimizer = module.configure_optimizers()
+    env.partner.act = timed("partner", env.partner.act)
+    env.dm.rank = timed("DM", env.dm.rank)
+    actor._scores = timed("agent forward", actor._scores)
+    quest_env.step = timed("engine", quest_env.step)
+    quest_env.valid_actions = timed("engine", quest_env.valid_actions)
+
+    def update() -> None:
+        rollout = collect(env, actor, module.rollout_state, h.rollout_steps)
+        losses = a2c_losses(rollout, module.coef, h.gamma)
+        start = time.perf_counter()
+        optimizer.zero_grad()
+        losses.total.backward()
+        torch.nn.utils.clip_grad_norm_(module.parameters(), 1.0)
+        optimizer.step()
+        TIMES["agent backward and step"] += time.perf_counter() - start
+
+    for _ in range(args.warmup):
+        update()
+    TIMES.clear()
+    start = time.perf_counter()
+    for _ in range(args.updates):
+        update()
+    whole = time.perf_counter() - start
+    transitions = args.updates * h.rollout_steps * h.num_envs
+    for line in note:
+        print(f"  note: {line}")
+    return transitions / whole, {k: v / whole for k, v in TIMES.items()}
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--data", type=Path, default=Path("data/default"))
+    parser.add_argument("--updates", type=int, default=20, help="timed A2C updates per encoder")
+    parser.add_argument("--warmup", type=int, default=2, help="untimed updates first")
+    parser.add_argument("--encoders", nargs="+", default=["scratch", "general_light"])
+    parser.add_argument("--profile", type=Path, default=ROOT / "conf/profile/rl-tiny.yaml")
+    args = parser.parse_args(argv)
+    if not (args.data / "demos").is_dir():
+        print(f"no dataset at {args.data}: run `make data` first (or pass --data)", file=sys.stderr)
+        return 1
+    torch.manual_seed(0)
+    results = {}
+    with tempfile.TemporaryDirectory() as folder:
+        for encoder in args.encoders:
+            print(f"{encoder} ({args.profile.name}, {torch.get_num_threads()} threads):")
+            rate, shares = run(encoder, args, Path(folder))
+            rest = 1.0 - sum(shares.values())
+            for name, share in sorted(shares.items(), key=lambda kv: -kv[1]):
+                print(f"  {name:<28}{share:>7.1%}")
+            print(f"  {'other (env text, masks, sampling)':<28}{rest:>7.1%}")
+            results[encoder] = rate
+    for encoder, rate in results.items():
+        print(f"{encoder}: {rate:.1f} transitions/s (rollout and update)")
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())
