@@ -69,6 +69,7 @@ def evaluate(
     was_training = agent.training if agent is not None else False
     if agent is not None:
         agent.eval()
+    actor.cache_candidates()
     episodes: list[dict] = []
     order = list(range(len(env.instances)))
     bar = tqdm(total=len(order), desc="zero-shot episodes", unit="quest", disable=not progress, leave=False)
@@ -86,6 +87,7 @@ def evaluate(
                     bar.update()
         episodes += [finished[i] for i in range(len(chunk))]
     bar.close()
+    actor.cache_candidates(False)
     if agent is not None:
         agent.train(was_training)
     n = max(len(episodes), 1)
@@ -133,3 +135,43 @@ def results_table(rows: Sequence[tuple[str, Sequence[EvalResult]]]) -> tuple[str
         )
         csv.append(f"{name},{len(results)}," + ",".join(f"{stats[k][0]:.4f},{stats[k][1]:.4f}" for k, _ in COLUMNS))
     return "\n".join(md) + "\n", "\n".join(csv) + "\n"
+
+
+def run_series(client, run_id: str, metrics: Sequence[str]) -> dict[str, dict[int, float]]:
+    """Each metric's history ``{step: value}`` in an MLflow run."""
+    return {m: {p.step: p.value for p in client.get_metric_history(run_id, m)} for m in metrics}
+
+
+def plot_curves(
+    series: dict[str, Sequence[dict[str, dict[int, float]]]], metrics: Sequence[str], path, title: str
+) -> bool:
+    """Learning curves as one PNG: per label (a configuration), the mean over its runs (seeds) of each metric at the
+    steps they share, shaded ± std. ``series[label]`` holds one :func:`run_series` per run. False if nothing to draw."""
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    fig, axes = plt.subplots(1, len(metrics), figsize=(6 * len(metrics), 4), squeeze=False)
+    drawn = False
+    for ax, metric in zip(axes[0], metrics, strict=True):
+        for label, runs in series.items():
+            histories = [r[metric] for r in runs if r.get(metric)]
+            steps = sorted(set.intersection(*(set(h) for h in histories))) if histories else []
+            if not steps:
+                continue
+            stats = [mean_std_of([h[x] for h in histories]) for x in steps]
+            ax.plot(steps, [m for m, _ in stats], label=f"{label} ({len(histories)} seeds)")
+            ax.fill_between(steps, [m - s for m, s in stats], [m + s for m, s in stats], alpha=0.2)
+            drawn = True
+        ax.set_title(metric)
+        ax.set_xlabel("step")
+        ax.grid(alpha=0.3)
+        if ax.get_legend_handles_labels()[0]:
+            ax.legend(fontsize=7)
+    fig.suptitle(title)
+    fig.tight_layout()
+    if drawn:
+        fig.savefig(path, dpi=100)
+    plt.close(fig)
+    return drawn

@@ -25,7 +25,7 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from lq.eval import mean_std_of
+from lq.eval import mean_std_of, plot_curves, run_series
 from lq.lit.cli import DEFAULT_TRACKING_URI
 
 ENCODERS = ("scratch", "general", "light", "general_light", "adaptive")
@@ -58,7 +58,7 @@ TIMELINE_COLUMNS = (
 MOTIVATION_TITLES = {"none": "No motivations", "short": "Short motivations", "long_mid": "Long & mid motivations"}
 # what each stage's learning curves plot (Figures 5 and 15 to 17 for RL, 13 and 14 for pretraining)
 CURVES = {
-    "rl": ("rl/act_goal_rate", "rl/speech_goal_rate", "rl/reward_per_step"),
+    "rl": ("rl/act_goal_rate", "rl/speech_goal_rate", "rl/return"),
     "bc": ("val/loss", "val/action_accuracy"),
     "pretrain": ("val/hits_at_1",),
 }
@@ -484,46 +484,12 @@ def render(table: Table, values: dict[tuple[str, str], list[float]]) -> tuple[st
 
 def curves_png(client, experiment: Experiment, runs: Sequence, stage: str, path: Path) -> bool:
     """The learning curves of ``stage``'s configurations (mean over seeds, shaded ± std) as one PNG; False if none."""
-    import matplotlib
-
-    matplotlib.use("Agg")
-    import matplotlib.pyplot as plt
-
-    metrics = CURVES[stage]
     configs = [c for c in experiment.configs if c.stage == stage]
-    if not configs:
-        return False
-    fig, axes = plt.subplots(1, len(metrics), figsize=(6 * len(metrics), 4), squeeze=False)
-    drawn = False
-    for ax, metric in zip(axes[0], metrics, strict=True):
-        for config in configs:
-            series = [
-                {m.step: m.value for m in client.get_metric_history(r.info.run_id, metric)}
-                for r in runs
-                if r.data.tags.get("lq.config") == config.key
-            ]
-            series = [s for s in series if s]
-            if not series:
-                continue
-            steps = sorted(set.intersection(*(set(s) for s in series)))
-            if not steps:
-                continue
-            stats = [mean_std_of([s[x] for s in series]) for x in steps]
-            mean = [m for m, _ in stats]
-            ax.plot(steps, mean, label=f"{config.key} ({len(series)} seeds)")
-            ax.fill_between(steps, [m - s for m, s in stats], [m + s for m, s in stats], alpha=0.2)
-            drawn = True
-        ax.set_title(metric)
-        ax.set_xlabel("step")
-        ax.grid(alpha=0.3)
-        if ax.get_legend_handles_labels()[0]:
-            ax.legend(fontsize=7)
-    fig.suptitle(f"{experiment.title}: {stage} learning curves")
-    fig.tight_layout()
-    if drawn:
-        fig.savefig(path, dpi=100)
-    plt.close(fig)
-    return drawn
+    series = {
+        config.key: [run_series(client, r.info.run_id, CURVES[stage]) for r in runs if r.data.tags.get("lq.config") == config.key]
+        for config in configs
+    }
+    return plot_curves(series, CURVES[stage], path, f"{experiment.title}: {stage} learning curves")
 
 
 def build_tables(

@@ -14,11 +14,12 @@ from pathlib import Path
 
 import lightning as L
 import torch
+from lightning.pytorch.loggers import MLFlowLogger
 
 from lq.data import load_demos
 from lq.envs.build import build_env, demonstration_spaces
 from lq.envs.models import load_poly_encoder
-from lq.eval import EvalResult, ceiling, evaluate
+from lq.eval import EvalResult, ceiling, evaluate, plot_curves, run_series
 from lq.lit.pretrain import EncoderConfig
 from lq.models.agent import AgentConfig, SwitchAgent
 from lq.models.encoder import EncoderSpec
@@ -100,6 +101,9 @@ class AgentModule(L.LightningModule):
 
     def on_save_checkpoint(self, checkpoint: dict) -> None:
         checkpoint["lq_stage"] = self.stage
+        for logger in self.loggers:  # where its training curves are (lq eval draws them beside its table)
+            if isinstance(logger, MLFlowLogger):
+                checkpoint["lq_mlflow"] = {"tracking_uri": logger._tracking_uri, "run_id": logger.run_id}
 
     def eval_env(self, split: str = "test", seed: int = 0):
         """The zero-shot environment: every quest of ``split`` once, ``eval_max_steps`` turns (None: as many as the
@@ -196,3 +200,23 @@ def evaluate_checkpoints(
             ]
         rows["Ceiling (goal in the action space)"] = [ceiling(first.eval_env(split))]
     return list(rows.items())
+
+
+RL_CURVES = ("rl/act_goal_rate", "rl/speech_goal_rate", "rl/return")
+
+
+def training_curves(checkpoints: Sequence[str | Path], path: str | Path) -> bool:
+    """The RL learning curves of ``checkpoints`` (from the MLflow runs that trained them), mean ± std over the seeds
+    of each configuration, as one PNG; False if none of them recorded a run."""
+    from mlflow.tracking import MlflowClient
+
+    series: dict[str, list] = {}
+    for checkpoint in checkpoints:
+        saved = torch.load(checkpoint, map_location="cpu", weights_only=False)
+        where, h = saved.get("lq_mlflow"), saved.get("hyper_parameters", {})
+        if saved.get("lq_stage") != "rl" or not where:
+            continue
+        label = f"RL {h['encoder']['name']} {h['ability']} {h['switch']}"
+        client = MlflowClient(where["tracking_uri"])
+        series.setdefault(label, []).append(run_series(client, where["run_id"], RL_CURVES))
+    return bool(series) and plot_curves(series, RL_CURVES, path, "RL learning curves (training episodes)")

@@ -234,6 +234,23 @@ class AgentCLI(StageCLI):
                         step=seed,
                     )
                     logger.experiment.log_text(logger.run_id, result.transcripts(), f"transcripts/test_seed{seed}.txt")
+        if self.stage == "rl":
+            self.log_curves()
+
+    def log_curves(self) -> None:
+        """The run's own learning curves as ``curves/rl.png`` in MLflow."""
+        import tempfile
+
+        from lq.eval import plot_curves, run_series
+        from lq.lit.agent import RL_CURVES
+
+        for logger in self.trainer.loggers:
+            if isinstance(logger, MLFlowLogger):
+                series = {"this run": [run_series(logger.experiment, logger.run_id, RL_CURVES)]}
+                with tempfile.TemporaryDirectory() as tmp:
+                    path = f"{tmp}/rl.png"
+                    if plot_curves(series, RL_CURVES, path, f"RL learning curves ({logger.run_id[:8]})"):
+                        logger.experiment.log_artifact(logger.run_id, path, "curves")
 
 
 class BCCLI(AgentCLI):

@@ -38,6 +38,7 @@ class AgentConfig:
     appended_layers: int = 3
     appended_heads: int = 3
     appended_feedforward: int = 768
+    appended_dropout: float = 0.1
     gru_hidden: int = 768
     policy_layers: int = 3
     policy_hidden: int = 768
@@ -71,10 +72,18 @@ class StateEncoder(nn.Module):
         self.appended = None
         if not trainable_base:  # frozen pretrained: three trainable layers on top
             layer = nn.TransformerEncoderLayer(
-                hidden, config.appended_heads, config.appended_feedforward, batch_first=True
+                hidden, config.appended_heads, config.appended_feedforward, config.appended_dropout, batch_first=True
             )
             self.appended = nn.TransformerEncoder(layer, config.appended_layers, enable_nested_tensor=False)
         self.hidden_size = hidden
+        self.train()
+
+    def train(self, mode: bool = True) -> StateEncoder:
+        """A frozen base stays in eval mode (no dropout: its features are fixed, as the paper freezes them)."""
+        super().train(mode)
+        if self.appended is not None:
+            self.base.eval()
+        return self
 
     def forward(self, ids: torch.Tensor, mask: torch.Tensor) -> torch.Tensor:
         """The final layer's token states ``[b, tokens, hidden]``."""
@@ -217,23 +226,29 @@ class SwitchAgent(nn.Module):
         device = next(self.critic.parameters()).device
         return torch.zeros(batch, self.gru_hidden, device=device), torch.zeros(batch, self.gru_hidden, device=device)
 
+    def candidate_vectors(self) -> tuple[torch.Tensor, torch.Tensor]:
+        """The action and utterance spaces as vectors ``[n, dim]`` (with their graph: computed once per rollout)."""
+        return self.actions(), self.utterances()
+
     def forward(
         self,
         ids: torch.Tensor,
         mask: torch.Tensor,
         hidden: tuple[torch.Tensor, torch.Tensor],
         acted: torch.Tensor | None = None,
+        candidates: tuple[torch.Tensor, torch.Tensor] | None = None,
     ) -> AgentStep:
         """``acted`` (``[b]`` bool): the rows the action head scores; the dialogue head scores the others. Without it
-        both heads score every row."""
+        both heads score every row. ``candidates``: :meth:`candidate_vectors`, if already computed."""
+        actions, utterances = candidates if candidates is not None else self.candidate_vectors()
         states = self.encoder(ids, mask)
         state = mean_state(states, mask)
         ha, hu = self.action_gru(state, hidden[0]), self.speech_gru(state, hidden[1])
         b = ids.shape[0]
         rows_a = torch.ones(b, dtype=torch.bool, device=ids.device) if acted is None else acted.to(ids.device)
         rows_u = torch.ones_like(rows_a) if acted is None else ~rows_a
-        action_logits = self._score(self.action_scorer, states, mask, self.action_head(ha), self.actions(), rows_a)
-        speech_logits = self._score(self.speech_scorer, states, mask, self.speech_head(hu), self.utterances(), rows_u)
+        action_logits = self._score(self.action_scorer, states, mask, self.action_head(ha), actions, rows_a)
+        speech_logits = self._score(self.speech_scorer, states, mask, self.speech_head(hu), utterances, rows_u)
         return AgentStep(action_logits, speech_logits, self.critic(state).squeeze(-1), (ha, hu))
 
     def value(self, ids: torch.Tensor, mask: torch.Tensor) -> torch.Tensor:

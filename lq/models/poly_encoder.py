@@ -53,13 +53,11 @@ class PolyEncoder(nn.Module):
     @staticmethod
     def score(context: torch.Tensor, candidates: torch.Tensor) -> torch.Tensor:
         """Context codes ``[b, m, h]`` with candidates ``[n, h]`` (shared) or ``[b, n, h]`` → scores ``[b, n]``."""
-        if candidates.dim() == 2:
-            weights = torch.einsum("nh,bmh->bnm", candidates, context).softmax(dim=-1)
-            pooled = torch.einsum("bnm,bmh->bnh", weights, context)
-            return torch.einsum("bnh,nh->bn", pooled, candidates)
-        weights = torch.einsum("bnh,bmh->bnm", candidates, context).softmax(dim=-1)
-        pooled = torch.einsum("bnm,bmh->bnh", weights, context)
-        return (pooled * candidates).sum(-1)
+        # The candidate's attention logits over the codes are also its dot products with them, so
+        # score = sum_m softmax_m(c.ctx_m) (c.ctx_m): one [b, n, m] product, never the [b, n, h] pooled vectors.
+        equation = "nh,bmh->bnm" if candidates.dim() == 2 else "bnh,bmh->bnm"
+        dots = torch.einsum(equation, candidates, context)
+        return (dots.softmax(dim=-1) * dots).sum(-1)
 
 
 HISTORY_TAGS = tuple(f"_{who}_{kind} " for who in ("self", "partner") for kind in ("say", "act", "emote"))

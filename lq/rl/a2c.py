@@ -44,6 +44,7 @@ def collect(
     without speech goals")."""
     device = actor.device
     rollout = Rollout.allocate(steps, len(state.obs), len(actor.action_space), len(actor.utterance_space), device)
+    actor.cache_candidates()  # one embedding of the spaces for the rollout (the update backpropagates through it)
     for t in range(steps):
         commands, out = actor.step(env, state.obs, state.infos, state.actor)
         state.obs, rewards, dones, state.infos = env.step(commands)
@@ -59,6 +60,7 @@ def collect(
         rollout.episodes += [info["episode"] for info in state.infos if "episode" in info]
         k = [state.k_of[info["instance"]] for info in state.infos] if state.k_of else None
         actor.reset_done(state.actor, dones, k)
+    actor.cache_candidates(False)
     with torch.no_grad():  # V(s_T) to bootstrap the n-step returns
         rollout.last_value = actor.step_value(state.obs, state.actor)
     for key in ("hidden_a", "hidden_u"):  # the next rollout starts a new graph

@@ -104,6 +104,12 @@ class Actor:
         self.batcher, self.switch = batcher, switch
         self.action_space, self.utterance_space = action_space, utterance_space
         self.ability, self.temperature, self.restrict = ability, temperature, restrict
+        self.candidates: tuple[torch.Tensor, torch.Tensor] | None = None  # see cache_candidates
+
+    def cache_candidates(self, on: bool = True) -> None:
+        """Embed the action and utterance spaces once for the steps that follow (a rollout, an evaluation: the
+        weights do not change within them), or forget them (``on=False``)."""
+        self.candidates = self.agent.candidate_vectors() if on and self.agent is not None else None
 
     @property
     def device(self) -> torch.device:
@@ -188,9 +194,8 @@ class Actor:
         b = len(obs)
         if self.agent is not None:
             ids, mask = self.batcher.contexts(obs)
-            out = self.agent(
-                ids.to(self.device), mask.to(self.device), (state["hidden_a"], state["hidden_u"]), acted
-            )
+            hidden = (state["hidden_a"], state["hidden_u"])
+            out = self.agent(ids.to(self.device), mask.to(self.device), hidden, acted, self.candidates)
             state["hidden_a"], state["hidden_u"] = out.hidden
             return out.action_logits, out.speech_logits, out.value
         a_logits, u_logits = torch.zeros(b, len(self.action_space)), torch.zeros(b, len(self.utterance_space))
