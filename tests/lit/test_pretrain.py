@@ -127,8 +127,11 @@ def test_every_encoder_config_parses_with_every_stage_and_profile(encoder):
     assert {Path(p).stem for p in glob.glob(str(ROOT / "conf/*.yaml"))} == set(STAGES), "a stage config without a CLI"
     for stage, cli_class in STAGES.items():
         agent_stage = stage in ("bc", "rl")
-        pattern = f"{stage}-*.yaml" if agent_stage else "[!br]*.yaml"  # the agent stages have their own profiles
-        profiles = sorted(glob.glob(str(ROOT / "conf/profile" / pattern)))
+        # the agent stages and the environment's models (partner, DM) have profiles of their own
+        family = stage if agent_stage else "env" if stage in ("partner", "dm") else ""  # profile/<family>-<size>.yaml
+        profiles = sorted(
+            p for p in glob.glob(str(ROOT / "conf/profile/*.yaml")) if Path(p).stem.rpartition("-")[0] == family
+        )
         assert len(profiles) == 2, (stage, profiles)
         for profile in profiles:
             cli = cli_class(
