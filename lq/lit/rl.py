@@ -55,6 +55,7 @@ class RLModule(AgentModule):
         top_k_every_repeat: bool = False,
         priority_mix: float = 0.5,
         recent_episodes: int = 200,
+        normalize_advantages: bool = True,
     ):
         super().__init__()
         self.check_choices(switch, ability)
@@ -109,7 +110,7 @@ class RLModule(AgentModule):
         rollout = collect(
             self.env, self.rollout_actor, self.rollout_state, h.rollout_steps, h.ability == "speech_no_speech_goals"
         )
-        losses = a2c_losses(rollout, self.coef, h.gamma)
+        losses = a2c_losses(rollout, self.coef, h.gamma, h.normalize_advantages)
         optimizer = self.optimizers()
         optimizer.zero_grad()
         self.manual_backward(losses.total)

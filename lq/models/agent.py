@@ -46,6 +46,7 @@ class AgentConfig:
     critic_hidden: int = 768
     action_codes: int = 0  # 0: each action attends over every context token
     speech_codes: int = 16  # utterances attend over 16 learned summaries of the tokens (the space is large)
+    exact_match: bool = True  # actions attend to the context tokens that are their own words (CandidateScorer)
     scratch: EncoderSpec = field(
         default_factory=lambda: EncoderSpec(
             init="scratch", hidden_size=384, num_layers=3, num_heads=6, intermediate_size=1536
@@ -102,31 +103,72 @@ def mean_state(states: torch.Tensor, mask: torch.Tensor) -> torch.Tensor:
 class CandidateScorer(nn.Module):
     """Scores ``[b, n]`` of candidates ``[n, d]`` against a context's token states ``[b, t, h]`` and a query ``[b, d]``.
 
-    Each candidate attends over the tokens (keys and values projected to ``d``) and scores the value it gathers,
-    plus its dot product with the query: score = sum_t softmax_t(c.k_t / sqrt(d)) (c.v_t) + c.q. The ``[b, n, d]``
-    gathered values are never formed, only ``[b, n, t]`` attention and dot products. With ``codes`` > 0 the tokens are
-    first summarised by that many learned codes (as a poly-encoder's), so a large candidate space costs ``codes``
-    rather than ``t`` per candidate."""
+    Each candidate attends over the tokens (keys and values projected to ``d``) and scores what it gathers, plus its
+    dot product with the query: score = sum_t a_nt (c_n.v_t + g(s_t)) + c_n.q, where g(s_t) says how much a token is
+    worth matching (the motivation's words more than the setting's). The ``[b, n, d]`` gathered values are never
+    formed, only ``[b, n, t]`` attention and dot products. With ``codes`` > 0 the tokens are first summarised by that
+    many learned codes (as a poly-encoder's), so a large candidate space costs ``codes`` rather than ``t`` per
+    candidate.
+
+    ``match`` (``[b, n, t]``, 1 where context token t is one of candidate n's content word pieces) adds an exact-match
+    feature to the attention logits, a_nt = softmax_t(c_n.k_t / sqrt(d) + w m_nt), as DrQA's exact-match feature: a
+    candidate finds its own words in the context even when they are words training never saw (an unseen quest's
+    objects), which learned embeddings alone cannot do zero-shot."""
 
     def __init__(self, hidden: int, dim: int, codes: int = 0):
         super().__init__()
         self.keys = nn.Linear(hidden, dim)
         self.values = nn.Linear(hidden, dim)
+        self.worth = nn.Linear(hidden, 1)
+        self.match_weight = nn.Parameter(torch.tensor(2.0))
         self.codes = nn.Parameter(torch.randn(codes, hidden) * hidden**-0.5) if codes else None
         self.scale = dim**-0.5
 
     def forward(
-        self, states: torch.Tensor, mask: torch.Tensor, query: torch.Tensor, candidates: torch.Tensor
+        self,
+        states: torch.Tensor,
+        mask: torch.Tensor,
+        query: torch.Tensor,
+        candidates: torch.Tensor,
+        match: torch.Tensor | None = None,
     ) -> torch.Tensor:
         pad = ~mask.bool()
         if self.codes is not None:
             attn = torch.einsum("mh,bth->bmt", self.codes, states).masked_fill(pad.unsqueeze(1), NEG_INF)
             states = torch.einsum("bmt,bth->bmh", attn.softmax(-1), states)
             pad = torch.zeros(states.shape[:2], dtype=torch.bool, device=states.device)
+            match = None  # codes are not tokens
         attn = torch.einsum("nd,btd->bnt", candidates, self.keys(states)) * self.scale
+        if match is not None:
+            attn = attn + self.match_weight * match.to(attn.dtype)
         attn = attn.masked_fill(pad.unsqueeze(1), NEG_INF).softmax(-1)
-        gathered = (attn * torch.einsum("nd,btd->bnt", candidates, self.values(states))).sum(-1)
+        worth = self.worth(states).squeeze(-1).unsqueeze(1)  # [b, 1, t]
+        gathered = (attn * (torch.einsum("nd,btd->bnt", candidates, self.values(states)) + worth)).sum(-1)
         return gathered + query @ candidates.T
+
+
+# Word pieces that say nothing about which candidate is meant: left out of the exact-match feature.
+FUNCTION_WORDS = frozenset("a an the to of in on from and i my me you your is it at for with".split())
+
+
+def content_piece_ids(texts: Sequence[str], tokenizer) -> torch.Tensor:
+    """``[n, l]`` the distinct word-piece ids of each text's content words (-1 pads), for the exact-match feature."""
+    special = set(tokenizer.all_special_ids)
+    rows = []
+    for ids in tokenizer(list(texts), add_special_tokens=False)["input_ids"]:
+        pieces = tokenizer.convert_ids_to_tokens(ids)
+        kept = [t for t, piece in zip(ids, pieces, strict=True) if t not in special and piece not in FUNCTION_WORDS]
+        rows.append(list(dict.fromkeys(kept)))
+    out = torch.full((len(rows), max([1, *map(len, rows)])), -1, dtype=torch.long)
+    for i, row in enumerate(rows):
+        out[i, : len(row)] = torch.tensor(row, dtype=torch.long)
+    return out
+
+
+def exact_match(candidate_ids: torch.Tensor, ids: torch.Tensor) -> torch.Tensor:
+    """``[b, n, t]`` 1.0 where context token ``ids[b, t]`` is one of candidate n's content word pieces."""
+    hits = candidate_ids.unsqueeze(0).unsqueeze(-1) == ids.unsqueeze(1).unsqueeze(2)  # [b, n, l, t]
+    return hits.any(dim=2).float()
 
 
 NEG_INF = -1e4  # a masked token's attention logit (finite: safe in bf16)
@@ -183,7 +225,10 @@ class SwitchAgent(nn.Module):
         utterances: CandidateEmbeddings,
         config: AgentConfig,
         dim: int,
+        action_pieces: torch.Tensor | None = None,
     ):
+        """``action_pieces``: :func:`content_piece_ids` of the action space, for the action scorer's exact-match
+        feature (``None``: without it)."""
         super().__init__()
         h = encoder.hidden_size
         self.encoder, self.actions, self.utterances = encoder, actions, utterances
@@ -196,6 +241,7 @@ class SwitchAgent(nn.Module):
         self.speech_scorer = CandidateScorer(h, dim, config.speech_codes)
         self.critic = mlp([h, *[config.critic_hidden] * (config.critic_layers - 1), 1])
         self.gru_hidden = config.gru_hidden
+        self.register_buffer("action_pieces", action_pieces, persistent=False)
 
     @classmethod
     def build(
@@ -220,6 +266,7 @@ class SwitchAgent(nn.Module):
             CandidateEmbeddings(utterance_space, batcher, dim, pretrained, words),
             config,
             dim,
+            content_piece_ids(action_space, batcher.tokenizer) if config.exact_match else None,
         )
 
     def initial_state(self, batch: int) -> tuple[torch.Tensor, torch.Tensor]:
@@ -247,7 +294,8 @@ class SwitchAgent(nn.Module):
         b = ids.shape[0]
         rows_a = torch.ones(b, dtype=torch.bool, device=ids.device) if acted is None else acted.to(ids.device)
         rows_u = torch.ones_like(rows_a) if acted is None else ~rows_a
-        action_logits = self._score(self.action_scorer, states, mask, self.action_head(ha), actions, rows_a)
+        match = exact_match(self.action_pieces, ids) if self.action_pieces is not None else None
+        action_logits = self._score(self.action_scorer, states, mask, self.action_head(ha), actions, rows_a, match)
         speech_logits = self._score(self.speech_scorer, states, mask, self.speech_head(hu), utterances, rows_u)
         return AgentStep(action_logits, speech_logits, self.critic(state).squeeze(-1), (ha, hu))
 
@@ -263,10 +311,11 @@ class SwitchAgent(nn.Module):
         query: torch.Tensor,
         candidates: torch.Tensor,
         rows: torch.Tensor,
+        match: torch.Tensor | None = None,
     ) -> torch.Tensor:
         out = states.new_zeros(states.shape[0], candidates.shape[0])
         if rows.all():
-            return scorer(states, mask, query, candidates)
+            return scorer(states, mask, query, candidates, match)
         if rows.any():
-            out[rows] = scorer(states[rows], mask[rows], query[rows], candidates)
+            out[rows] = scorer(states[rows], mask[rows], query[rows], candidates, None if match is None else match[rows])
         return out

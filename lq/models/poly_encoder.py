@@ -62,6 +62,29 @@ class PolyEncoder(nn.Module):
 
 HISTORY_TAGS = tuple(f"_{who}_{kind} " for who in ("self", "partner") for kind in ("say", "act", "emote"))
 
+# What a header keeps first when it must lose lines (lq.data.context's tags): the motivation nearest to the goal (and a
+# timeline task's actions) and who is who before what is carried, the larger aims, the personas and the setting.
+# Untagged lines (chit-chat turns) come last; among lines of one rank the latest are kept first.
+HEADER_PRIORITY = (
+    "_short_motivation",
+    "_self_motivation",
+    "_timeline_act",
+    "_self_name",
+    "_partner_name",
+    "_self_carrying",
+    "_mid_motivation",
+    "_long_motivation",
+    "_self_persona",
+    "_partner_persona",
+    "_setting_name",
+    "_setting_desc",
+)
+
+
+def header_rank(line: str) -> int:
+    tag = line.split(" ", 1)[0]
+    return HEADER_PRIORITY.index(tag) if tag in HEADER_PRIORITY else len(HEADER_PRIORITY)
+
 
 def split_history(text: str) -> tuple[str, str]:
     """A serialised context (:mod:`lq.data.context`) as its header (setting, personas, carrying, motivations) and its
@@ -73,10 +96,27 @@ def split_history(text: str) -> tuple[str, str]:
     return text, ""
 
 
+def keep_header(lines: list[str], tokens: list[list[int]], budget: int) -> list[int]:
+    """The header's tokens within ``budget``: whole lines in :data:`HEADER_PRIORITY` order while they fit, in their
+    original order; a line that does not fit is left out (if none fits, the most wanted one keeps its end)."""
+    order = sorted(range(len(lines)), key=lambda i: (header_rank(lines[i]), -i))
+    chosen: set[int] = set()
+    used = 0
+    for i in order:
+        if used + len(tokens[i]) <= budget:
+            chosen.add(i)
+            used += len(tokens[i])
+    if not chosen and lines:
+        first = tokens[order[0]]
+        return first[len(first) - budget :] if budget else []
+    return [t for i in sorted(chosen) for t in tokens[i]]
+
+
 class TextBatcher:
     """Tokenises texts for the poly-encoder. Candidates keep their start. A context that is too long loses its oldest
-    turns first, then the start of its header (setting before personas before motivations): the header keeps up to
-    three quarters of the length, so a long dialogue never pushes the character's motivations out."""
+    turns first, then whole header lines, least useful first (:data:`HEADER_PRIORITY`: the setting, then the personas,
+    then the long and mid motivations): the header keeps up to three quarters of the length, so a long dialogue never
+    pushes the short motivation out, and a short context length keeps the words closest to the goal."""
 
     def __init__(self, tokenizer: PreTrainedTokenizerBase, context_length: int = 256, candidate_length: int = 32):
         self.tokenizer = tokenizer
@@ -91,15 +131,19 @@ class TextBatcher:
     def contexts(self, texts: Sequence[str]) -> tuple[torch.Tensor, torch.Tensor]:
         parts = [split_history(t) for t in texts]
         tok = self.tokenizer
-        headers = tok([h for h, _ in parts], add_special_tokens=False)["input_ids"]
+        header_lines = [h.split("\n") if h else [] for h, _ in parts]
+        flat = [line for lines in header_lines for line in lines]
+        line_tokens = tok(flat, add_special_tokens=False)["input_ids"] if flat else []
         histories = tok([y for _, y in parts], add_special_tokens=False)["input_ids"]
         budget = self.context_length - 2  # [CLS] ... [SEP]
-        rows = []
-        for header, history in zip(headers, histories, strict=True):
-            keep_header = min(len(header), max(budget - len(history), budget * 3 // 4))
-            keep_history = min(len(history), budget - keep_header)
-            kept = header[len(header) - keep_header :] + history[len(history) - keep_history :]
-            rows.append([tok.cls_token_id, *kept, tok.sep_token_id])
+        rows, at = [], 0
+        for lines, history in zip(header_lines, histories, strict=True):
+            tokens, at = line_tokens[at : at + len(lines)], at + len(lines)
+            header_length = sum(len(t) for t in tokens)
+            header_budget = min(header_length, max(budget - len(history), budget * 3 // 4))
+            header = keep_header(lines, tokens, header_budget)
+            keep_history = min(len(history), budget - len(header))
+            rows.append([tok.cls_token_id, *header, *history[len(history) - keep_history :], tok.sep_token_id])
         width = max(len(r) for r in rows) if rows else 0
         ids = torch.full((len(rows), width), tok.pad_token_id, dtype=torch.long)
         mask = torch.zeros((len(rows), width), dtype=torch.long)

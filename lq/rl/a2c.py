@@ -69,9 +69,12 @@ def collect(
     return rollout
 
 
-def a2c_losses(rollout: Rollout, coef: LossCoefficients, gamma: float) -> SwitchLosses:
+def a2c_losses(
+    rollout: Rollout, coef: LossCoefficients, gamma: float, normalize_advantages: bool = True
+) -> SwitchLosses:
     """The switch A2C objective of a rollout: n-step returns cut at episode ends and bootstrapped from V(s_T),
-    advantages, per-head policy gradients, valid-candidate BCEs, entropies and the value loss."""
+    advantages (normalised over the rollout), per-head policy gradients, valid-candidate BCEs, entropies and the
+    value loss."""
     returns = discounted_returns(rollout.rewards, rollout.dones, rollout.last_value, gamma)
     return switch_a2c_loss(
         rollout.flat("action_logits"),
@@ -86,4 +89,5 @@ def a2c_losses(rollout: Rollout, coef: LossCoefficients, gamma: float) -> Switch
         coef,
         rollout.flat("action_choices"),
         rollout.flat("speech_choices"),
+        normalize_advantages,
     )

@@ -22,7 +22,7 @@ from dataclasses import dataclass
 
 import torch
 
-from lq.models.agent import SwitchAgent
+from lq.models.agent import FUNCTION_WORDS, SwitchAgent
 from lq.models.poly_encoder import TextBatcher
 from lq.rl.losses import masked
 from lq.rl.switch import HardcodedSwitch, RatioSwitch
@@ -48,11 +48,10 @@ class StepOutput:
 
 
 _WORD = re.compile(r"[a-z]+")
-_STOP = frozenset("a an the to of in on from and i my me you your is it at for with".split())
 
 
 def content_words(text: str) -> set[str]:
-    return set(_WORD.findall(text.lower())) - _STOP
+    return set(_WORD.findall(text.lower())) - FUNCTION_WORDS
 
 
 def word_overlap_scores(candidates: list[str], motivations: list[str]) -> torch.Tensor:

@@ -46,6 +46,14 @@ def advantages(returns: torch.Tensor, values: torch.Tensor) -> torch.Tensor:
     return returns - values
 
 
+def normalized(advantage: torch.Tensor) -> torch.Tensor:
+    """Advantages scaled to zero mean and unit variance over the batch (as PPO and cleanrl's A2C do): the policy
+    gradient keeps its size beside the valid-candidate terms (Table 6's 10 and 40) whatever the rewards' scale."""
+    if advantage.numel() < 2:
+        return advantage
+    return (advantage - advantage.mean()) / (advantage.std() + 1e-8)
+
+
 def policy_gradient_loss(log_probs: torch.Tensor, advantage: torch.Tensor, mask: torch.Tensor) -> torch.Tensor:
     """-log pi(a_t | s_t) A(s_t, a_t) over the masked steps; the advantage is a constant here."""
     return _masked_mean(-log_probs * advantage.detach(), mask)
@@ -101,17 +109,20 @@ def switch_a2c_loss(
     coef: LossCoefficients = LossCoefficients(),  # noqa: B008 (frozen dataclass)
     action_choices: torch.Tensor | None = None,
     speech_choices: torch.Tensor | None = None,
+    normalize_advantages: bool = False,
 ) -> SwitchLosses:
     """All terms of the switch A2C objective. ``acted`` marks the steps where the switch chose the action head;
     the dialogue head's terms use the others. Shapes: logits ``[steps, candidates]``, the rest ``[steps]``.
 
     ``action_choices`` / ``speech_choices`` (bool, like the logits) are the candidates each head sampled among when
     it was restricted to the valid ones: the entropies are those of the restricted distributions. The valid-candidate
-    terms always see every candidate."""
+    terms always see every candidate. ``normalize_advantages``: the policy gradients use :func:`normalized`
+    advantages."""
     spoke = ~acted
     a_policy = action_logits if action_choices is None else masked(action_logits, action_choices)
     u_policy = speech_logits if speech_choices is None else masked(speech_logits, speech_choices)
     adv = advantages(returns, values)
+    adv = normalized(adv.detach()) if normalize_advantages else adv
     parts = {
         "action_policy": policy_gradient_loss(action_log_probs, adv, acted),
         "speech_policy": policy_gradient_loss(speech_log_probs, adv, spoke),

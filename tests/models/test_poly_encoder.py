@@ -63,6 +63,30 @@ def test_long_dialogues_keep_the_motivations_and_the_latest_turns(tokenizer):
     assert kept.endswith("the egg _ partner _ say hi") and "w0 " not in kept  # a long header loses its start
 
 
+def test_a_short_context_keeps_the_short_motivation_and_drops_the_setting_first(tokenizer):
+    header = "\n".join(
+        [
+            "_setting_name church",
+            "_setting_desc Light pours through stained glass windows onto the wooden pews.",
+            "_self_name squire",
+            "_self_persona I am a squire. I serve my knight and dream of being knighted myself.",
+            "_partner_name old king",
+            "_self_carrying fine wine, silver cape",
+            "_short_motivation The silver cape belongs in the fine crate.",
+            "_mid_motivation Then I plan to get the fine crate and put the ornate jar in the fine crate.",
+            "_long_motivation I want to become the most honoured knight of the realm.",
+        ]
+    )
+    batcher = TextBatcher(tokenizer, 64, 8)
+    ids, _ = batcher.contexts([header + "\n_partner_say Good day to you."])
+    text = tokenizer.decode(ids[0], skip_special_tokens=True)
+    assert "_ short _ motivation the silver cape belongs in the fine crate." in text
+    assert "squire" in text and "old king" in text and "fine wine" in text  # who is who and what it carries
+    assert "stained glass" not in text and "dream of being knighted" not in text  # setting and personas went first
+    assert text.index("squire") < text.index("silver cape belongs")  # kept lines stay in their order
+    assert text.endswith("_ partner _ say good day to you.")
+
+
 def test_candidate_cache_scores_like_direct_encoding(model, tokenizer):
     batcher = TextBatcher(tokenizer, 64, 16)
     texts = ["get sword", "hug knight", "hello there", "give egg to dragon"]

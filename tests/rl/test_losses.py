@@ -6,6 +6,7 @@ import torch
 from lq.rl.losses import (
     LossCoefficients,
     advantages,
+    normalized,
     discounted_returns,
     entropy,
     policy_gradient_loss,
@@ -83,3 +84,26 @@ def test_switch_masks_each_heads_terms():
         + 0.5 * out.value
     )
     assert out.total.item() == pytest.approx(expected.item())
+
+
+def test_normalized_advantages_have_zero_mean_and_unit_std_and_drive_the_policy_gradient():
+    assert torch.allclose(normalized(torch.tensor([1.0, 2.0, 3.0])), torch.tensor([-1.0, 0.0, 1.0]))
+    assert torch.equal(normalized(torch.tensor([0.7])), torch.tensor([0.7]))  # one step: nothing to scale by
+    log_probs = torch.log(torch.tensor([0.5, 0.25, 0.5, 0.25]))
+    acted = torch.tensor([True, True, True, True])
+    common = dict(
+        action_logits=torch.zeros(4, 2),
+        speech_logits=torch.zeros(4, 2),
+        action_log_probs=log_probs,
+        speech_log_probs=torch.zeros(4),
+        acted=acted,
+        valid_actions=torch.ones(4, 2),
+        valid_utterances=torch.ones(4, 2),
+        values=torch.zeros(4),
+        returns=torch.tensor([0.1, 0.1, 0.3, 0.3]),  # small rewards: raw advantages of 0.1 and 0.3
+    )
+    raw = switch_a2c_loss(**common).action_policy
+    scaled = switch_a2c_loss(**common, normalize_advantages=True).action_policy
+    assert torch.isclose(raw, -(log_probs * common["returns"]).mean())
+    unit = normalized(common["returns"])  # [-0.866, -0.866, 0.866, 0.866]
+    assert torch.isclose(scaled, -(log_probs * unit).mean())
