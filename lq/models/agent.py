@@ -294,7 +294,8 @@ class SwitchAgent(nn.Module):
         b = ids.shape[0]
         rows_a = torch.ones(b, dtype=torch.bool, device=ids.device) if acted is None else acted.to(ids.device)
         rows_u = torch.ones_like(rows_a) if acted is None else ~rows_a
-        match = exact_match(self.action_pieces, ids) if self.action_pieces is not None else None
+        # the exact-match feature only where the action head scores (two steps in three only speak)
+        match = exact_match(self.action_pieces, ids) if self.action_pieces is not None and rows_a.any() else None
         action_logits = self._score(self.action_scorer, states, mask, self.action_head(ha), actions, rows_a, match)
         speech_logits = self._score(self.speech_scorer, states, mask, self.speech_head(hu), utterances, rows_u)
         return AgentStep(action_logits, speech_logits, self.critic(state).squeeze(-1), (ha, hu))
