@@ -40,6 +40,18 @@ def write_json(path: str | Path, value: Any, *, indent: int | None = 2) -> None:
         handle.write("\n")
 
 
+def json_strings(value: Any) -> Iterator[str]:
+    """Every string value inside parsed JSON (not the keys)."""
+    if isinstance(value, str):
+        yield value
+    elif isinstance(value, dict):
+        for v in value.values():
+            yield from json_strings(v)
+    elif isinstance(value, list):
+        for v in value:
+            yield from json_strings(v)
+
+
 def read_json(path: str | Path) -> Any:
     """Read a JSON file, turning a missing file or bad JSON into a :class:`DataFormatError`."""
     path = Path(path)

@@ -22,8 +22,9 @@ from lq.envs.models import load_poly_encoder
 from lq.eval import EvalResult, ceiling, evaluate, plot_curves, run_series
 from lq.lit.pretrain import EncoderConfig
 from lq.models.agent import AgentConfig, SwitchAgent
-from lq.models.encoder import EncoderSpec
-from lq.models.poly_encoder import TextBatcher
+from lq.data.io import json_strings, read_json
+from lq.models.encoder import EncoderSpec, Vocabulary
+from lq.models.poly_encoder import HEADER_PRIORITY, HISTORY_TAGS, TextBatcher
 from lq.models.pretrained import load_tokenizer
 from lq.rl.acting import ABILITIES, Actor
 from lq.rl.switch import HardcodedSwitch, RatioSwitch
@@ -45,6 +46,16 @@ def agent_config(value: AgentConfig | dict) -> AgentConfig:
     if isinstance(value.get("scratch"), dict):
         value["scratch"] = EncoderSpec(**value["scratch"])
     return AgentConfig(**value)
+
+
+def readable_texts(data_dir: str | Path) -> set[str]:
+    """Every text an agent can be shown on ``data_dir``: the strings of its quests (settings, characters, objects,
+    motivations) and demonstrations (actions, utterances), and the context tags."""
+    data_dir = Path(data_dir)
+    texts = {*HEADER_PRIORITY, *HISTORY_TAGS}
+    for path in sorted([*(data_dir / "quests").rglob("*.json"), *(data_dir / "demos").glob("*.json")]):
+        texts.update(json_strings(read_json(path)))
+    return texts
 
 
 class AgentModule(L.LightningModule):
@@ -70,17 +81,33 @@ class AgentModule(L.LightningModule):
         self.agent_config = agent_config(agent)
         self.hparams["agent"] = asdict(self.agent_config)
 
-    def build_agent(self) -> None:
-        """The agent, its tokenizer and its actor over the dataset's spaces (idempotent)."""
+    def build_agent(self, vocabulary: torch.Tensor | None = None, whole_vocabulary: bool = False) -> None:
+        """The agent, its tokenizer and its actor over the dataset's spaces (idempotent). A scratch encoder has
+        embedding rows for the word pieces of :func:`readable_texts`, or for ``vocabulary`` (the ids a checkpoint
+        saved), or with ``whole_vocabulary`` for the whole tokenizer's (checkpoints from before the compact one)."""
         if getattr(self, "agent", None) is not None:
             return
         h = self.hparams
         self.demos = load_demos(Path(h.data_dir) / "demos")
         self.action_space, self.utterance_space = demonstration_spaces(self.demos.all())
         pretrained = load_poly_encoder(h.pretrained_checkpoint)[0] if h.pretrained_checkpoint else None
-        self.batcher = TextBatcher(load_tokenizer(encoder_tokenizer(h.encoder)), h.context_length)
+        tokenizer = load_tokenizer(encoder_tokenizer(h.encoder))
+        self.batcher = TextBatcher(tokenizer, h.context_length)
+        pieces = None
+        if pretrained is None and not whole_vocabulary:
+            pieces = (
+                Vocabulary(vocabulary, tokenizer.unk_token_id)
+                if vocabulary is not None
+                else Vocabulary.of_texts(readable_texts(h.data_dir), tokenizer)
+            )
         self.agent = SwitchAgent.build(
-            self.action_space, self.utterance_space, self.batcher, pretrained, self.agent_config, dim=h.candidate_dim
+            self.action_space,
+            self.utterance_space,
+            self.batcher,
+            pretrained,
+            self.agent_config,
+            dim=h.candidate_dim,
+            vocabulary=pieces,
         )
         self.switch = HardcodedSwitch(h.switch_every) if h.switch == "hardcoded" else RatioSwitch(self.demos.train)
         self.actor = self.make_actor()
@@ -154,8 +181,10 @@ def load_agent(checkpoint: str | Path, **overrides) -> AgentModule:
     hparams = {k: v for k, v in saved["hyper_parameters"].items() if not k.startswith("_")}  # LightningCLI's own
     hparams.update(overrides)
     module = classes[stage](**hparams)
-    module.build_agent()
-    module.load_state_dict(saved["state_dict"])
+    state = saved["state_dict"]
+    vocabulary = state.get("agent.encoder.vocabulary.ids")
+    module.build_agent(vocabulary, whole_vocabulary=vocabulary is None)
+    module.load_state_dict(state)
     return module.eval()
 
 

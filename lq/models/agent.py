@@ -20,14 +20,14 @@
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 
 import torch
 import torch.nn.functional as F
 from torch import nn
 
-from lq.models.encoder import EncoderSpec, build_encoder, token_states
+from lq.models.encoder import EncoderSpec, Vocabulary, build_encoder, token_states
 from lq.models.poly_encoder import CandidateCache, PolyEncoder, TextBatcher
 
 
@@ -64,9 +64,13 @@ def mlp(sizes: Sequence[int]) -> nn.Sequential:
 
 
 class StateEncoder(nn.Module):
-    def __init__(self, base: nn.Module, trainable_base: bool, config: AgentConfig):
+    """``vocabulary``: a scratch base's embedding rows (:class:`lq.models.encoder.Vocabulary`); None: the tokenizer's
+    ids are its rows."""
+
+    def __init__(self, base: nn.Module, trainable_base: bool, config: AgentConfig, vocabulary: Vocabulary | None = None):
         super().__init__()
         self.base = base
+        self.vocabulary = vocabulary
         for p in self.base.parameters():
             p.requires_grad = trainable_base
         hidden = base.config.hidden_size
@@ -92,7 +96,11 @@ class StateEncoder(nn.Module):
             with torch.no_grad():
                 states = token_states(self.base, ids, mask)
             return self.appended(states, src_key_padding_mask=~mask.bool())
-        return token_states(self.base, ids, mask)
+        return token_states(self.base, self.rows(ids), mask)
+
+    def rows(self, ids: torch.Tensor) -> torch.Tensor:
+        """Tokenizer ids as the base's embedding rows."""
+        return self.vocabulary(ids) if self.vocabulary is not None else ids
 
 
 def mean_state(states: torch.Tensor, mask: torch.Tensor) -> torch.Tensor:
@@ -165,10 +173,28 @@ def content_piece_ids(texts: Sequence[str], tokenizer) -> torch.Tensor:
     return out
 
 
-def exact_match(candidate_ids: torch.Tensor, ids: torch.Tensor) -> torch.Tensor:
-    """``[b, n, t]`` 1.0 where context token ``ids[b, t]`` is one of candidate n's content word pieces."""
-    hits = candidate_ids.unsqueeze(0).unsqueeze(-1) == ids.unsqueeze(1).unsqueeze(2)  # [b, n, l, t]
-    return hits.any(dim=2).float()
+class ExactMatch(nn.Module):
+    """The exact-match feature ``[b, n, t]`` of a fixed candidate set: 1.0 where context token ``ids[b, t]`` is one of
+    candidate n's content word pieces (:func:`content_piece_ids`, ``[n, l]``, -1 pads).
+
+    A lookup rather than a comparison: each word piece that some candidate contains has a row of ``incidence``
+    (``[pieces + 1, n]``, row 0 for every other id), so a context costs one gather of ``[b, t, n]``."""
+
+    def __init__(self, candidate_ids: torch.Tensor):
+        super().__init__()
+        pieces = candidate_ids[candidate_ids >= 0].unique()
+        row_of = torch.zeros(int(pieces.max()) + 1 if len(pieces) else 1, dtype=torch.long)
+        row_of[pieces] = torch.arange(1, len(pieces) + 1)
+        incidence = torch.zeros(len(pieces) + 1, candidate_ids.shape[0])
+        candidate, slot = (candidate_ids >= 0).nonzero(as_tuple=True)
+        incidence[row_of[candidate_ids[candidate, slot]], candidate] = 1.0
+        self.register_buffer("row_of", row_of, persistent=False)  # derived from the spaces: rebuilt, not saved
+        self.register_buffer("incidence", incidence, persistent=False)
+
+    def forward(self, ids: torch.Tensor) -> torch.Tensor:
+        known = ids < len(self.row_of)
+        rows = torch.where(known, self.row_of[ids.clamp(max=len(self.row_of) - 1)], 0)
+        return self.incidence[rows].transpose(1, 2)
 
 
 NEG_INF = -1e4  # a masked token's attention logit (finite: safe in bf16)
@@ -195,7 +221,9 @@ class CandidateEmbeddings(nn.Module):
         dim: int,
         poly: PolyEncoder | None = None,
         words: nn.Embedding | None = None,
+        rows: Callable[[torch.Tensor], torch.Tensor] | None = None,
     ):
+        """``rows``: tokenizer ids as rows of ``words`` (the scratch encoder's :meth:`StateEncoder.rows`)."""
         super().__init__()
         if (poly is None) == (words is None):
             raise ValueError("candidates are embedded by a poly-encoder or by word-piece embeddings: give one")
@@ -207,7 +235,8 @@ class CandidateEmbeddings(nn.Module):
         else:
             ids, mask = batcher.candidates(list(texts))
             lengths = mask.sum(1)
-            self.register_buffer("flat_ids", ids[mask.bool()])
+            flat = ids[mask.bool()]
+            self.register_buffer("flat_ids", rows(flat) if rows is not None else flat)
             self.register_buffer("offsets", torch.cat([torch.zeros(1, dtype=torch.long), lengths.cumsum(0)[:-1]]))
             self.project = nn.Linear(words.embedding_dim, dim)
 
@@ -241,7 +270,7 @@ class SwitchAgent(nn.Module):
         self.speech_scorer = CandidateScorer(h, dim, config.speech_codes)
         self.critic = mlp([h, *[config.critic_hidden] * (config.critic_layers - 1), 1])
         self.gru_hidden = config.gru_hidden
-        self.register_buffer("action_pieces", action_pieces, persistent=False)
+        self.exact_match = ExactMatch(action_pieces) if action_pieces is not None else None
 
     @classmethod
     def build(
@@ -252,18 +281,22 @@ class SwitchAgent(nn.Module):
         pretrained: PolyEncoder | None = None,
         config: AgentConfig | None = None,
         dim: int = 256,
+        vocabulary: Vocabulary | None = None,
     ) -> SwitchAgent:
+        """``vocabulary``: the scratch encoder's word pieces (:meth:`Vocabulary.of_texts` of every text the agent can
+        read); None: the whole tokenizer's. A pretrained encoder has its own."""
         config = config or AgentConfig()
         if pretrained is not None:
             encoder = StateEncoder(pretrained.context_encoder, trainable_base=False, config=config)
             words = None
         else:
-            encoder = StateEncoder(build_encoder(config.scratch, batcher.tokenizer), trainable_base=True, config=config)
+            base = build_encoder(config.scratch, batcher.tokenizer, vocabulary)
+            encoder = StateEncoder(base, trainable_base=True, config=config, vocabulary=vocabulary)
             words = encoder.base.get_input_embeddings()
         return cls(
             encoder,
-            CandidateEmbeddings(action_space, batcher, dim, pretrained, words),
-            CandidateEmbeddings(utterance_space, batcher, dim, pretrained, words),
+            CandidateEmbeddings(action_space, batcher, dim, pretrained, words, encoder.rows),
+            CandidateEmbeddings(utterance_space, batcher, dim, pretrained, words, encoder.rows),
             config,
             dim,
             content_piece_ids(action_space, batcher.tokenizer) if config.exact_match else None,
@@ -295,7 +328,7 @@ class SwitchAgent(nn.Module):
         rows_a = torch.ones(b, dtype=torch.bool, device=ids.device) if acted is None else acted.to(ids.device)
         rows_u = torch.ones_like(rows_a) if acted is None else ~rows_a
         # the exact-match feature only where the action head scores (two steps in three only speak)
-        match = exact_match(self.action_pieces, ids) if self.action_pieces is not None and rows_a.any() else None
+        match = self.exact_match(ids) if self.exact_match is not None and rows_a.any() else None
         action_logits = self._score(self.action_scorer, states, mask, self.action_head(ha), actions, rows_a, match)
         speech_logits = self._score(self.speech_scorer, states, mask, self.speech_head(hu), utterances, rows_u)
         return AgentStep(action_logits, speech_logits, self.critic(state).squeeze(-1), (ha, hu))

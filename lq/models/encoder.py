@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from collections.abc import Iterable
 from dataclasses import dataclass
 
 import torch
@@ -31,11 +32,52 @@ class EncoderSpec:
     dropout: float = 0.1
 
 
-def build_encoder(spec: EncoderSpec, tokenizer: PreTrainedTokenizerBase | None = None) -> BertModel:
+class Vocabulary(nn.Module):
+    """The word pieces a scratch encoder has embedding rows for: ``ids`` (sorted tokenizer ids, the special tokens
+    among them), row i for ``ids[i]``; any other id reads the unknown piece's row.
+
+    A scratch encoder over the whole MiniLM vocabulary (30,522 pieces) spends most of an RL update on embedding rows
+    that no text of the dataset uses: every backward fills a dense gradient of all of them and every Adam step updates
+    all of them. A row whose piece never occurs gets no gradient, so Adam never moves it: keeping only the pieces the
+    data can show trains the same model, faster. ``ids`` is saved with the weights (a checkpoint reads with its own)."""
+
+    def __init__(self, ids: torch.Tensor, unk_id: int):
+        super().__init__()
+        ids = ids.unique()
+        if unk_id not in ids:
+            raise ValueError(f"a vocabulary needs the unknown piece (id {unk_id}) among its ids")
+        self.unk_row = int((ids == unk_id).nonzero())
+        remap = torch.full((int(ids.max()) + 1,), self.unk_row, dtype=torch.long)
+        remap[ids] = torch.arange(len(ids))
+        self.register_buffer("ids", ids)
+        self.register_buffer("remap", remap, persistent=False)
+
+    @classmethod
+    def of_texts(cls, texts: Iterable[str], tokenizer: PreTrainedTokenizerBase) -> Vocabulary:
+        """The pieces of ``texts`` (tokenised one by one: word pieces never cross words) and the special tokens."""
+        pieces = set(tokenizer.all_special_ids)
+        for row in tokenizer(sorted(set(texts)), add_special_tokens=False)["input_ids"]:
+            pieces.update(row)
+        return cls(torch.tensor(sorted(pieces)), tokenizer.unk_token_id)
+
+    def __len__(self) -> int:
+        return len(self.ids)
+
+    def forward(self, ids: torch.Tensor) -> torch.Tensor:
+        """Tokenizer ids as row indices."""
+        last = len(self.remap) - 1
+        return torch.where(ids <= last, self.remap[ids.clamp(max=last)], self.unk_row)
+
+
+def build_encoder(
+    spec: EncoderSpec, tokenizer: PreTrainedTokenizerBase | None = None, vocabulary: Vocabulary | None = None
+) -> BertModel:
+    """``vocabulary``: for a scratch encoder, embedding rows for those pieces only (else the tokenizer's all)."""
     if spec.init == "scratch":
         tokenizer = tokenizer or load_tokenizer(spec.tokenizer)
+        pad = tokenizer.pad_token_id
         config = BertConfig(
-            vocab_size=len(tokenizer),
+            vocab_size=len(vocabulary) if vocabulary is not None else len(tokenizer),
             hidden_size=spec.hidden_size,
             num_hidden_layers=spec.num_layers,
             num_attention_heads=spec.num_heads,
@@ -43,7 +85,7 @@ def build_encoder(spec: EncoderSpec, tokenizer: PreTrainedTokenizerBase | None =
             max_position_embeddings=spec.max_positions,
             hidden_dropout_prob=spec.dropout,
             attention_probs_dropout_prob=spec.dropout,
-            pad_token_id=tokenizer.pad_token_id,
+            pad_token_id=int(vocabulary(torch.tensor(pad))) if vocabulary is not None else pad,
         )
         return BertModel(config, add_pooling_layer=False)
     verbosity = hf_logging.get_verbosity()

@@ -122,19 +122,50 @@ class TextBatcher:
         self.tokenizer = tokenizer
         self.context_length = context_length
         self.candidate_length = candidate_length
+        self._piece_cache: dict[str, list[int]] = {}
+        self.max_cached_texts = 200_000
 
     def _encode(self, texts: Sequence[str], length: int, side: str) -> tuple[torch.Tensor, torch.Tensor]:
         self.tokenizer.truncation_side = side
         out = self.tokenizer(list(texts), padding=True, truncation=True, max_length=length, return_tensors="pt")
         return out["input_ids"], out["attention_mask"]
 
+    def line_tokens(self, lines: Sequence[str]) -> list[list[int]]:
+        """The word pieces of each line. Word pieces never cross whitespace, so a text's pieces are its parts' pieces
+        one after another: a tagged line ("_self_say hello") is its tag's and its text's, and each part is tokenised
+        once and remembered. A quest's header lines come back at every step of its episodes and history lines are
+        the fixed spaces' texts under a few tags, so an RL step tokenises almost nothing."""
+        parts = [line.split(" ", 1) if line.startswith("_") else [line] for line in lines]
+        cache = self._piece_cache
+        new = list(dict.fromkeys(p for split in parts for p in split if p not in cache))
+        if new:
+            if len(cache) + len(new) > self.max_cached_texts:
+                cache.clear()
+            cache.update(zip(new, self._tokenize(new), strict=True))
+        return [[t for p in split for t in cache[p]] for split in parts]
+
+    def _tokenize(self, texts: list[str]) -> list[list[int]]:
+        """Word-piece ids without special tokens; a fast tokenizer's Rust backend directly (Hugging Face's wrapper
+        costs ten times the tokenising), with the truncation and padding that the wrapper left on it taken off (the
+        wrapper sets both again at its every call)."""
+        backend = getattr(self.tokenizer, "backend_tokenizer", None)
+        if backend is None:
+            return self.tokenizer(texts, add_special_tokens=False)["input_ids"]
+        backend.no_truncation()
+        backend.no_padding()
+        # one text at a time: a batch call wakes the backend's thread pool, which waits for torch's spinning threads
+        return [backend.encode(text, add_special_tokens=False).ids for text in texts]
+
     def contexts(self, texts: Sequence[str]) -> tuple[torch.Tensor, torch.Tensor]:
         parts = [split_history(t) for t in texts]
         tok = self.tokenizer
         header_lines = [h.split("\n") if h else [] for h, _ in parts]
-        flat = [line for lines in header_lines for line in lines]
-        line_tokens = tok(flat, add_special_tokens=False)["input_ids"] if flat else []
-        histories = tok([y for _, y in parts], add_special_tokens=False)["input_ids"]
+        history_lines = [y.split("\n") if y else [] for _, y in parts]
+        line_tokens = self.line_tokens([line for lines in header_lines + history_lines for line in lines])
+        histories, at = [], sum(map(len, header_lines))
+        for lines in history_lines:
+            histories.append([t for tokens in line_tokens[at : at + len(lines)] for t in tokens])
+            at += len(lines)
         budget = self.context_length - 2  # [CLS] ... [SEP]
         rows, at = [], 0
         for lines, history in zip(header_lines, histories, strict=True):

@@ -87,15 +87,18 @@ def test_switches():
 
 
 def test_exact_match_marks_a_candidates_content_words_in_the_context(batcher):
-    from lq.models.agent import content_piece_ids, exact_match
+    from lq.models.agent import ExactMatch, content_piece_ids
 
     tok = batcher.tokenizer
     pieces = content_piece_ids(["put the sword in the chest", "hug knight"], tok)
     sword, chest, the = (tok.convert_tokens_to_ids(w) for w in ("sword", "chest", "the"))
     assert set(pieces[0].tolist()) - {-1} == {tok.convert_tokens_to_ids("put"), sword, chest}  # no function words
     ids, _ = batcher.contexts(["_short_motivation the sword belongs in the chest"])
-    match = exact_match(pieces, ids)
+    match = ExactMatch(pieces)(ids)
     tokens = ids[0].tolist()
     assert match.shape == (1, 2, len(tokens))
     assert match[0, 0, tokens.index(sword)] == 1 and match[0, 0, tokens.index(chest)] == 1
     assert match[0, 0, tokens.index(the)] == 0 and match[0, 1].sum() == 0  # "the" is no match; nothing of "hug knight"
+    assert match.sum() == 2
+    # ids beyond every candidate's pieces (the end of the vocabulary) match nothing
+    assert ExactMatch(pieces)(torch.tensor([[len(tok) - 1, sword]])).tolist() == [[[0.0, 1.0], [0.0, 0.0]]]
