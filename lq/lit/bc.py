@@ -119,9 +119,11 @@ class BCModule(AgentModule):
         losses, correct = [], {"action": [], "speech": []}
         for t in range(max(len(e.contexts) for e in episodes)):
             live = [i for i, e in enumerate(episodes) if t < len(e.contexts)]
-            ids, mask = self.batcher.contexts([episodes[i].contexts[t] for i in live])
+            lines = self.batcher.context_lines([episodes[i].contexts[t] for i in live])
+            ids, mask = self.batcher.join_lines(lines)
             acted = torch.tensor([episodes[i].acted[t] for i in live], device=self.device)
-            out = self.agent(ids.to(self.device), mask.to(self.device), (hidden[0][live], hidden[1][live]), acted)
+            hidden_live = (hidden[0][live], hidden[1][live])
+            out = self.agent(ids.to(self.device), mask.to(self.device), hidden_live, acted, lines=lines)
             (ha, hu), u_logits = out.hidden, out.speech_logits
             hidden = (
                 hidden[0].index_copy(0, torch.tensor(live, device=self.device), ha),

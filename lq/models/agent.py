@@ -63,11 +63,30 @@ def mlp(sizes: Sequence[int]) -> nn.Sequential:
     return nn.Sequential(*layers)
 
 
-class StateEncoder(nn.Module):
-    """``vocabulary``: a scratch base's embedding rows (:class:`lq.models.encoder.Vocabulary`); None: the tokenizer's
-    ids are its rows."""
+Lines = list[list[list[int]]]  # per context, its kept lines as word-piece ids (TextBatcher.context_lines)
 
-    def __init__(self, base: nn.Module, trainable_base: bool, config: AgentConfig, vocabulary: Vocabulary | None = None):
+
+class StateEncoder(nn.Module):
+    """The agent's encoder: token states ``[b, tokens, hidden]`` of its contexts.
+
+    A scratch base is trained with the agent; ``vocabulary`` (:class:`lq.models.encoder.Vocabulary`) gives its
+    embedding rows (None: the tokenizer's ids are its rows).
+
+    A frozen pretrained base reads each line of a context on its own ([CLS] line [SEP], its states without the two
+    marks; every row's [CLS] and [SEP] get those of an empty line) and the three trainable appended layers read the
+    lines together. A quest's header lines come back at every
+    step of its episodes and the history's lines come from fixed spaces, so the frozen states of a line are computed
+    once and kept (up to ``max_cached_tokens`` tokens; the cache is emptied when the weights are loaded or moved): per
+    step only the appended layers run. Without ``lines`` a context is one line."""
+
+    def __init__(
+        self,
+        base: nn.Module,
+        trainable_base: bool,
+        config: AgentConfig,
+        vocabulary: Vocabulary | None = None,
+        max_cached_tokens: int = 200_000,
+    ):
         super().__init__()
         self.base = base
         self.vocabulary = vocabulary
@@ -81,6 +100,10 @@ class StateEncoder(nn.Module):
             )
             self.appended = nn.TransformerEncoder(layer, config.appended_layers, enable_nested_tensor=False)
         self.hidden_size = hidden
+        self.max_cached_tokens = max_cached_tokens
+        self._line_states: dict[tuple[int, ...], torch.Tensor] = {}
+        self._cached_tokens = 0
+        self.register_load_state_dict_post_hook(lambda module, keys: module.forget_lines())
         self.train()
 
     def train(self, mode: bool = True) -> StateEncoder:
@@ -90,17 +113,54 @@ class StateEncoder(nn.Module):
             self.base.eval()
         return self
 
-    def forward(self, ids: torch.Tensor, mask: torch.Tensor) -> torch.Tensor:
-        """The final layer's token states ``[b, tokens, hidden]``."""
+    def _apply(self, fn, recurse=True):
+        self.forget_lines()
+        return super()._apply(fn, recurse)
+
+    def forget_lines(self) -> None:
+        self._line_states.clear()
+        self._cached_tokens = 0
+
+    def forward(self, ids: torch.Tensor, mask: torch.Tensor, lines: Lines | None = None) -> torch.Tensor:
+        """The final layer's token states ``[b, tokens, hidden]``; ``lines``: what each row holds between its [CLS]
+        and [SEP], line by line (a frozen base encodes line by line)."""
         if self.appended is not None:
             with torch.no_grad():
-                states = token_states(self.base, ids, mask)
+                states = self.frozen_states(ids, mask, lines)
             return self.appended(states, src_key_padding_mask=~mask.bool())
         return token_states(self.base, self.rows(ids), mask)
 
     def rows(self, ids: torch.Tensor) -> torch.Tensor:
         """Tokenizer ids as the base's embedding rows."""
         return self.vocabulary(ids) if self.vocabulary is not None else ids
+
+    def frozen_states(self, ids: torch.Tensor, mask: torch.Tensor, lines: Lines | None) -> torch.Tensor:
+        lengths = mask.sum(1).tolist()
+        if lines is None:
+            lines = [[ids[i, 1 : n - 1].tolist()] for i, n in enumerate(lengths)]
+        cls, sep = int(ids[0, 0]), int(ids[0, lengths[0] - 1])
+        keys = [[tuple(line) for line in row if line] for row in lines]
+        missing = list(dict.fromkeys(k for row in keys for k in [(), *row] if k not in self._line_states))
+        if self._cached_tokens + sum(map(len, missing)) > self.max_cached_tokens:
+            self.forget_lines()
+            missing = list(dict.fromkeys(k for row in keys for k in [(), *row]))
+        for start in range(0, len(missing), 256):
+            chunk = missing[start : start + 256]
+            width = max(map(len, chunk)) + 2
+            batch = torch.zeros(len(chunk), width, dtype=torch.long, device=ids.device)
+            batch_mask = torch.zeros_like(batch)
+            for i, key in enumerate(chunk):
+                batch[i, : len(key) + 2] = torch.tensor([cls, *key, sep])
+                batch_mask[i, : len(key) + 2] = 1
+            states = token_states(self.base, batch, batch_mask)
+            for i, key in enumerate(chunk):  # the empty line keeps its [CLS] and [SEP]: the row's own two marks
+                self._line_states[key] = states[i, : 2] if not key else states[i, 1 : len(key) + 1]
+                self._cached_tokens += len(key) + 2 * (not key)
+        marks = self._line_states[()]
+        out = torch.zeros(*ids.shape, self.hidden_size, device=ids.device, dtype=marks.dtype)
+        for i, row in enumerate(keys):
+            out[i, : lengths[i]] = torch.cat([marks[:1], *(self._line_states[k] for k in row), marks[1:]])
+        return out
 
 
 def mean_state(states: torch.Tensor, mask: torch.Tensor) -> torch.Tensor:
@@ -118,7 +178,7 @@ class CandidateScorer(nn.Module):
     many learned codes (as a poly-encoder's), so a large candidate space costs ``codes`` rather than ``t`` per
     candidate.
 
-    ``match`` (``[b, n, t]``, 1 where context token t is one of candidate n's content word pieces) adds an exact-match
+    ``match`` (``[n, b, t]``, 1 where context token t is one of candidate n's content word pieces) adds an exact-match
     feature to the attention logits, a_nt = softmax_t(c_n.k_t / sqrt(d) + w m_nt), as DrQA's exact-match feature: a
     candidate finds its own words in the context even when they are words training never saw (an unseen quest's
     objects), which learned embeddings alone cannot do zero-shot."""
@@ -144,15 +204,20 @@ class CandidateScorer(nn.Module):
         if self.codes is not None:
             attn = torch.einsum("mh,bth->bmt", self.codes, states).masked_fill(pad.unsqueeze(1), NEG_INF)
             states = torch.einsum("bmt,bth->bmh", attn.softmax(-1), states)
-            pad = torch.zeros(states.shape[:2], dtype=torch.bool, device=states.device)
-            match = None  # codes are not tokens
-        attn = torch.einsum("nd,btd->bnt", candidates, self.keys(states)) * self.scale
+            pad, match = None, None  # codes are not tokens
+        b, t, _ = states.shape
+        # candidates against keys and values in one product, laid out [n, b, 2, t]: the softmax runs over the
+        # contiguous last axis and nothing [b, n, t]-sized is ever permuted
+        kv = torch.cat([self.keys(states), self.values(states)], dim=1).reshape(b * 2 * t, -1)
+        dots = (candidates @ kv.T).view(-1, b, 2, t)
+        attn = dots[:, :, 0] * self.scale
         if match is not None:
             attn = attn + self.match_weight * match.to(attn.dtype)
-        attn = attn.masked_fill(pad.unsqueeze(1), NEG_INF).softmax(-1)
-        worth = self.worth(states).squeeze(-1).unsqueeze(1)  # [b, 1, t]
-        gathered = (attn * (torch.einsum("nd,btd->bnt", candidates, self.values(states)) + worth)).sum(-1)
-        return gathered + query @ candidates.T
+        if pad is not None:
+            attn = attn.masked_fill(pad, NEG_INF)
+        worth = self.worth(states).squeeze(-1)  # [b, t]
+        gathered = (attn.softmax(-1) * (dots[:, :, 1] + worth)).sum(-1)  # [n, b]
+        return gathered.T + query @ candidates.T
 
 
 # Word pieces that say nothing about which candidate is meant: left out of the exact-match feature.
@@ -174,27 +239,27 @@ def content_piece_ids(texts: Sequence[str], tokenizer) -> torch.Tensor:
 
 
 class ExactMatch(nn.Module):
-    """The exact-match feature ``[b, n, t]`` of a fixed candidate set: 1.0 where context token ``ids[b, t]`` is one of
+    """The exact-match feature ``[n, b, t]`` of a fixed candidate set: 1.0 where context token ``ids[b, t]`` is one of
     candidate n's content word pieces (:func:`content_piece_ids`, ``[n, l]``, -1 pads).
 
-    A lookup rather than a comparison: each word piece that some candidate contains has a row of ``incidence``
-    (``[pieces + 1, n]``, row 0 for every other id), so a context costs one gather of ``[b, t, n]``."""
+    A lookup rather than a comparison: each word piece that some candidate contains has a column of ``incidence``
+    (``[n, pieces + 1]``, column 0 for every other id), so a context costs one gather of ``[n, b, t]``."""
 
     def __init__(self, candidate_ids: torch.Tensor):
         super().__init__()
         pieces = candidate_ids[candidate_ids >= 0].unique()
         row_of = torch.zeros(int(pieces.max()) + 1 if len(pieces) else 1, dtype=torch.long)
         row_of[pieces] = torch.arange(1, len(pieces) + 1)
-        incidence = torch.zeros(len(pieces) + 1, candidate_ids.shape[0])
+        incidence = torch.zeros(candidate_ids.shape[0], len(pieces) + 1)
         candidate, slot = (candidate_ids >= 0).nonzero(as_tuple=True)
-        incidence[row_of[candidate_ids[candidate, slot]], candidate] = 1.0
+        incidence[candidate, row_of[candidate_ids[candidate, slot]]] = 1.0
         self.register_buffer("row_of", row_of, persistent=False)  # derived from the spaces: rebuilt, not saved
         self.register_buffer("incidence", incidence, persistent=False)
 
     def forward(self, ids: torch.Tensor) -> torch.Tensor:
         known = ids < len(self.row_of)
         rows = torch.where(known, self.row_of[ids.clamp(max=len(self.row_of) - 1)], 0)
-        return self.incidence[rows].transpose(1, 2)
+        return self.incidence[:, rows]
 
 
 NEG_INF = -1e4  # a masked token's attention logit (finite: safe in bf16)
@@ -317,11 +382,13 @@ class SwitchAgent(nn.Module):
         hidden: tuple[torch.Tensor, torch.Tensor],
         acted: torch.Tensor | None = None,
         candidates: tuple[torch.Tensor, torch.Tensor] | None = None,
+        lines: Lines | None = None,
     ) -> AgentStep:
         """``acted`` (``[b]`` bool): the rows the action head scores; the dialogue head scores the others. Without it
-        both heads score every row. ``candidates``: :meth:`candidate_vectors`, if already computed."""
+        both heads score every row. ``candidates``: :meth:`candidate_vectors`, if already computed. ``lines``: the
+        contexts line by line (:meth:`lq.models.poly_encoder.TextBatcher.context_lines`), for a frozen encoder."""
         actions, utterances = candidates if candidates is not None else self.candidate_vectors()
-        states = self.encoder(ids, mask)
+        states = self.encoder(ids, mask, lines)
         state = mean_state(states, mask)
         ha, hu = self.action_gru(state, hidden[0]), self.speech_gru(state, hidden[1])
         b = ids.shape[0]
@@ -333,9 +400,9 @@ class SwitchAgent(nn.Module):
         speech_logits = self._score(self.speech_scorer, states, mask, self.speech_head(hu), utterances, rows_u)
         return AgentStep(action_logits, speech_logits, self.critic(state).squeeze(-1), (ha, hu))
 
-    def value(self, ids: torch.Tensor, mask: torch.Tensor) -> torch.Tensor:
+    def value(self, ids: torch.Tensor, mask: torch.Tensor, lines: Lines | None = None) -> torch.Tensor:
         """The critic alone: V(s) ``[b]``."""
-        return self.critic(mean_state(self.encoder(ids, mask), mask)).squeeze(-1)
+        return self.critic(mean_state(self.encoder(ids, mask, lines), mask)).squeeze(-1)
 
     @staticmethod
     def _score(
@@ -351,5 +418,5 @@ class SwitchAgent(nn.Module):
         if rows.all():
             return scorer(states, mask, query, candidates, match)
         if rows.any():
-            out[rows] = scorer(states[rows], mask[rows], query[rows], candidates, None if match is None else match[rows])
+            out[rows] = scorer(states[rows], mask[rows], query[rows], candidates, None if match is None else match[:, rows])
         return out

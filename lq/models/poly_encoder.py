@@ -55,9 +55,13 @@ class PolyEncoder(nn.Module):
         """Context codes ``[b, m, h]`` with candidates ``[n, h]`` (shared) or ``[b, n, h]`` → scores ``[b, n]``."""
         # The candidate's attention logits over the codes are also its dot products with them, so
         # score = sum_m softmax_m(c.ctx_m) (c.ctx_m): one [b, n, m] product, never the [b, n, h] pooled vectors.
-        equation = "nh,bmh->bnm" if candidates.dim() == 2 else "bnh,bmh->bnm"
-        dots = torch.einsum(equation, candidates, context)
-        return (dots.softmax(dim=-1) * dots).sum(-1)
+        if candidates.dim() == 3:
+            dots = torch.einsum("bnh,bmh->bnm", candidates, context)
+            return (dots.softmax(dim=-1) * dots).sum(-1)
+        # shared candidates: one product laid out [n, b, m], so that nothing [b, n, m]-sized is permuted
+        b, m, h = context.shape
+        dots = (candidates @ context.reshape(b * m, h).T).view(-1, b, m)
+        return (dots.softmax(dim=-1) * dots).sum(-1).T
 
 
 HISTORY_TAGS = tuple(f"_{who}_{kind} " for who in ("self", "partner") for kind in ("say", "act", "emote"))
@@ -96,9 +100,9 @@ def split_history(text: str) -> tuple[str, str]:
     return text, ""
 
 
-def keep_header(lines: list[str], tokens: list[list[int]], budget: int) -> list[int]:
-    """The header's tokens within ``budget``: whole lines in :data:`HEADER_PRIORITY` order while they fit, in their
-    original order; a line that does not fit is left out (if none fits, the most wanted one keeps its end)."""
+def keep_header(lines: list[str], tokens: list[list[int]], budget: int) -> list[list[int]]:
+    """The header's lines (as tokens) within ``budget``: whole lines in :data:`HEADER_PRIORITY` order while they fit, in
+    their original order; a line that does not fit is left out (if none fits, the most wanted one keeps its end)."""
     order = sorted(range(len(lines)), key=lambda i: (header_rank(lines[i]), -i))
     chosen: set[int] = set()
     used = 0
@@ -108,8 +112,8 @@ def keep_header(lines: list[str], tokens: list[list[int]], budget: int) -> list[
             used += len(tokens[i])
     if not chosen and lines:
         first = tokens[order[0]]
-        return first[len(first) - budget :] if budget else []
-    return [t for i in sorted(chosen) for t in tokens[i]]
+        return [first[len(first) - budget :]] if budget else []
+    return [tokens[i] for i in sorted(chosen)]
 
 
 class TextBatcher:
@@ -157,26 +161,42 @@ class TextBatcher:
         return [backend.encode(text, add_special_tokens=False).ids for text in texts]
 
     def contexts(self, texts: Sequence[str]) -> tuple[torch.Tensor, torch.Tensor]:
+        """``[batch, tokens]`` ids and attention mask: [CLS], the kept header lines, the latest history, [SEP]."""
+        return self.join_lines(self.context_lines(texts))
+
+    def join_lines(self, lines: list[list[list[int]]]) -> tuple[torch.Tensor, torch.Tensor]:
+        """:meth:`context_lines` as ids and attention mask (what :meth:`contexts` gives)."""
+        cls, sep = self.tokenizer.cls_token_id, self.tokenizer.sep_token_id
+        return self._pad([[cls, *(t for line in row for t in line), sep] for row in lines])
+
+    def context_lines(self, texts: Sequence[str]) -> list[list[list[int]]]:
+        """What :meth:`contexts` keeps of each text, line by line (the oldest kept history line may be its end only):
+        a frozen encoder can encode each line once (:class:`lq.models.agent.StateEncoder`)."""
         parts = [split_history(t) for t in texts]
-        tok = self.tokenizer
         header_lines = [h.split("\n") if h else [] for h, _ in parts]
         history_lines = [y.split("\n") if y else [] for _, y in parts]
         line_tokens = self.line_tokens([line for lines in header_lines + history_lines for line in lines])
-        histories, at = [], sum(map(len, header_lines))
-        for lines in history_lines:
-            histories.append([t for tokens in line_tokens[at : at + len(lines)] for t in tokens])
-            at += len(lines)
         budget = self.context_length - 2  # [CLS] ... [SEP]
-        rows, at = [], 0
-        for lines, history in zip(header_lines, histories, strict=True):
+        out, at, history_at = [], 0, sum(map(len, header_lines))
+        for lines, history in zip(header_lines, history_lines, strict=True):
             tokens, at = line_tokens[at : at + len(lines)], at + len(lines)
-            header_length = sum(len(t) for t in tokens)
-            header_budget = min(header_length, max(budget - len(history), budget * 3 // 4))
-            header = keep_header(lines, tokens, header_budget)
-            keep_history = min(len(history), budget - len(header))
-            rows.append([tok.cls_token_id, *header, *history[len(history) - keep_history :], tok.sep_token_id])
-        width = max(len(r) for r in rows) if rows else 0
-        ids = torch.full((len(rows), width), tok.pad_token_id, dtype=torch.long)
+            turns, history_at = line_tokens[history_at : history_at + len(history)], history_at + len(history)
+            history_length = sum(map(len, turns))
+            header_length = sum(map(len, tokens))
+            header = keep_header(lines, tokens, min(header_length, max(budget - history_length, budget * 3 // 4)))
+            room = budget - sum(map(len, header))
+            kept: list[list[int]] = []
+            for turn in reversed(turns):  # the latest turns while they fit, then the end of the one before
+                if room <= 0:
+                    break
+                kept.append(turn[max(0, len(turn) - room) :])
+                room -= len(kept[-1])
+            out.append(header + [turn for turn in reversed(kept) if turn])
+        return out
+
+    def _pad(self, rows: list[list[int]]) -> tuple[torch.Tensor, torch.Tensor]:
+        width = max(map(len, rows)) if rows else 0
+        ids = torch.full((len(rows), width), self.tokenizer.pad_token_id, dtype=torch.long)
         mask = torch.zeros((len(rows), width), dtype=torch.long)
         for i, row in enumerate(rows):
             ids[i, : len(row)] = torch.tensor(row)

@@ -183,8 +183,9 @@ class Actor:
         """The critic's V(s) ``[b]`` of observations, leaving the state as it is (0 for a rule)."""
         if self.agent is None:
             return torch.zeros(len(obs))
-        ids, mask = self.batcher.contexts(obs)
-        return self.agent.value(ids.to(self.device), mask.to(self.device))
+        lines = self.batcher.context_lines(obs)
+        ids, mask = self.batcher.join_lines(lines)
+        return self.agent.value(ids.to(self.device), mask.to(self.device), lines)
 
     def _scores(
         self, env, obs: list[str], infos: list[dict], state: dict[str, torch.Tensor], acted: torch.Tensor
@@ -192,9 +193,10 @@ class Actor:
         """Action scores, utterance scores and values ``[b]`` of the agent, or of the baseline rule."""
         b = len(obs)
         if self.agent is not None:
-            ids, mask = self.batcher.contexts(obs)
+            lines = self.batcher.context_lines(obs)
+            ids, mask = self.batcher.join_lines(lines)
             hidden = (state["hidden_a"], state["hidden_u"])
-            out = self.agent(ids.to(self.device), mask.to(self.device), hidden, acted, self.candidates)
+            out = self.agent(ids.to(self.device), mask.to(self.device), hidden, acted, self.candidates, lines)
             state["hidden_a"], state["hidden_u"] = out.hidden
             return out.action_logits, out.speech_logits, out.value
         a_logits, u_logits = torch.zeros(b, len(self.action_space)), torch.zeros(b, len(self.utterance_space))

@@ -51,7 +51,7 @@ def test_cloning_episodes_are_the_demonstrations_self_turns(setup_dir):
 
 def test_behaviour_cloning_fits_the_training_demonstrations(setup_dir, tmp_path):
     torch.manual_seed(0)
-    module = _module(setup_dir, candidate_dim=32)
+    module = _module(setup_dir, candidate_dim=32, lr=2e-3)  # at 3e-3 Adam overshoots late, by chance of rounding
     module.setup("fit")
     batch = module.episodes["train"][:8]
     before = module.cloning_loss(batch)["loss"].item()

@@ -94,11 +94,72 @@ def test_exact_match_marks_a_candidates_content_words_in_the_context(batcher):
     sword, chest, the = (tok.convert_tokens_to_ids(w) for w in ("sword", "chest", "the"))
     assert set(pieces[0].tolist()) - {-1} == {tok.convert_tokens_to_ids("put"), sword, chest}  # no function words
     ids, _ = batcher.contexts(["_short_motivation the sword belongs in the chest"])
-    match = ExactMatch(pieces)(ids)
+    match = ExactMatch(pieces)(ids)  # [candidates, contexts, tokens]
     tokens = ids[0].tolist()
-    assert match.shape == (1, 2, len(tokens))
+    assert match.shape == (2, 1, len(tokens))
     assert match[0, 0, tokens.index(sword)] == 1 and match[0, 0, tokens.index(chest)] == 1
-    assert match[0, 0, tokens.index(the)] == 0 and match[0, 1].sum() == 0  # "the" is no match; nothing of "hug knight"
+    assert match[0, 0, tokens.index(the)] == 0 and match[1, 0].sum() == 0  # "the" is no match; nothing of "hug knight"
     assert match.sum() == 2
     # ids beyond every candidate's pieces (the end of the vocabulary) match nothing
-    assert ExactMatch(pieces)(torch.tensor([[len(tok) - 1, sword]])).tolist() == [[[0.0, 1.0], [0.0, 0.0]]]
+    assert ExactMatch(pieces)(torch.tensor([[len(tok) - 1, sword]])).tolist() == [[[0.0, 1.0]], [[0.0, 0.0]]]
+
+
+@pytest.mark.parametrize("codes", [0, 3])
+def test_candidate_scorer_computes_its_documented_score(codes):
+    """score_bn = sum_t a_bnt (c_n.v_bt + g(s_bt)) + c_n.q_b, a_bnt = softmax_t(c_n.k_bt / sqrt(d) + w m_bnt) over unpadded
+    tokens (over the codes' summaries of them with codes), written out per context and candidate."""
+    from lq.models.agent import CandidateScorer
+
+    torch.manual_seed(0)
+    scorer = CandidateScorer(hidden=6, dim=4, codes=codes)
+    states, query, candidates = torch.randn(2, 5, 6), torch.randn(2, 4), torch.randn(3, 4)
+    mask = torch.tensor([[1, 1, 1, 1, 1], [1, 1, 1, 0, 0]])
+    match = (torch.rand(3, 2, 5) > 0.5).float()
+    got = scorer(states, mask, query, candidates, match)
+    for b in range(2):
+        tokens = states[b, : int(mask[b].sum())]
+        if codes:
+            tokens = (scorer.codes @ tokens.T).softmax(-1) @ tokens
+        for n in range(3):
+            logits = scorer.keys(tokens) @ candidates[n] / 2.0
+            if not codes:
+                logits = logits + scorer.match_weight * match[n, b, : len(tokens)]
+            a = logits.softmax(-1)
+            want = (a * (scorer.values(tokens) @ candidates[n] + scorer.worth(tokens).squeeze(-1))).sum() + candidates[n] @ query[b]
+            assert torch.allclose(got[b, n], want, atol=1e-5)
+
+
+def test_a_frozen_encoder_reads_each_line_once(batcher):
+    """The frozen base encodes [CLS] line [SEP] per line (kept: the next step's lines cost nothing); the appended layers
+    read the lines together. Without lines a context is one line: its tokens read together."""
+    from lq.models.encoder import token_states
+
+    torch.manual_seed(0)
+    poly = PolyEncoder.from_spec(TINY, n_codes=2).eval()
+    agent = SwitchAgent.build(ACTIONS, UTTERANCES, batcher, poly, CONFIG, dim=8).eval()
+    encoder, tok = agent.encoder, batcher.tokenizer
+    texts = ["_self_name dragon\n_short_motivation Get the egg.\n_partner_say Hello.", "_self_name knight"]
+    lines = batcher.context_lines(texts)
+    ids, mask = batcher.join_lines(lines)
+    calls = []
+    encoder.base.register_forward_hook(lambda module, args, kwargs_out: calls.append(1))
+    states = encoder.frozen_states(ids, mask, lines)
+    assert len(calls) == 1  # every line of the batch in one pass
+    for row, row_lines in enumerate(lines):
+        at = 1
+        for line in row_lines:
+            alone = torch.tensor([[tok.cls_token_id, *line, tok.sep_token_id]])
+            want = token_states(encoder.base, alone, torch.ones_like(alone))[0, 1:-1]
+            assert torch.allclose(states[row, at : at + len(line)], want, atol=1e-5)
+            at += len(line)
+        assert at + 1 == int(mask[row].sum()) and not states[row, at + 1 :].any()  # [SEP], then padding
+    calls.clear()  # (the references above ran the base too)
+    again = encoder.frozen_states(ids[1:], mask[1:], lines[1:])
+    assert not calls and torch.equal(again[0, : int(mask[1].sum())], states[1, : int(mask[1].sum())])
+    whole = encoder.frozen_states(ids[:1], mask[:1], None)
+    n = int(mask[0].sum())  # its tokens read together (the marks are the rows' shared [CLS] and [SEP] states)
+    assert torch.allclose(whole[0, 1 : n - 1], token_states(encoder.base, ids[:1], mask[:1])[0, 1 : n - 1], atol=1e-5)
+    calls.clear()
+    agent.load_state_dict(agent.state_dict())  # new weights: the kept lines are forgotten
+    encoder.frozen_states(ids, mask, lines)
+    assert len(calls) == 1
