@@ -210,13 +210,14 @@ class CandidateScorer(nn.Module):
         # contiguous last axis and nothing [b, n, t]-sized is ever permuted
         kv = torch.cat([self.keys(states), self.values(states)], dim=1).reshape(b * 2 * t, -1)
         dots = (candidates @ kv.T).view(-1, b, 2, t)
-        attn = dots[:, :, 0] * self.scale
+        logits, values = dots.unbind(2)  # (slicing would fill whole zero gradients in the backward)
+        attn = logits * self.scale
         if match is not None:
             attn = attn + self.match_weight * match.to(attn.dtype)
         if pad is not None:
             attn = attn.masked_fill(pad, NEG_INF)
         worth = self.worth(states).squeeze(-1)  # [b, t]
-        gathered = (attn.softmax(-1) * (dots[:, :, 1] + worth)).sum(-1)  # [n, b]
+        gathered = (attn.softmax(-1) * (values + worth)).sum(-1)  # [n, b]
         return gathered.T + query @ candidates.T
 
 

@@ -209,5 +209,8 @@ class Actor:
     def _choose(self, logits: torch.Tensor, greedy: bool) -> torch.Tensor:
         if greedy:
             return logits.argmax(dim=-1)
-        probs = (logits.detach().float() / self.temperature).softmax(dim=-1)
-        return torch.multinomial(probs, 1).squeeze(1)
+        # inverse-CDF sampling: one uniform per row (torch.multinomial draws an exponential per candidate)
+        cdf = (logits.detach().float() / self.temperature).softmax(dim=-1).cumsum(dim=-1)
+        # u in (0, total]: the first candidate whose cumulative probability reaches u has a probability above 0
+        u = (1.0 - torch.rand(cdf.shape[0], 1, device=cdf.device)) * cdf[:, -1:]
+        return torch.searchsorted(cdf, u).squeeze(1)
