@@ -1,11 +1,13 @@
 """RL training throughput: transitions per second of the whole switch A2C loop (rollout and update), and where the
 time goes, for the scratch encoder and a pretrained one at the CPU profile.
 
-    python benchmarks/rl.py [--data data/default] [--updates 20] [--encoders scratch general_light]
+    python benchmarks/rl.py [--data data/default] [--warmup 20] [--updates 20] [--encoders scratch general_light]
                             [--profile conf/profile/rl-tiny.yaml]
 
 Each encoder runs the same loop as ``lq rl fit`` (``lq.rl.a2c.collect``, ``a2c_losses``, backward, clipping and an
-Adam step) with the profile's sizes. The partner, the DM and the pretrained encoder are the trained checkpoints
+Adam step) with the profile's sizes. The first ``--warmup`` updates fill the caches that a run keeps (each context
+line's word pieces; for a pretrained encoder each line's frozen states), as the first minutes of a 300-update run
+do; their rate is printed as the cold start, and the timed updates after them give the figure. The partner, the DM and the pretrained encoder are the trained checkpoints
 when they exist (``make partner dm PROFILE=tiny``, ``make pretrain``); otherwise untrained models of the same
 shapes stand in (the cost is the same; it says so). The last lines print one figure per encoder.
 """
@@ -112,8 +114,10 @@ def run(encoder: str, args: argparse.Namespace, folder: Path) -> tuple[float, di
         optimizer.step()
         TIMES["agent backward and step"] += time.perf_counter() - start
 
+    start = time.perf_counter()
     for _ in range(args.warmup):
         update()
+    cold = args.warmup * h.rollout_steps * h.num_envs / max(time.perf_counter() - start, 1e-9)
     TIMES.clear()
     start = time.perf_counter()
     for _ in range(args.updates):
@@ -122,6 +126,8 @@ def run(encoder: str, args: argparse.Namespace, folder: Path) -> tuple[float, di
     transitions = args.updates * h.rollout_steps * h.num_envs
     for line in note:
         print(f"  note: {line}")
+    if args.warmup:
+        print(f"  the {args.warmup} warm-up updates (cold caches): {cold:.1f} transitions/s")
     return transitions / whole, {k: v / whole for k, v in TIMES.items()}
 
 
@@ -129,7 +135,7 @@ def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--data", type=Path, default=Path("data/default"))
     parser.add_argument("--updates", type=int, default=20, help="timed A2C updates per encoder")
-    parser.add_argument("--warmup", type=int, default=2, help="untimed updates first")
+    parser.add_argument("--warmup", type=int, default=20, help="updates first, timed apart (the caches fill)")
     parser.add_argument("--encoders", nargs="+", default=["scratch", "general_light"])
     parser.add_argument("--profile", type=Path, default=ROOT / "conf/profile/rl-tiny.yaml")
     args = parser.parse_args(argv)

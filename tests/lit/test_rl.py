@@ -138,3 +138,21 @@ def test_the_agent_learns_to_act_on_its_motivation(toy_dir):
     # reaches 0.667 here, and random 0.47
     assert learned.act_goal_rate >= chance + 0.15, (learned.act_goal_rate, random_rates)
     assert sum(curve[-20:]) / 20 >= sum(curve[4:24]) / 20 + 0.15, curve[::10]
+
+
+def test_a_scratch_agent_has_a_row_for_every_word_piece_its_quests_show(setup_dir):
+    """The scratch encoder keeps embedding rows only for the dataset's word pieces: every piece of every context that
+    zero-shot test episodes show is among them (none falls back to [UNK]), and far fewer than the tokenizer's."""
+    module = _module(setup_dir)
+    module.build_agent()
+    encoder, tokenizer = module.agent.encoder, module.batcher.tokenizer
+    assert len(encoder.vocabulary) < len(tokenizer) // 4
+    seen = []
+    rows = encoder.rows
+    encoder.rows = lambda ids: seen.append(ids.clone()) or rows(ids)
+    module.evaluate("test", seed=0, greedy=False)
+    ids = torch.cat([i.flatten() for i in seen])
+    assert len(ids) > 1000
+    unknown = encoder.vocabulary(ids) == encoder.vocabulary.unk_row
+    assert not unknown[ids != tokenizer.unk_token_id].any()
+    assert encoder.vocabulary(torch.tensor([tokenizer.convert_tokens_to_ids("computer")])).item() == encoder.vocabulary.unk_row
