@@ -7,9 +7,10 @@ time goes, for the scratch encoder and a pretrained one at the CPU profile.
 Each encoder runs the same loop as ``lq rl fit`` (``lq.rl.a2c.collect``, ``a2c_losses``, backward, clipping and an
 Adam step) with the profile's sizes. The first ``--warmup`` updates fill the caches that a run keeps (each context
 line's word pieces; for a pretrained encoder each line's frozen states), as the first minutes of a 300-update run
-do; their rate is printed as the cold start, and the timed updates after them give the figure. The partner, the DM and the pretrained encoder are the trained checkpoints
-when they exist (``make partner dm PROFILE=tiny``, ``make pretrain``); otherwise untrained models of the same
-shapes stand in (the cost is the same; it says so). The last lines print one figure per encoder.
+do; their rate is printed as the cold start, and the timed updates after them give the figure. The partner, the DM
+and the pretrained encoder are the trained checkpoints when they exist (``make partner dm PROFILE=tiny``,
+``make pretrain``); otherwise untrained models of the same shapes stand in (the cost is the same; it says so). The
+last lines print one figure per encoder.
 """
 
 from __future__ import annotations
@@ -70,7 +71,9 @@ def stand_in(path: str, spec: EncoderSpec, n_codes: int, folder: Path, note: lis
     model = PolyEncoder.from_spec(spec, n_codes)
     out = folder / (Path(path).parent.name + "-" + Path(path).name)
     hparams = {"encoder": asdict(EncoderConfig(Path(path).parent.name, spec)), "n_codes": n_codes}
-    torch.save({"state_dict": {f"model.{k}": v for k, v in model.state_dict().items()}, "hyper_parameters": hparams}, out)
+    torch.save(
+        {"state_dict": {f"model.{k}": v for k, v in model.state_dict().items()}, "hyper_parameters": hparams}, out
+    )
     note.append(f"{path} missing: an untrained model of its shape stands in")
     return str(out)
 

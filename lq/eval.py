@@ -57,9 +57,7 @@ def ceiling(env: QuestEnv) -> EvalResult:
 
 
 @torch.no_grad()
-def evaluate(
-    env: QuestEnv, actor: Actor, seed: int = 0, progress: bool = True, greedy: bool = True
-) -> EvalResult:
+def evaluate(env: QuestEnv, actor: Actor, seed: int = 0, progress: bool = True, greedy: bool = True) -> EvalResult:
     """Play every instance of ``env`` once (the env must not auto-reset), greedily or sampling at the actor's
     temperature (a random rule always samples). ``progress``: a progress bar over the quests (on stderr)."""
     if env.auto_reset:
@@ -128,11 +126,7 @@ def results_table(rows: Sequence[tuple[str, Sequence[EvalResult]]]) -> tuple[str
     csv = ["agent,runs," + ",".join(f"{key}_mean,{key}_std" for key, _ in COLUMNS)]
     for name, results in rows:
         stats = mean_std(results)
-        md.append(
-            f"| {name} | {len(results)} | "
-            + " | ".join(cell(*stats[k]) for k, _ in COLUMNS)
-            + " |"
-        )
+        md.append(f"| {name} | {len(results)} | " + " | ".join(cell(*stats[k]) for k, _ in COLUMNS) + " |")
         csv.append(f"{name},{len(results)}," + ",".join(f"{stats[k][0]:.4f},{stats[k][1]:.4f}" for k, _ in COLUMNS))
     return "\n".join(md) + "\n", "\n".join(csv) + "\n"
 

@@ -486,7 +486,9 @@ def curves_png(client, experiment: Experiment, runs: Sequence, stage: str, path:
     """The learning curves of ``stage``'s configurations (mean over seeds, shaded ± std) as one PNG; False if none."""
     configs = [c for c in experiment.configs if c.stage == stage]
     series = {
-        config.key: [run_series(client, r.info.run_id, CURVES[stage]) for r in runs if r.data.tags.get("lq.config") == config.key]
+        config.key: [
+            run_series(client, r.info.run_id, CURVES[stage]) for r in runs if r.data.tags.get("lq.config") == config.key
+        ]
         for config in configs
     }
     return plot_curves(series, CURVES[stage], path, f"{experiment.title}: {stage} learning curves")

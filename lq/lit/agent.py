@@ -17,12 +17,12 @@ import torch
 from lightning.pytorch.loggers import MLFlowLogger
 
 from lq.data import load_demos
+from lq.data.io import json_strings, read_json
 from lq.envs.build import build_env, demonstration_spaces
 from lq.envs.models import load_poly_encoder
 from lq.eval import EvalResult, ceiling, evaluate, plot_curves, run_series
 from lq.lit.pretrain import EncoderConfig
 from lq.models.agent import AgentConfig, SwitchAgent
-from lq.data.io import json_strings, read_json
 from lq.models.encoder import EncoderSpec, Vocabulary
 from lq.models.poly_encoder import HEADER_PRIORITY, HISTORY_TAGS, TextBatcher
 from lq.models.pretrained import load_tokenizer
@@ -220,7 +220,9 @@ def evaluate_checkpoints(
         for greedy in (True, False) if sampled else (True,):
             result = module.evaluate(split, seed=module.hparams.seed, greedy=greedy)
             decoding = "greedy" if greedy else "sampled"
-            log(f"{path} ({decoding}): act goals {result.act_goal_rate:.3f}, speech goals {result.speech_goal_rate:.3f}")
+            log(
+                f"{path} ({decoding}): act goals {result.act_goal_rate:.3f}, speech goals {result.speech_goal_rate:.3f}"
+            )
             rows.setdefault(f"{agent_name(module)} ({decoding})", []).append(result)
     if baseline_runs and first is not None:
         for name, policy, restrict in BASELINES:

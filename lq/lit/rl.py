@@ -93,7 +93,9 @@ class RLModule(AgentModule):
         average_k = getattr(self.switch, "average_k", 1)
         k_of = [RatioSwitch.k_for(inst.demo, average_k) for inst in self.env.instances]
         self.rollout_state = RolloutState.start(self.env, self.rollout_actor, k_of)
-        self.unsolvable = {i for i, inst in enumerate(self.env.instances) if inst.quest.goal not in self.env.action_index}
+        self.unsolvable = {
+            i for i, inst in enumerate(self.env.instances) if inst.quest.goal not in self.env.action_index
+        }
         self.recent: list[dict] = []  # the last ``recent_episodes`` episode summaries, for the training curves
 
     def train_dataloader(self) -> DataLoader:

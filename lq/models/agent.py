@@ -74,10 +74,10 @@ class StateEncoder(nn.Module):
 
     A frozen pretrained base reads each line of a context on its own ([CLS] line [SEP], its states without the two
     marks; every row's [CLS] and [SEP] get those of an empty line) and the three trainable appended layers read the
-    lines together. A quest's header lines come back at every
-    step of its episodes and the history's lines come from fixed spaces, so the frozen states of a line are computed
-    once and kept (up to ``max_cached_tokens`` tokens; the cache is emptied when the weights are loaded or moved): per
-    step only the appended layers run. Without ``lines`` a context is one line."""
+    lines together. A quest's header lines come back at every step of its episodes and the history's lines come from
+    fixed spaces, so the frozen states of a line are computed once and kept (up to ``max_cached_tokens`` tokens; the
+    cache is emptied when the weights are loaded or moved): per step only the appended layers run. Without ``lines``
+    a context is one line."""
 
     def __init__(
         self,
@@ -154,7 +154,7 @@ class StateEncoder(nn.Module):
                 batch_mask[i, : len(key) + 2] = 1
             states = token_states(self.base, batch, batch_mask)
             for i, key in enumerate(chunk):  # the empty line keeps its [CLS] and [SEP]: the row's own two marks
-                self._line_states[key] = states[i, : 2] if not key else states[i, 1 : len(key) + 1]
+                self._line_states[key] = states[i, :2] if not key else states[i, 1 : len(key) + 1]
                 self._cached_tokens += len(key) + 2 * (not key)
         marks = self._line_states[()]
         out = torch.zeros(*ids.shape, self.hidden_size, device=ids.device, dtype=marks.dtype)
@@ -419,5 +419,7 @@ class SwitchAgent(nn.Module):
         if rows.all():
             return scorer(states, mask, query, candidates, match)
         if rows.any():
-            out[rows] = scorer(states[rows], mask[rows], query[rows], candidates, None if match is None else match[:, rows])
+            out[rows] = scorer(
+                states[rows], mask[rows], query[rows], candidates, None if match is None else match[:, rows]
+            )
         return out

@@ -36,9 +36,7 @@ class RolloutState:
         return cls(obs, infos, actor.start(len(obs), k), k_of)
 
 
-def collect(
-    env: QuestEnv, actor: Actor, state: RolloutState, steps: int, act_reward_only: bool = False
-) -> Rollout:
+def collect(env: QuestEnv, actor: Actor, state: RolloutState, steps: int, act_reward_only: bool = False) -> Rollout:
     """Play ``steps`` steps of every environment (auto-resetting) with the actor's current weights, sampling
     (Boltzmann exploration). ``act_reward_only``: the reward is the act reward alone (Table 2's "speech only
     without speech goals")."""

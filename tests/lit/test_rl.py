@@ -91,7 +91,8 @@ def toy_dir(setup_dir, tmp_path_factory):
 @pytest.mark.slow
 def test_the_agent_learns_to_act_on_its_motivation(toy_dir):
     """A real learning test on a toy quest set whose short motivations name the goal: one action per episode, so a
-    random valid action reaches it less often. After 120 A2C updates the greedy agent reaches the act goal on these quests
+    random valid action reaches it less often. After 120 A2C updates the greedy agent reaches the act goal on these
+    quests
     clearly more often than a random choice among the same valid actions, and its training curve rose."""
     from lq.models.encoder import EncoderSpec
 
@@ -112,7 +113,7 @@ def test_the_agent_learns_to_act_on_its_motivation(toy_dir):
         updates_per_epoch=60,
         eval_max_steps=1,
         recent_episodes=64,
-        priority_mix=1.0,  # uniform draws: priority sampling would move towards the unsolvable third and flatten the curve
+        priority_mix=1.0,  # uniform: priority sampling would move to the unsolvable third and flatten the curve
     )
     curve = []
 
@@ -155,4 +156,7 @@ def test_a_scratch_agent_has_a_row_for_every_word_piece_its_quests_show(setup_di
     assert len(ids) > 1000
     unknown = encoder.vocabulary(ids) == encoder.vocabulary.unk_row
     assert not unknown[ids != tokenizer.unk_token_id].any()
-    assert encoder.vocabulary(torch.tensor([tokenizer.convert_tokens_to_ids("computer")])).item() == encoder.vocabulary.unk_row
+    assert (
+        encoder.vocabulary(torch.tensor([tokenizer.convert_tokens_to_ids("computer")])).item()
+        == encoder.vocabulary.unk_row
+    )

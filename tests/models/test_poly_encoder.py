@@ -88,7 +88,14 @@ def test_a_short_context_keeps_the_short_motivation_and_drops_the_setting_first(
 
 
 def test_contexts_tokenise_each_line_once_and_as_the_whole_text(tokenizer, monkeypatch):
-    text = "_self_name Sir Élan, the knight-errant\n_short_motivation Get the egg!\n_partner_say Hello...\n_self_act get egg"
+    text = "\n".join(
+        [
+            "_self_name Sir Élan, the knight-errant",
+            "_short_motivation Get the egg!",
+            "_partner_say Hello...",
+            "_self_act get egg",
+        ]
+    )
     batcher = TextBatcher(tokenizer, 64, 8)
     ids, mask = batcher.contexts([text, text.replace("Hello...", "Go away")])
     assert ids[0, : int(mask[0].sum())].tolist() == tokenizer(text)["input_ids"]  # as the whole text tokenises
@@ -97,7 +104,9 @@ def test_contexts_tokenise_each_line_once_and_as_the_whole_text(tokenizer, monke
     batcher.candidates(["a candidate cut at eight pieces: one two three four five six seven"])  # truncation left on
     longer = text + "\n_partner_say Farewell, and may the road rise to meet you, old friend."
     again, again_mask = batcher.contexts([longer])
-    assert calls == [["Farewell, and may the road rise to meet you, old friend."]]  # only the new text (the tag is known)
+    assert calls == [
+        ["Farewell, and may the road rise to meet you, old friend."]
+    ]  # only the new text (the tag is known)
     assert again[0, : int(again_mask[0].sum())].tolist() == tokenizer(longer)["input_ids"]  # not cut at 8 pieces
     assert batcher.contexts([text])[0].tolist() == ids[:1].tolist()
 

@@ -106,8 +106,8 @@ def test_exact_match_marks_a_candidates_content_words_in_the_context(batcher):
 
 @pytest.mark.parametrize("codes", [0, 3])
 def test_candidate_scorer_computes_its_documented_score(codes):
-    """score_bn = sum_t a_bnt (c_n.v_bt + g(s_bt)) + c_n.q_b, a_bnt = softmax_t(c_n.k_bt / sqrt(d) + w m_bnt) over unpadded
-    tokens (over the codes' summaries of them with codes), written out per context and candidate."""
+    """score_bn = sum_t a_bnt (c_n.v_bt + g(s_bt)) + c_n.q_b, a_bnt = softmax_t(c_n.k_bt / sqrt(d) + w m_bnt) over
+    unpadded tokens (over the codes' summaries of them with codes), written out per context and candidate."""
     from lq.models.agent import CandidateScorer
 
     torch.manual_seed(0)
@@ -125,7 +125,9 @@ def test_candidate_scorer_computes_its_documented_score(codes):
             if not codes:
                 logits = logits + scorer.match_weight * match[n, b, : len(tokens)]
             a = logits.softmax(-1)
-            want = (a * (scorer.values(tokens) @ candidates[n] + scorer.worth(tokens).squeeze(-1))).sum() + candidates[n] @ query[b]
+            want = (a * (scorer.values(tokens) @ candidates[n] + scorer.worth(tokens).squeeze(-1))).sum() + candidates[
+                n
+            ] @ query[b]
             assert torch.allclose(got[b, n], want, atol=1e-5)
 
 

@@ -6,9 +6,9 @@ import torch
 from lq.rl.losses import (
     LossCoefficients,
     advantages,
-    normalized,
     discounted_returns,
     entropy,
+    normalized,
     policy_gradient_loss,
     switch_a2c_loss,
     valid_candidates_loss,
