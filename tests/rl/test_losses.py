@@ -73,7 +73,7 @@ def test_switch_masks_each_heads_terms():
     )
     (out.action_policy + out.valid_action - out.action_entropy).backward()
     assert action_logits.grad[~acted].abs().sum() == 0 and action_logits.grad[acted].abs().sum() > 0
-    assert speech_logits.grad is None or speech_logits.grad.abs().sum() == 0
+    assert speech_logits.grad is None  # no path from the action terms to the speech scores at all
     expected = (
         out.action_policy
         + out.speech_policy
