@@ -29,6 +29,23 @@ from lq.data.quests import Quest
 
 MOTIVATION_LEVELS = ("short", "mid", "long")
 
+# Every line tag a serialised context can hold: the header's (what the scene and the motivations say) and the
+# history's (who did what). lq.models.poly_encoder ranks the header tags when a context must lose lines.
+SCENE_TAGS = (
+    "_setting_name",
+    "_setting_desc",
+    "_self_name",
+    "_self_persona",
+    "_partner_name",
+    "_partner_persona",
+    "_self_carrying",
+)
+MOTIVATION_TAGS = tuple(f"_{level}_motivation" for level in (*MOTIVATION_LEVELS, "self"))
+TIMELINE_TAG = "_timeline_act"
+HEADER_TAGS = (*SCENE_TAGS, *MOTIVATION_TAGS, TIMELINE_TAG)
+TURN_KINDS = {"speech": "say", "action": "act", "emote": "emote"}
+HISTORY_TAGS = tuple(f"_{who}_{kind}" for who in ("self", "partner") for kind in TURN_KINDS.values())
+
 
 @dataclass
 class Context:
@@ -44,22 +61,23 @@ class Context:
 
     def serialise(self, motivations: Iterable[str] = (*MOTIVATION_LEVELS, "self")) -> str:
         lines = []
-        for tag, value in (
-            ("_setting_name", self.setting_name),
-            ("_setting_desc", self.setting_desc),
-            ("_self_name", self.self_name),
-            ("_self_persona", self.self_persona),
-            ("_partner_name", self.partner_name),
-            ("_partner_persona", self.partner_persona),
-            ("_self_carrying", ", ".join(self.carrying)),
-        ):
+        values = (
+            self.setting_name,
+            self.setting_desc,
+            self.self_name,
+            self.self_persona,
+            self.partner_name,
+            self.partner_persona,
+            ", ".join(self.carrying),
+        )
+        for tag, value in zip(SCENE_TAGS, values, strict=True):
             if value:
                 lines.append(f"{tag} {value}")
         for level in motivations:
             if self.motivations.get(level):
                 lines.append(f"_{level}_motivation {self.motivations[level]}")
         for who, kind, text in self.history:
-            lines.append(f"_{who}_{'say' if kind == 'speech' else 'act' if kind == 'action' else 'emote'} {text}")
+            lines.append(f"_{who}_{TURN_KINDS.get(kind, 'emote')} {text}")
         return "\n".join(lines)
 
 
@@ -111,4 +129,4 @@ def history(demo: Demonstration, turn: int) -> list[tuple[str, str, str]]:
 
 
 def timeline_prefix(actions: Sequence[str]) -> str:
-    return "\n".join(f"_timeline_act {a}" for a in actions)
+    return "\n".join(f"{TIMELINE_TAG} {a}" for a in actions)

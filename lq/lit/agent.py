@@ -17,6 +17,7 @@ import torch
 from lightning.pytorch.loggers import MLFlowLogger
 
 from lq.data import load_demos
+from lq.data.context import HEADER_TAGS, HISTORY_TAGS
 from lq.data.io import json_strings, read_json
 from lq.envs.build import build_env, demonstration_spaces
 from lq.envs.models import load_poly_encoder
@@ -24,7 +25,7 @@ from lq.eval import EvalResult, ceiling, evaluate, plot_curves, run_series
 from lq.lit.pretrain import EncoderConfig
 from lq.models.agent import AgentConfig, SwitchAgent
 from lq.models.encoder import EncoderSpec, Vocabulary
-from lq.models.poly_encoder import HEADER_PRIORITY, HISTORY_TAGS, TextBatcher
+from lq.models.poly_encoder import TextBatcher
 from lq.models.pretrained import load_tokenizer
 from lq.rl.acting import ABILITIES, Actor
 from lq.rl.switch import HardcodedSwitch, RatioSwitch
@@ -52,7 +53,7 @@ def readable_texts(data_dir: str | Path) -> set[str]:
     """Every text an agent can be shown on ``data_dir``: the strings of its quests (settings, characters, objects,
     motivations) and demonstrations (actions, utterances), and the context tags."""
     data_dir = Path(data_dir)
-    texts = {*HEADER_PRIORITY, *HISTORY_TAGS}
+    texts = {*HEADER_TAGS, *HISTORY_TAGS}
     for path in sorted([*(data_dir / "quests").rglob("*.json"), *(data_dir / "demos").glob("*.json")]):
         texts.update(json_strings(read_json(path)))
     return texts

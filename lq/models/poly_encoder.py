@@ -17,6 +17,7 @@ import torch
 from torch import nn
 from transformers import PreTrainedTokenizerBase
 
+from lq.data.context import HEADER_TAGS, HISTORY_TAGS
 from lq.data.io import atomic_open
 from lq.models.encoder import EncoderSpec, build_encoder, token_states
 
@@ -64,7 +65,7 @@ class PolyEncoder(nn.Module):
         return (dots.softmax(dim=-1) * dots).sum(-1).T
 
 
-HISTORY_TAGS = tuple(f"_{who}_{kind} " for who in ("self", "partner") for kind in ("say", "act", "emote"))
+HISTORY_PREFIXES = tuple(f"{tag} " for tag in HISTORY_TAGS)
 
 # What a header keeps first when it must lose lines (lq.data.context's tags): the motivation nearest to the goal (and a
 # timeline task's actions) and who is who before what is carried, the larger aims, the personas and the setting.
@@ -83,6 +84,8 @@ HEADER_PRIORITY = (
     "_setting_name",
     "_setting_desc",
 )
+if sorted(HEADER_PRIORITY) != sorted(HEADER_TAGS):  # a tag renamed or added in lq.data.context must be ranked here
+    raise ImportError(f"HEADER_PRIORITY ranks {sorted(HEADER_PRIORITY)}, but contexts have {sorted(HEADER_TAGS)}")
 
 
 def header_rank(line: str) -> int:
@@ -95,7 +98,7 @@ def split_history(text: str) -> tuple[str, str]:
     dialogue history (from the first ``_self_say`` / ``_partner_act`` ... line on)."""
     lines = text.split("\n")
     for i, line in enumerate(lines):
-        if line.startswith(HISTORY_TAGS):
+        if line.startswith(HISTORY_PREFIXES):
             return "\n".join(lines[:i]), "\n".join(lines[i:])
     return text, ""
 

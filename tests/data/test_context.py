@@ -1,0 +1,22 @@
+from lq.data.context import HEADER_TAGS, HISTORY_TAGS, MOTIVATION_LEVELS, Context, timeline_prefix
+from lq.models.poly_encoder import HEADER_PRIORITY, split_history
+
+
+def test_every_line_a_context_writes_carries_a_known_tag_and_the_batcher_ranks_the_header_ones():
+    full = Context(
+        setting_name="lair",
+        setting_desc="A cave.",
+        self_name="dragon",
+        self_persona="I am a dragon.",
+        partner_name="knight",
+        partner_persona="I am a knight.",
+        carrying=["egg"],
+        motivations={level: f"{level} aim" for level in (*MOTIVATION_LEVELS, "self")},
+        history=[(who, kind, "x") for who in ("self", "partner") for kind in ("speech", "action", "emote")],
+    )
+    text = full.serialise() + "\n" + timeline_prefix(["get egg"])
+    tags = [line.split(" ", 1)[0] for line in text.split("\n")]
+    assert set(tags) == set(HEADER_TAGS) | set(HISTORY_TAGS)  # every tag written, none unknown
+    header, history = split_history(full.serialise())
+    assert {line.split(" ", 1)[0] for line in header.split("\n")} <= set(HEADER_PRIORITY)
+    assert [line.split(" ", 1)[0] for line in history.split("\n")] == list(HISTORY_TAGS)
