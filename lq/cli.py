@@ -99,7 +99,7 @@ def _cmd_play(args: argparse.Namespace) -> int:
 def _cmd_eval(args: argparse.Namespace) -> int:
     from lq.data.io import atomic_open
     from lq.eval import results_table
-    from lq.lit.agent import evaluate_checkpoints, training_curves
+    from lq.lit.checkpoints import evaluate_checkpoints, training_curves
 
     overrides = {"eval_max_steps": args.max_steps} if args.max_steps else {}
     rows = evaluate_checkpoints(args.checkpoints, args.baselines, args.split, sampled=not args.greedy_only, **overrides)

@@ -214,7 +214,7 @@ class AgentCLI(StageCLI):
         callback = self.trainer.checkpoint_callback
         module = self.model
         if callback is not None and callback.best_model_path:  # evaluate the checkpoint that was kept
-            from lq.lit.agent import load_agent
+            from lq.lit.checkpoints import load_agent
 
             module = load_agent(callback.best_model_path)
         for seed in range(config.eval_seeds):
@@ -242,7 +242,7 @@ class AgentCLI(StageCLI):
         import tempfile
 
         from lq.eval import plot_curves, run_series
-        from lq.lit.agent import RL_CURVES
+        from lq.lit.checkpoints import RL_CURVES
 
         for logger in self.trainer.loggers:
             if isinstance(logger, MLFlowLogger):

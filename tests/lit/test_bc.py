@@ -3,8 +3,8 @@ import pytest
 import torch
 from lightning.pytorch.callbacks import ModelCheckpoint
 
-from lq.lit.agent import load_agent
 from lq.lit.bc import BCModule
+from lq.lit.checkpoints import load_agent
 from tests.samples import tiny_agent_config
 
 

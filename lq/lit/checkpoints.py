@@ -1,0 +1,102 @@
+"""Agent checkpoints of either stage: reopening them (``lq eval``), evaluating them side by side with the baselines
+and the ceiling, and drawing RL learning curves from their MLflow runs. Above both stages' modules (it knows
+:class:`lq.lit.bc.BCModule` and :class:`lq.lit.rl.RLModule`), so that :mod:`lq.lit.agent` knows neither.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Sequence
+from pathlib import Path
+
+import torch
+
+from lq.eval import EvalResult, ceiling, plot_curves, run_series
+from lq.lit.agent import AgentModule
+from lq.lit.bc import BCModule
+from lq.lit.rl import RLModule
+
+
+def load_agent(checkpoint: str | Path, **overrides) -> AgentModule:
+    """A trained BC or RL agent from its checkpoint, built and in eval mode; ``overrides`` replace hyperparameters
+    (e.g. ``eval_max_steps``)."""
+    try:
+        saved = torch.load(checkpoint, map_location="cpu", weights_only=False)
+    except FileNotFoundError:
+        raise FileNotFoundError(f"{checkpoint}: no such checkpoint; train one first (make bc, make rl)") from None
+    classes = {"bc": BCModule, "rl": RLModule}
+    stage = saved.get("lq_stage")
+    if stage not in classes:
+        raise ValueError(f"{checkpoint}: not an lq agent checkpoint (from lq bc or lq rl); lq_stage={stage!r}")
+    hparams = {k: v for k, v in saved["hyper_parameters"].items() if not k.startswith("_")}  # LightningCLI's own
+    hparams.update(overrides)
+    module = classes[stage](**hparams)
+    state = saved["state_dict"]
+    vocabulary = state.get("agent.encoder.vocabulary.ids")
+    module.build_agent(vocabulary, whole_vocabulary=vocabulary is None)
+    module.load_state_dict(state)
+    return module.eval()
+
+
+def agent_name(module: AgentModule) -> str:
+    """A row name for tables: stage, encoder, ability and switch (seeds of one configuration share it)."""
+    h = module.hparams
+    return f"{module.stage.upper()} {h.encoder['name']} {h.ability} {h.switch}"
+
+
+BASELINES = (
+    ("Random (valid candidates)", "random", True),
+    ("Random (whole spaces)", "random", False),
+    ("Word overlap (valid candidates)", "overlap", True),
+)
+
+
+def evaluate_checkpoints(
+    checkpoints: Sequence[str | Path],
+    baseline_runs: int = 0,
+    split: str = "test",
+    log: Callable[[str], None] = print,
+    sampled: bool = True,
+    **overrides,
+) -> list[tuple[str, list[EvalResult]]]:
+    """Zero-shot results of trained agents, grouped by configuration (one checkpoint per seed), greedy and (with
+    ``sampled``) sampled at temperature 1; then the baselines through the same actor and environment over
+    ``baseline_runs`` seeds (the first agent's switch, ability and spaces), and the ceiling."""
+    rows: dict[str, list[EvalResult]] = {}
+    first = None
+    for path in checkpoints:
+        module = load_agent(path, **overrides)
+        first = first or module
+        for greedy in (True, False) if sampled else (True,):
+            result = module.evaluate(split, seed=module.hparams.seed, greedy=greedy)
+            decoding = "greedy" if greedy else "sampled"
+            log(
+                f"{path} ({decoding}): act goals {result.act_goal_rate:.3f}, speech goals {result.speech_goal_rate:.3f}"
+            )
+            rows.setdefault(f"{agent_name(module)} ({decoding})", []).append(result)
+    if baseline_runs and first is not None:
+        for name, policy, restrict in BASELINES:
+            rows[name] = [
+                first.evaluate(split, seed=seed, policy=policy, restrict=restrict) for seed in range(baseline_runs)
+            ]
+        rows["Ceiling (goal in the action space)"] = [ceiling(first.eval_env(split))]
+    return list(rows.items())
+
+
+RL_CURVES = ("rl/act_goal_rate", "rl/speech_goal_rate", "rl/return")
+
+
+def training_curves(checkpoints: Sequence[str | Path], path: str | Path) -> bool:
+    """The RL learning curves of ``checkpoints`` (from the MLflow runs that trained them), mean ± std over the seeds
+    of each configuration, as one PNG; False if none of them recorded a run."""
+    from mlflow.tracking import MlflowClient
+
+    series: dict[str, list] = {}
+    for checkpoint in checkpoints:
+        saved = torch.load(checkpoint, map_location="cpu", weights_only=False)
+        where, h = saved.get("lq_mlflow"), saved.get("hyper_parameters", {})
+        if saved.get("lq_stage") != "rl" or not where:
+            continue
+        label = f"RL {h['encoder']['name']} {h['ability']} {h['switch']}"
+        client = MlflowClient(where["tracking_uri"])
+        series.setdefault(label, []).append(run_series(client, where["run_id"], RL_CURVES))
+    return bool(series) and plot_curves(series, RL_CURVES, path, "RL learning curves (training episodes)")
