@@ -20,8 +20,8 @@ import lightning as L
 import torch
 from lightning.pytorch.callbacks import Callback
 
-from lq.lit.pretrain import EncoderConfig, PretrainDataModule, PretrainModule
-from lq.models.encoder import EncoderSpec
+from lq.lit.pretrain import PretrainDataModule, PretrainModule
+from lq.models.encoder import EncoderConfig, EncoderSpec
 
 TASKS = {
     t: 1.0

@@ -27,10 +27,9 @@ import torch
 import yaml
 
 import lq.envs.quest_env as quest_env
-from lq.lit.pretrain import EncoderConfig
 from lq.lit.rl import RLModule
 from lq.models.agent import AgentConfig
-from lq.models.encoder import EncoderSpec
+from lq.models.encoder import EncoderConfig, EncoderSpec
 from lq.models.poly_encoder import PolyEncoder
 from lq.rl.a2c import a2c_losses, collect
 

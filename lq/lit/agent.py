@@ -21,15 +21,14 @@ from lq.data.io import json_strings, read_json
 from lq.envs.build import build_env, demonstration_spaces
 from lq.envs.models import load_poly_encoder
 from lq.eval import EvalResult, evaluate
-from lq.lit.pretrain import EncoderConfig
 from lq.models.agent import AgentConfig, SwitchAgent
-from lq.models.encoder import EncoderSpec, Vocabulary
+from lq.models.encoder import EncoderConfig, EncoderSpec, Vocabulary
 from lq.models.poly_encoder import TextBatcher
 from lq.models.pretrained import load_tokenizer
 from lq.rl.acting import ABILITIES, Actor
 from lq.rl.switch import HardcodedSwitch, RatioSwitch
 
-DEFAULT_ENCODER = EncoderConfig(name="scratch")
+SCRATCH = EncoderConfig(name="scratch")
 SWITCHES = ("hardcoded", "ratio")
 
 

@@ -21,9 +21,9 @@ from torch.utils.data import DataLoader
 
 from lq.data import load_quests
 from lq.envs.quest_env import demonstration_turns, instances_from_data
-from lq.lit.agent import DEFAULT_ENCODER, AgentModule
-from lq.lit.pretrain import EncoderConfig
+from lq.lit.agent import SCRATCH, AgentModule
 from lq.models.agent import AgentConfig
+from lq.models.encoder import EncoderConfig
 from lq.rl.acting import choice_mask, valid_mask
 from lq.rl.losses import masked
 
@@ -41,7 +41,7 @@ class BCModule(AgentModule):
 
     def __init__(
         self,
-        encoder: EncoderConfig = DEFAULT_ENCODER,
+        encoder: EncoderConfig = SCRATCH,
         pretrained_checkpoint: str | None = None,
         data_dir: str = "data/default",
         partner_checkpoint: str = "outputs/partner/general/best.ckpt",

@@ -9,7 +9,7 @@ tasks (``val/hits_at_1``, which picks the best checkpoint).
 from __future__ import annotations
 
 from collections.abc import Sequence
-from dataclasses import asdict, dataclass, field
+from dataclasses import asdict
 
 import lightning as L
 import torch
@@ -19,25 +19,11 @@ from torch.utils.data import DataLoader, WeightedRandomSampler
 from lq.data.context import MOTIVATION_LEVELS
 from lq.data.tasks import ENV_TASKS, NUM_CANDIDATES, TASKS, Example, build_task
 from lq.lit.metrics import HitsAtK
-from lq.models.encoder import EncoderSpec
+from lq.models.encoder import EncoderConfig, EncoderSpec
 from lq.models.poly_encoder import PolyEncoder, TextBatcher
 from lq.models.pretrained import load_tokenizer
 
 HITS_AT = (1, 5, 10)
-
-
-@dataclass
-class EncoderConfig:
-    """One of the paper's encoder types: how it starts and what it is pretrained on.
-
-    ``init_from`` starts from another pretraining run's checkpoint (the *adaptive* encoder starts from
-    *general*'s); ``tasks`` maps task names to mixing weights (empty: not pretrained, e.g. *scratch*).
-    """
-
-    name: str = "general_light"
-    spec: EncoderSpec = field(default_factory=EncoderSpec)
-    init_from: str | None = None
-    tasks: dict[str, float] = field(default_factory=dict)
 
 
 class PretrainDataModule(L.LightningDataModule):
@@ -160,13 +146,13 @@ class PretrainDataModule(L.LightningDataModule):
         }
 
 
-DEFAULT_ENCODER = EncoderConfig()
+GENERAL_LIGHT = EncoderConfig()  # the pretraining stage's default encoder type
 
 
 class PretrainModule(L.LightningModule):
     def __init__(
         self,
-        encoder: EncoderConfig = DEFAULT_ENCODER,
+        encoder: EncoderConfig = GENERAL_LIGHT,
         n_codes: int = 64,
         lr: float = 5e-5,
         weight_decay: float = 0.01,

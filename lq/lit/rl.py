@@ -15,9 +15,9 @@ import torch
 from torch.utils.data import DataLoader
 
 from lq.envs.build import build_env
-from lq.lit.agent import DEFAULT_ENCODER, AgentModule
-from lq.lit.pretrain import EncoderConfig
+from lq.lit.agent import SCRATCH, AgentModule
 from lq.models.agent import AgentConfig
+from lq.models.encoder import EncoderConfig
 from lq.rl.a2c import RolloutState, a2c_losses, collect
 from lq.rl.losses import LossCoefficients
 from lq.rl.priority import PrioritySampler
@@ -29,7 +29,7 @@ class RLModule(AgentModule):
 
     def __init__(
         self,
-        encoder: EncoderConfig = DEFAULT_ENCODER,
+        encoder: EncoderConfig = SCRATCH,
         pretrained_checkpoint: str | None = None,
         data_dir: str = "data/default",
         partner_checkpoint: str = "outputs/partner/general/best.ckpt",

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from collections.abc import Iterable
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
 import torch
 from torch import nn
@@ -30,6 +30,20 @@ class EncoderSpec:
     intermediate_size: int = 1536
     max_positions: int = 512
     dropout: float = 0.1
+
+
+@dataclass
+class EncoderConfig:
+    """One of the paper's encoder types: how it starts and what it is pretrained on.
+
+    ``init_from`` starts from another pretraining run's checkpoint (the *adaptive* encoder starts from
+    *general*'s); ``tasks`` maps task names to mixing weights (empty: not pretrained, e.g. *scratch*).
+    """
+
+    name: str = "general_light"
+    spec: EncoderSpec = field(default_factory=EncoderSpec)
+    init_from: str | None = None
+    tasks: dict[str, float] = field(default_factory=dict)
 
 
 class Vocabulary(nn.Module):

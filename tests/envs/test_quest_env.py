@@ -262,7 +262,7 @@ def test_auto_reset_starts_a_new_quest(data, batcher):
 def _checkpoint(path, seed):
     from dataclasses import asdict
 
-    from lq.lit.pretrain import EncoderConfig
+    from lq.models.encoder import EncoderConfig
 
     model = _model(seed)
     torch.save(

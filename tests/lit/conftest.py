@@ -4,7 +4,7 @@ import pytest
 import torch
 
 from lq.data.generate import generate_dataset
-from lq.lit.pretrain import EncoderConfig
+from lq.models.encoder import EncoderConfig
 from lq.models.poly_encoder import PolyEncoder
 from tests.samples import tiny_encoder_spec
 

@@ -11,7 +11,8 @@ from lq.cli import main
 from lq.data.generate import generate_dataset
 from lq.lit.cli import STAGES, stage_classes
 from lq.lit.metrics import HitsAtK
-from lq.lit.pretrain import EncoderConfig, PretrainDataModule, PretrainModule
+from lq.lit.pretrain import PretrainDataModule, PretrainModule
+from lq.models.encoder import EncoderConfig
 from tests.samples import tiny_encoder_spec
 
 ROOT = Path(__file__).resolve().parents[2]
