@@ -58,7 +58,8 @@ ui-screenshot: $(STAMP) ## screenshots of the MLflow UI by headless chromium (ap
 
 venv: $(STAMP) ## create .venv and install lq with its dev extras
 
-test: $(STAMP) ## run the whole test suite (fails if no test runs)
+test: $(STAMP) ## check the import layers (lint-imports, pyproject.toml), then run the whole test suite (fails if no test runs)
+	$(BIN)/lint-imports
 	$(BIN)/python -m pytest $(PYTEST_ARGS); rc=$$?; \
 	if [ $$rc -eq 5 ]; then echo "error: pytest collected no tests"; exit 1; fi; exit $$rc
 

@@ -40,7 +40,7 @@ def _cmd_data_stats(args: argparse.Namespace) -> int:
 
 
 def _cmd_data_generate(args: argparse.Namespace) -> int:
-    from lq.data.generate import generate_dataset
+    from lq.generate import generate_dataset
 
     manifest = generate_dataset(
         args.out,
@@ -67,7 +67,7 @@ def _cmd_data_atomic_light(args: argparse.Namespace) -> int:
     events = [e for path in args.atomic for e in load_atomic_csv(path)]
     filler = None
     if args.fill == "mlm":
-        from lq.data.mlm_fill import MaskedLMFiller
+        from lq.models.mlm_fill import MaskedLMFiller
 
         filler = MaskedLMFiller.fine_tune(db, light_nouns(db), steps=args.mlm_steps, seed=args.seed).fill
     samples = build_atomic_light(events, db, seed=args.seed, filler=filler)

@@ -6,7 +6,7 @@ the guard, the merchant needs to ..."); PersonX and PersonY become LIGHT charact
 The task is to complete the tail among candidates, so a sample is (context, tail).
 
 Filling: as in the paper, a masked language model fine-tuned on LIGHT text chooses the LIGHT noun
-for each mask (:class:`lq.data.mlm_fill.MaskedLMFiller`, pass ``filler=``); without one, nouns
+for each mask (:class:`lq.models.mlm_fill.MaskedLMFiller`, pass ``filler=``); without one, nouns
 are drawn at random from LIGHT's noun vocabulary (seeded), which is what the fast default uses.
 
 Beside ATOMIC proper, :func:`engine_triples` derives triples from the engine's verb semantics:

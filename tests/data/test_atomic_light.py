@@ -8,7 +8,7 @@ from lq.cli import main
 from lq.data.atomic import RELATIONS, AtomicEvent, write_atomic_csv
 from lq.data.atomic_light import build_atomic_light, engine_triples, light_characters, light_nouns, load_atomic_light
 from lq.data.default_db import load_default_db
-from lq.data.mlm_fill import MASK, MaskedLMFiller
+from lq.models.mlm_fill import MASK, MaskedLMFiller
 from lq.models.pretrained import minilm_dir
 
 DB = load_default_db()
@@ -86,7 +86,7 @@ def test_cli_builds_from_atomic_csv(tmp_path, capsys):
 
 @pytest.mark.slow
 def test_generate_with_the_masked_lm(tmp_path):
-    from lq.data.generate import generate_dataset
+    from lq.generate import generate_dataset
 
     manifest = generate_dataset(tmp_path / "d", scale="tiny", atomic_fill="mlm", mlm_steps=5, log=lambda _: None)
     assert manifest["atomic_fill"] == "mlm (5 steps)"

@@ -4,11 +4,11 @@ import pytest
 import torch
 
 from lq.data import load_demos, load_quests
-from lq.data.generate import generate_dataset
 from lq.envs.dungeon_master import DungeonMaster
 from lq.envs.partner import PolyEncoderPartner, ScriptedPartner
 from lq.envs.quest_env import SELF_INDENT, QuestEnv, QuestInstance, demonstration_turns, instances_from_data
 from lq.eval import EvalResult
+from lq.generate import generate_dataset
 from lq.models.poly_encoder import PolyEncoder, TextBatcher
 from lq.models.pretrained import load_tokenizer
 from tests.samples import demo_json, quest_json, tiny_encoder_spec

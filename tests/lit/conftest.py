@@ -3,7 +3,7 @@ from dataclasses import asdict
 import pytest
 import torch
 
-from lq.data.generate import generate_dataset
+from lq.generate import generate_dataset
 from lq.models.encoder import EncoderConfig
 from lq.models.poly_encoder import PolyEncoder
 from tests.samples import tiny_encoder_spec

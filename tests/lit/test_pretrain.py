@@ -8,7 +8,7 @@ import torch
 from lightning.pytorch.callbacks import ModelCheckpoint
 
 from lq.cli import main
-from lq.data.generate import generate_dataset
+from lq.generate import generate_dataset
 from lq.lit.cli import STAGES, stage_classes
 from lq.lit.metrics import HitsAtK
 from lq.lit.pretrain import PretrainDataModule, PretrainModule

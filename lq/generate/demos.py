@@ -12,11 +12,11 @@ from __future__ import annotations
 import random
 
 from lq.data.demos import DemoAct, DemoCharacter, Demonstration
-from lq.data.generate.dialogue import PARTNER, SELF, Speaker, realise
-from lq.data.generate.quests import phrase, quest_ids
-from lq.data.generate.worlds import Pools, build_quest_world
 from lq.data.quests import Quest
 from lq.data.world_graph import WorldGraph
+from lq.generate.dialogue import PARTNER, SELF, Speaker, realise
+from lq.generate.quests import phrase, quest_ids
+from lq.generate.worlds import Pools, build_quest_world
 from lq.world import ActGoal, Action, Node, World, step, valid_actions
 
 TURNS = [9, 10, 11, 12, 12, 13, 13, 13, 13, 14, 14, 14, 15, 15, 16]  # mean 12.93, as in the human demonstrations

@@ -13,9 +13,9 @@ import random
 from collections.abc import Callable
 from typing import Any
 
-from lq.data.generate.worlds import Pools, build_quest_world
 from lq.data.quests import Quest, TimelineStep
 from lq.data.world_graph import WorldGraph
+from lq.generate.worlds import Pools, build_quest_world
 from lq.world import Action, World, step, valid_actions
 
 PAST_LABELS = [

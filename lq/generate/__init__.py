@@ -28,14 +28,14 @@ from lq.data.atomic_light import build_atomic_light, engine_triples, light_nouns
 from lq.data.atomic_seed import seed_events
 from lq.data.default_db import load_default_db
 from lq.data.demos import Demonstration, write_demos
-from lq.data.generate.chitchat import generate_conversation
-from lq.data.generate.demos import generate_demo, generate_episode
-from lq.data.generate.quests import generate_quest
-from lq.data.generate.worlds import Pools
 from lq.data.io import atomic_dir, atomic_open, write_json
 from lq.data.light_db import LightDB, load_light_db
 from lq.data.quests import Quest, write_quests
 from lq.data.splits import SPLITS, Splits
+from lq.generate.chitchat import generate_conversation
+from lq.generate.demos import generate_demo, generate_episode
+from lq.generate.quests import generate_quest
+from lq.generate.worlds import Pools
 
 
 @dataclass(frozen=True)
@@ -133,7 +133,7 @@ def generate_dataset(
     atomic_events = seed_events()
     filler = None
     if atomic_fill == "mlm":
-        from lq.data.mlm_fill import MaskedLMFiller  # torch and transformers only when asked for
+        from lq.models.mlm_fill import MaskedLMFiller  # torch and transformers only when asked for
 
         filler = MaskedLMFiller.fine_tune(db, light_nouns(db), steps=mlm_steps, seed=seed, log=log).fill
     atomic_light = build_atomic_light(atomic_events, db, seed=seed, filler=filler)
