@@ -59,6 +59,19 @@ class Context:
     motivations: dict[str, str] = field(default_factory=dict)  # level ("short", "mid", "long", "self") -> text
     history: list[tuple[str, str, str]] = field(default_factory=list)  # (who: self|partner, type, text)
 
+    def swapped(self) -> Context:
+        """The same scene from the partner's side: names and personas exchanged, the history's sides swapped, and
+        neither the self character's motivations nor what it carries."""
+        return Context(
+            setting_name=self.setting_name,
+            setting_desc=self.setting_desc,
+            self_name=self.partner_name,
+            self_persona=self.partner_persona,
+            partner_name=self.self_name,
+            partner_persona=self.self_persona,
+            history=swap_sides(self.history),
+        )
+
     def serialise(self, motivations: Iterable[str] = (*MOTIVATION_LEVELS, "self")) -> str:
         lines = []
         values = (
@@ -112,16 +125,15 @@ def demo_context(demo: Demonstration, turn: int, quest: Quest | None = None) -> 
 
 def partner_context(demo: Demonstration, turn: int) -> Context:
     """What the partner knows before ``turn``: the same scene with the roles swapped, no motivations."""
-    swap = {"self": "partner", "partner": "self"}
-    return Context(
-        setting_name=demo.room_category,
-        setting_desc=demo.room_description,
-        self_name=demo.partner.name,
-        self_persona=demo.partner.persona,
-        partner_name=demo.self_character.name,
-        partner_persona=demo.self_character.persona,
-        history=[(swap[who], kind, text) for who, kind, text in history(demo, turn)],
-    )
+    return demo_context(demo, turn).swapped()
+
+
+OTHER_SIDE = {"self": "partner", "partner": "self"}
+
+
+def swap_sides(turns: Sequence[tuple[str, str, str]]) -> list[tuple[str, str, str]]:
+    """A history as the other side tells it: "self" and "partner" exchanged."""
+    return [(OTHER_SIDE[who], kind, text) for who, kind, text in turns]
 
 
 def history(demo: Demonstration, turn: int) -> list[tuple[str, str, str]]:

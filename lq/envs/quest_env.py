@@ -28,7 +28,7 @@ import random
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 
-from lq.data.context import Context
+from lq.data.context import Context, swap_sides
 from lq.data.demos import Demonstration
 from lq.data.quests import Quest
 from lq.envs.dungeon_master import DungeonMaster
@@ -130,7 +130,6 @@ def slot_context(slot: _Slot, side: str, motivations: Sequence[str]) -> str:
     """What ``side`` ("self" or "partner") sees: setting, personas, what it carries, the dialogue and actions so far,
     and for the self character its motivations."""
     me, other = (slot.me, slot.partner) if side == "self" else (slot.partner, slot.me)
-    swap = {"self": "partner", "partner": "self"}
     room = me.container
     return Context(
         setting_name=slot.instance.demo.room_category if slot.instance.demo else "",
@@ -141,7 +140,7 @@ def slot_context(slot: _Slot, side: str, motivations: Sequence[str]) -> str:
         partner_persona=other.persona,
         carrying=[n.name for n in me.contents.values()],
         motivations={lvl: slot.instance.quest.motivation(lvl) for lvl in motivations} if side == "self" else {},
-        history=slot.history if side == "self" else [(swap[w], k, t) for w, k, t in slot.history],
+        history=slot.history if side == "self" else swap_sides(slot.history),
     ).serialise(motivations if side == "self" else ())
 
 
