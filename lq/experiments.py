@@ -16,7 +16,6 @@ encoders (``general`` before ``adaptive``).
 from __future__ import annotations
 
 import json
-import os
 import statistics
 import subprocess
 import sys
@@ -25,6 +24,7 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from lq.data.io import atomic_open
 from lq.eval import mean_std_of, plot_curves, run_series
 from lq.lit.cli import DEFAULT_TRACKING_URI
 
@@ -546,12 +546,7 @@ def experiment_for(client, parent_id: str) -> Experiment:
 
 def write_local(tables: dict[str, tuple[str, str]], out_dir: str | Path) -> None:
     """Also keep the tables as files (written to a temporary file, then renamed)."""
-    out_dir = Path(out_dir)
-    out_dir.mkdir(parents=True, exist_ok=True)
     for name, (md, csv) in tables.items():
         for suffix, text in ((".md", md), (".csv", csv)):
-            target = out_dir / f"{name}{suffix}"
-            fd, tmp = tempfile.mkstemp(dir=out_dir, prefix=f".{name}", suffix=suffix)
-            with os.fdopen(fd, "w") as f:
+            with atomic_open(Path(out_dir) / f"{name}{suffix}", "w", encoding="utf-8") as f:
                 f.write(text)
-            os.replace(tmp, target)
