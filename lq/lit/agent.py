@@ -29,6 +29,9 @@ from lq.rl.acting import ABILITIES, Actor
 from lq.rl.switch import HardcodedSwitch, RatioSwitch
 
 SCRATCH = EncoderConfig(name="scratch")
+# Where make partner / make dm (PROFILE=paper) leave the environment's models; the tiny profiles name the small ones
+PARTNER_CHECKPOINT = "outputs/partner/general/best.ckpt"
+DM_CHECKPOINT = "outputs/dm/general/best.ckpt"
 SWITCHES = ("hardcoded", "ratio")
 
 

@@ -21,7 +21,7 @@ from torch.utils.data import DataLoader
 
 from lq.data import load_quests
 from lq.envs.quest_env import demonstration_turns, instances_from_data
-from lq.lit.agent import SCRATCH, AgentModule
+from lq.lit.agent import DM_CHECKPOINT, PARTNER_CHECKPOINT, SCRATCH, AgentModule
 from lq.models.agent import AgentConfig
 from lq.models.encoder import EncoderConfig
 from lq.rl.acting import choice_mask, valid_mask
@@ -44,8 +44,8 @@ class BCModule(AgentModule):
         encoder: EncoderConfig = SCRATCH,
         pretrained_checkpoint: str | None = None,
         data_dir: str = "data/default",
-        partner_checkpoint: str = "outputs/partner/general/best.ckpt",
-        dm_checkpoint: str = "outputs/dm/general/best.ckpt",
+        partner_checkpoint: str = PARTNER_CHECKPOINT,
+        dm_checkpoint: str = DM_CHECKPOINT,
         switch: str = "hardcoded",
         switch_every: int = 3,
         ability: str = "act_speech",

@@ -15,7 +15,7 @@ import torch
 from torch.utils.data import DataLoader
 
 from lq.envs.build import build_env
-from lq.lit.agent import SCRATCH, AgentModule
+from lq.lit.agent import DM_CHECKPOINT, PARTNER_CHECKPOINT, SCRATCH, AgentModule
 from lq.models.agent import AgentConfig
 from lq.models.encoder import EncoderConfig
 from lq.rl.a2c import RolloutState, a2c_losses, collect
@@ -32,8 +32,8 @@ class RLModule(AgentModule):
         encoder: EncoderConfig = SCRATCH,
         pretrained_checkpoint: str | None = None,
         data_dir: str = "data/default",
-        partner_checkpoint: str = "outputs/partner/general/best.ckpt",
-        dm_checkpoint: str = "outputs/dm/general/best.ckpt",
+        partner_checkpoint: str = PARTNER_CHECKPOINT,
+        dm_checkpoint: str = DM_CHECKPOINT,
         switch: str = "hardcoded",
         switch_every: int = 3,
         ability: str = "act_speech",
