@@ -16,10 +16,10 @@ import argparse
 import random
 import sys
 import time
-from collections import defaultdict
 from pathlib import Path
 
 import torch
+from timing import TIMES, timed
 
 import lq.envs.quest_env as quest_env
 from lq.data import load_demos, load_quests
@@ -29,19 +29,6 @@ from lq.envs.quest_env import QuestEnv, instances_from_data
 from lq.models.encoder import EncoderSpec
 from lq.models.poly_encoder import PolyEncoder, TextBatcher
 from lq.models.pretrained import load_tokenizer
-
-TIMES: dict[str, float] = defaultdict(float)
-
-
-def timed(name, fn):
-    def wrapper(*args, **kwargs):
-        start = time.perf_counter()
-        try:
-            return fn(*args, **kwargs)
-        finally:
-            TIMES[name] += time.perf_counter() - start
-
-    return wrapper
 
 
 def spaces(data: Path, n_actions: int, n_utterances: int) -> tuple[list[str], list[str]]:

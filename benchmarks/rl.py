@@ -19,12 +19,12 @@ import argparse
 import sys
 import tempfile
 import time
-from collections import defaultdict
 from dataclasses import asdict
 from pathlib import Path
 
 import torch
 import yaml
+from timing import TIMES, timed
 
 import lq.envs.quest_env as quest_env
 from lq.lit.rl import RLModule
@@ -34,18 +34,6 @@ from lq.models.poly_encoder import PolyEncoder
 from lq.rl.a2c import a2c_losses, collect
 
 ROOT = Path(__file__).resolve().parents[1]
-TIMES: dict[str, float] = defaultdict(float)
-
-
-def timed(name, fn):
-    def wrapper(*args, **kwargs):
-        start = time.perf_counter()
-        try:
-            return fn(*args, **kwargs)
-        finally:
-            TIMES[name] += time.perf_counter() - start
-
-    return wrapper
 
 
 def merged_model_config(*files: Path) -> dict:
