@@ -120,14 +120,21 @@ def cell(mean: float, std: float) -> str:
     return "—" if mean != mean else f"{mean:.3f} ± {std:.3f}"  # NaN: the column does not apply
 
 
+def markdown_table(head: Sequence[str], rows: Sequence[Sequence[str]], numeric_from: int = 1) -> list[str]:
+    """The lines of a Markdown table: ``head``, then ``rows``; the columns from ``numeric_from`` on align right (every
+    results table of lq: agents, the paper's tables, Tables 4/5)."""
+    align = ["---"] * numeric_from + ["---:"] * (len(head) - numeric_from)
+    return ["| " + " | ".join(head) + " |", "|" + "|".join(align) + "|", *("| " + " | ".join(r) + " |" for r in rows)]
+
+
 def results_table(rows: Sequence[tuple[str, Sequence[EvalResult]]]) -> tuple[str, str]:
     """Markdown and CSV of named rows, each the mean and standard deviation over its runs (seeds)."""
-    md = ["| Agent | runs | " + " | ".join(title for _, title in COLUMNS) + " |", "|---|---:|" + "---:|" * len(COLUMNS)]
-    csv = ["agent,runs," + ",".join(f"{key}_mean,{key}_std" for key, _ in COLUMNS)]
+    md_rows, csv = [], ["agent,runs," + ",".join(f"{key}_mean,{key}_std" for key, _ in COLUMNS)]
     for name, results in rows:
         stats = mean_std(results)
-        md.append(f"| {name} | {len(results)} | " + " | ".join(cell(*stats[k]) for k, _ in COLUMNS) + " |")
+        md_rows.append([name, str(len(results)), *(cell(*stats[k]) for k, _ in COLUMNS)])
         csv.append(f"{name},{len(results)}," + ",".join(f"{stats[k][0]:.4f},{stats[k][1]:.4f}" for k, _ in COLUMNS))
+    md = markdown_table(["Agent", "runs", *(title for _, title in COLUMNS)], md_rows)
     return "\n".join(md) + "\n", "\n".join(csv) + "\n"
 
 

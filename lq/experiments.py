@@ -25,7 +25,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from lq.data.io import atomic_open
-from lq.eval import mean_std_of, plot_curves, run_series
+from lq.eval import cell, markdown_table, mean_std_of, plot_curves, run_series
 from lq.lit.cli import DEFAULT_TRACKING_URI
 
 ENCODERS = ("scratch", "general", "light", "general_light", "adaptive")
@@ -461,9 +461,7 @@ def log_best_transcripts(client, runs: Sequence, parent_id: str, tmp: str) -> st
 def render(table: Table, values: dict[tuple[str, str], list[float]]) -> tuple[str, str]:
     """Markdown (mean ± std, and the number of seeds) and CSV of a table; a cell without runs reads "n/a"."""
     columns = list(dict.fromkeys(c for _, cells in table.rows for c in cells))
-    md = [f"**{table.title}** (mean ± std over seeds)", "", "| | " + " | ".join(columns) + " | seeds |"]
-    md.append("|---|" + "---:|" * (len(columns) + 1))
-    csv = ["row," + ",".join(f'"{c} mean","{c} std"' for c in columns) + ",seeds"]
+    md_rows, csv = [], ["row," + ",".join(f'"{c} mean","{c} std"' for c in columns) + ",seeds"]
     for row, cells in table.rows:
         shown, numbers, seeds = [], [], []
         for column in columns:
@@ -471,14 +469,15 @@ def render(table: Table, values: dict[tuple[str, str], list[float]]) -> tuple[st
             seeds.append(len(got))
             if got:
                 mean, std = mean_std_of(got)
-                shown.append(f"{mean:.3f} ± {std:.3f}")
+                shown.append(cell(mean, std))
                 numbers += [f"{mean:.4f}", f"{std:.4f}"]
             else:
                 shown.append("n/a")
                 numbers += ["", ""]
         n = min(s for s in seeds) if seeds else 0
-        md.append(f"| {row} | " + " | ".join(shown) + f" | {n} |")
+        md_rows.append([row, *shown, str(n)])
         csv.append(f'"{row}",' + ",".join(numbers) + f",{n}")
+    md = [f"**{table.title}** (mean ± std over seeds)", "", *markdown_table(["", *columns, "seeds"], md_rows)]
     return "\n".join(md) + "\n", "\n".join(csv) + "\n"
 
 

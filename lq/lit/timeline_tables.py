@@ -16,6 +16,7 @@ from collections.abc import Sequence
 import torch
 
 from lq.data.tasks import Example, build_task
+from lq.eval import markdown_table
 from lq.lit.metrics import rank_of_gold
 from lq.models.poly_encoder import PolyEncoder, TextBatcher
 
@@ -102,11 +103,8 @@ def _hits(ranks: torch.Tensor, mask: torch.Tensor, k: int) -> float:
 
 def to_markdown(rows: Sequence[dict[str, float | str]], title: str) -> str:
     head = ["Motivations", "All H@1", "All H@5", "All H@10", "Easiest H@1", "Leave easiest out H@1", "n"]
-    lines = [f"### {title}", "", "| " + " | ".join(head) + " |", "|" + "---|" * len(head)]
-    for r in rows:
-        cells = [str(r["motivations"])] + [f"{r[c]:.4f}" for c in COLUMNS[1:-1]] + [str(r["examples"])]
-        lines.append("| " + " | ".join(cells) + " |")
-    return "\n".join(lines) + "\n"
+    cells = [[str(r["motivations"]), *(f"{r[c]:.4f}" for c in COLUMNS[1:-1]), str(r["examples"])] for r in rows]
+    return "\n".join([f"### {title}", "", *markdown_table(head, cells)]) + "\n"
 
 
 def to_csv(rows: Sequence[dict[str, float | str]]) -> str:
