@@ -21,11 +21,13 @@ from pathlib import Path
 import torch
 from timing import TIMES, timed
 
+import lq.envs.episode as episode
 import lq.envs.quest_env as quest_env
 from lq.data import load_demos, load_quests
 from lq.envs.dungeon_master import DungeonMaster
+from lq.envs.episode import instances_from_data
 from lq.envs.partner import PolyEncoderPartner
-from lq.envs.quest_env import QuestEnv, instances_from_data
+from lq.envs.quest_env import QuestEnv
 from lq.models.encoder import EncoderSpec
 from lq.models.poly_encoder import PolyEncoder, TextBatcher
 from lq.models.pretrained import load_tokenizer
@@ -69,7 +71,7 @@ def main(argv: list[str] | None = None) -> int:
     )
 
     # instrument: engine calls, model calls, tokenisation
-    quest_env.step = timed("engine", quest_env.step)
+    episode.step = timed("engine", episode.step)  # each turn through the engine
     quest_env.valid_actions = timed("engine", quest_env.valid_actions)
     partner.act = timed("partner", partner.act)
     dm.rank = timed("dm", dm.rank)

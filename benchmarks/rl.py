@@ -26,6 +26,7 @@ import torch
 import yaml
 from timing import TIMES, timed
 
+import lq.envs.episode as episode
 import lq.envs.quest_env as quest_env
 from lq.lit.rl import RLModule
 from lq.models.agent import AgentConfig
@@ -91,7 +92,7 @@ def run(encoder: str, args: argparse.Namespace, folder: Path) -> tuple[float, di
     env.partner.act = timed("partner", env.partner.act)
     env.dm.rank = timed("DM", env.dm.rank)
     actor._scores = timed("agent forward", actor._scores)
-    quest_env.step = timed("engine", quest_env.step)
+    episode.step = timed("engine", episode.step)  # each turn through the engine
     quest_env.valid_actions = timed("engine", quest_env.valid_actions)
 
     def update() -> None:

@@ -9,9 +9,10 @@ from pathlib import Path
 from lq.data import load_demos, load_quests
 from lq.data.demos import Demonstration
 from lq.envs.dungeon_master import DungeonMaster
+from lq.envs.episode import instances_from_data
 from lq.envs.models import load_poly_encoder
 from lq.envs.partner import PolyEncoderPartner
-from lq.envs.quest_env import QuestEnv, instances_from_data
+from lq.envs.quest_env import QuestEnv
 from lq.models.poly_encoder import TextBatcher
 from lq.models.pretrained import load_tokenizer
 

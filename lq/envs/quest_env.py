@@ -26,173 +26,14 @@ from __future__ import annotations
 
 import random
 from collections.abc import Callable, Sequence
-from dataclasses import dataclass, field
 
-from lq.data.context import Context, swap_sides
-from lq.data.demos import Demonstration
-from lq.data.quests import Quest
 from lq.envs.dungeon_master import DungeonMaster
+from lq.envs.episode import QuestInstance, Slot, new_slot, play_turn, slot_context
 from lq.envs.partner import Partner, Turn
-from lq.envs.rewards import SpeechScore, act_reward, speech_reward
-from lq.world import ActGoal, Node, World, step, valid_actions
+from lq.envs.rewards import speech_reward
+from lq.world import valid_actions
 
 Command = str | tuple[str, str]  # text (an action if the engine can parse it), or ("speech" | "action", text)
-
-
-@dataclass
-class QuestInstance:
-    """A quest to play: its stem (with the world) and the demonstration its speech reward comes from."""
-
-    quest: Quest
-    demo: Demonstration | None
-    self_id: str
-    partner_id: str
-
-    @property
-    def demo_utterances(self) -> list[str]:
-        return [a.text for a in self.demo.self_acts("speech")] if self.demo else []
-
-    @property
-    def turns(self) -> int | None:
-        """The self character's turns in the demonstration: the episode length of zero-shot evaluation."""
-        return len(self.demo.self_acts()) if self.demo else None
-
-
-def instances_from_data(quests: Sequence[Quest], demos: Sequence[Demonstration]) -> list[QuestInstance]:
-    """One instance per demonstration whose quest is known (generated data links them by ``quest_id``)."""
-    by_id = {q.quest_id: q for q in quests}
-    out = []
-    for d in demos:
-        q = by_id.get(d.conv_extra.get("quest_id", ""))
-        if q is not None and q.graph is not None:
-            out.append(QuestInstance(q, d, d.conv_extra["self_id"], d.conv_extra["partner_id"]))
-    return out
-
-
-@dataclass
-class _Slot:
-    instance: QuestInstance
-    world: World
-    me: Node
-    partner: Node
-    goal: ActGoal
-    speech: SpeechScore
-    index: int = -1  # of the instance in the environment's list
-    history: list[tuple[str, str, str]] = field(default_factory=list)
-    steps: int = 0
-    act_goal: str | None = None  # "self" or "partner" once reached
-    speech_reward: float = 0.0
-    episode_return: float = 0.0
-    valid_utterance_ids: list[int] | None = None  # the DM's ranking for the current context, once asked for
-    transcript: list[str] = field(default_factory=list)
-    reported: bool = False  # its episode summary has been given (the episode ended)
-
-    @property
-    def speech_score(self) -> float:
-        return self.speech.score
-
-
-def new_slot(instance: QuestInstance, index: int = -1) -> _Slot:
-    world = World(instance.quest.graph)
-    goal = ActGoal.parse(world, instance.quest.goal, instance.self_id, instance.partner_id)
-    speech = SpeechScore(len(instance.demo_utterances))
-    slot = _Slot(instance, world, world[instance.self_id], world[instance.partner_id], goal, speech, index)
-    slot.transcript += transcript_header(slot)
-    return slot
-
-
-SELF_INDENT = " " * 24  # the agent's turns stand to the right of the partner's, as in the paper's appendix
-
-
-def transcript_header(slot: _Slot) -> list[str]:
-    """The quest as the paper's appendix transcripts open: setting, partner, self and the agent's motivation."""
-    quest = slot.instance.quest
-    room = slot.me.container
-
-    def carrying(node: Node) -> str:
-        return ", ".join(n.name for n in node.contents.values()) or "Nothing."
-
-    return [
-        f"Quest {quest.quest_id} (goal: {quest.goal})",
-        f"Setting     {room.name + '. ' + room.desc if room is not None else ''}".rstrip(),
-        f"Partner:    {slot.partner.name}.",
-        f"  Persona   {slot.partner.persona}",
-        f"  Carrying  {carrying(slot.partner)}",
-        f"Self:       {slot.me.name}.",
-        f"  Persona   {slot.me.persona}",
-        f"  Carrying  {carrying(slot.me)}",
-        f"Motivation  {quest.motivation('short')}",
-        "",
-    ]
-
-
-def slot_context(slot: _Slot, side: str, motivations: Sequence[str]) -> str:
-    """What ``side`` ("self" or "partner") sees: setting, personas, what it carries, the dialogue and actions so far,
-    and for the self character its motivations."""
-    me, other = (slot.me, slot.partner) if side == "self" else (slot.partner, slot.me)
-    room = me.container
-    return Context(
-        setting_name=slot.instance.demo.room_category if slot.instance.demo else "",
-        setting_desc=room.desc if room is not None else "",
-        self_name=me.name,
-        self_persona=me.persona,
-        partner_name=other.name,
-        partner_persona=other.persona,
-        carrying=[n.name for n in me.contents.values()],
-        motivations={lvl: slot.instance.quest.motivation(lvl) for lvl in motivations} if side == "self" else {},
-        history=slot.history if side == "self" else swap_sides(slot.history),
-    ).serialise(motivations if side == "self" else ())
-
-
-def play_turn(slot: _Slot, side: str, kind: str, text: str) -> float:
-    """Play one turn of ``side``: an action goes through the engine, an utterance into the history. Returns the
-    act reward (1 when this turn reaches the act goal)."""
-    actor = slot.me if side == "self" else slot.partner
-    indent = SELF_INDENT if side == "self" else ""
-    slot.history.append((side, kind, text))
-    if kind != "action":
-        slot.transcript.append(f"{indent}{actor.name}: {text}")
-        return act_reward(False)
-    result = step(slot.world, actor, text)
-    slot.transcript.append(f"{indent}{actor.name} > {text}    [{result.message.splitlines()[0]}]")
-    who = slot.goal.reached_by(slot.world, actor, result.action) if result.success and slot.act_goal is None else None
-    slot.act_goal = slot.act_goal or who
-    return act_reward(who is not None)
-
-
-@dataclass
-class DemoTurn:
-    """One self turn of a demonstration as the environment shows it: the context, what was done, the valid actions."""
-
-    context: str
-    kind: str  # "action" or "speech"
-    text: str
-    valid_actions: list[str]
-
-
-def demonstration_turns(
-    instance: QuestInstance, motivations: Sequence[str] = ("short", "mid", "long")
-) -> list[DemoTurn]:
-    """Replay a demonstration through the engine exactly as :class:`QuestEnv` plays (the partner's turns, then the
-    self's): the supervised examples of behaviour cloning. Stops where the act goal is reached, as an episode does."""
-    if instance.demo is None:
-        return []
-    slot = new_slot(instance)
-    turns = []
-    for i, act in enumerate(instance.demo.acts):
-        kind = "action" if act.type == "action" else "speech"
-        if i % 2 == 0:
-            play_turn(slot, "partner", kind, act.text)
-        else:
-            turns.append(
-                DemoTurn(
-                    slot_context(slot, "self", motivations), kind, act.text, list(valid_actions(slot.world, slot.me))
-                )
-            )
-            play_turn(slot, "self", kind, act.text)
-        if slot.act_goal is not None:
-            break
-    return turns
 
 
 class QuestEnv:
@@ -230,7 +71,7 @@ class QuestEnv:
         self.auto_reset = auto_reset
         self.rng = random.Random(seed)
         self.sampler = sampler or (lambda rng: rng.randrange(len(self.instances)))
-        self.slots: list[_Slot] = []
+        self.slots: list[Slot] = []
 
     # -- episodes ------------------------------------------------------------------------------------
 
@@ -242,10 +83,10 @@ class QuestEnv:
         self._partner_turns(list(range(len(self.slots))))  # the partner speaks first, as in the demonstrations
         return self._observe([{} for _ in self.slots])
 
-    def context(self, slot: _Slot, side: str = "self") -> str:
+    def context(self, slot: Slot, side: str = "self") -> str:
         return slot_context(slot, side, self.motivations)
 
-    def turn_limit(self, slot: _Slot) -> int:
+    def turn_limit(self, slot: Slot) -> int:
         if self.max_steps is not None:
             return self.max_steps
         return slot.instance.turns or self.default_turns
@@ -264,7 +105,7 @@ class QuestEnv:
 
     # -- turns ---------------------------------------------------------------------------------------
 
-    def _agent_turn(self, slot: _Slot, kind: str, text: str) -> tuple[float, float]:
+    def _agent_turn(self, slot: Slot, kind: str, text: str) -> tuple[float, float]:
         """Play the agent's turn (its utterance already ranked by the DM); returns its act and speech rewards."""
         speech = 0.0
         if kind != "action":
@@ -274,7 +115,7 @@ class QuestEnv:
             speech = speech_reward(slot.speech, text, demo, in_top_k, self.top_k_every_repeat)
         return play_turn(slot, "self", kind, text), speech
 
-    def _kind_of(self, slot: _Slot, text: str) -> Turn:
+    def _kind_of(self, slot: Slot, text: str) -> Turn:
         return (
             ("action", text)
             if text in valid_actions(slot.world, slot.me) or text in self.action_index
@@ -332,13 +173,13 @@ class QuestEnv:
         obs, infos = self._observe(infos)
         return obs, rewards, dones, infos
 
-    def _over(self, slot: _Slot) -> bool:
+    def _over(self, slot: Slot) -> bool:
         return slot.act_goal is not None or slot.steps >= self.turn_limit(slot)
 
-    def speech_goal(self, slot: _Slot) -> bool:
+    def speech_goal(self, slot: Slot) -> bool:
         return slot.speech_score >= self.speech_goal_threshold - 1e-9
 
-    def episode_summary(self, slot: _Slot) -> dict:
+    def episode_summary(self, slot: Slot) -> dict:
         return {
             "quest_id": slot.instance.quest.quest_id,
             "instance": slot.index,

@@ -1,7 +1,7 @@
 """Behaviour cloning (paper 5, Table 1): the switch agent trained supervised on the training demonstrations.
 
 Each demonstration is replayed through the engine as the environment would show it
-(:func:`lq.envs.quest_env.demonstration_turns`), so the agent learns from exactly the contexts and
+(:func:`lq.envs.replay.demonstration_turns`), so the agent learns from exactly the contexts and
 valid actions it will see when evaluated. An episode runs through the agent's GRUs turn by turn;
 at each self turn the head the demonstration used is trained with cross-entropy on the demonstrated
 action (among the valid actions when the agent is restricted to them, as it acts) or utterance
@@ -20,7 +20,8 @@ import torch.nn.functional as F
 from torch.utils.data import DataLoader
 
 from lq.data import load_quests
-from lq.envs.quest_env import demonstration_turns, instances_from_data
+from lq.envs.episode import instances_from_data
+from lq.envs.replay import demonstration_turns
 from lq.lit.agent import DM_CHECKPOINT, PARTNER_CHECKPOINT, SCRATCH, AgentModule
 from lq.models.agent import AgentConfig
 from lq.models.encoder import EncoderConfig

@@ -5,8 +5,10 @@ import torch
 
 from lq.data import load_demos, load_quests
 from lq.envs.dungeon_master import DungeonMaster
+from lq.envs.episode import SELF_INDENT, QuestInstance, instances_from_data
 from lq.envs.partner import PolyEncoderPartner, ScriptedPartner
-from lq.envs.quest_env import SELF_INDENT, QuestEnv, QuestInstance, demonstration_turns, instances_from_data
+from lq.envs.quest_env import QuestEnv
+from lq.envs.replay import demonstration_turns
 from lq.eval import EvalResult
 from lq.generate import generate_dataset
 from lq.models.poly_encoder import PolyEncoder, TextBatcher

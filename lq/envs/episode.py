@@ -1,0 +1,136 @@
+"""One quest being played, the part of :class:`lq.envs.quest_env.QuestEnv` that holds no batch: which quest and
+demonstration an episode plays (:func:`instances_from_data`), its state (:class:`Slot`: the world, the two characters,
+the goal, the speech score, the history), the transcript it writes (as the paper's appendix lays transcripts out),
+the context each side reads (:func:`slot_context`), and one turn through the engine (:func:`play_turn`)."""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+
+from lq.data.context import Context, swap_sides
+from lq.data.demos import Demonstration
+from lq.data.quests import Quest
+from lq.envs.rewards import SpeechScore, act_reward
+from lq.world import ActGoal, Node, World, step
+
+
+@dataclass
+class QuestInstance:
+    """A quest to play: its stem (with the world) and the demonstration its speech reward comes from."""
+
+    quest: Quest
+    demo: Demonstration | None
+    self_id: str
+    partner_id: str
+
+    @property
+    def demo_utterances(self) -> list[str]:
+        return [a.text for a in self.demo.self_acts("speech")] if self.demo else []
+
+    @property
+    def turns(self) -> int | None:
+        """The self character's turns in the demonstration: the episode length of zero-shot evaluation."""
+        return len(self.demo.self_acts()) if self.demo else None
+
+
+def instances_from_data(quests: Sequence[Quest], demos: Sequence[Demonstration]) -> list[QuestInstance]:
+    """One instance per demonstration whose quest is known (generated data links them by ``quest_id``)."""
+    by_id = {q.quest_id: q for q in quests}
+    out = []
+    for d in demos:
+        q = by_id.get(d.conv_extra.get("quest_id", ""))
+        if q is not None and q.graph is not None:
+            out.append(QuestInstance(q, d, d.conv_extra["self_id"], d.conv_extra["partner_id"]))
+    return out
+
+
+@dataclass
+class Slot:
+    instance: QuestInstance
+    world: World
+    me: Node
+    partner: Node
+    goal: ActGoal
+    speech: SpeechScore
+    index: int = -1  # of the instance in the environment's list
+    history: list[tuple[str, str, str]] = field(default_factory=list)
+    steps: int = 0
+    act_goal: str | None = None  # "self" or "partner" once reached
+    speech_reward: float = 0.0
+    episode_return: float = 0.0
+    valid_utterance_ids: list[int] | None = None  # the DM's ranking for the current context, once asked for
+    transcript: list[str] = field(default_factory=list)
+    reported: bool = False  # its episode summary has been given (the episode ended)
+
+    @property
+    def speech_score(self) -> float:
+        return self.speech.score
+
+
+def new_slot(instance: QuestInstance, index: int = -1) -> Slot:
+    world = World(instance.quest.graph)
+    goal = ActGoal.parse(world, instance.quest.goal, instance.self_id, instance.partner_id)
+    speech = SpeechScore(len(instance.demo_utterances))
+    slot = Slot(instance, world, world[instance.self_id], world[instance.partner_id], goal, speech, index)
+    slot.transcript += transcript_header(slot)
+    return slot
+
+
+SELF_INDENT = " " * 24  # the agent's turns stand to the right of the partner's, as in the paper's appendix
+
+
+def transcript_header(slot: Slot) -> list[str]:
+    """The quest as the paper's appendix transcripts open: setting, partner, self and the agent's motivation."""
+    quest = slot.instance.quest
+    room = slot.me.container
+
+    def carrying(node: Node) -> str:
+        return ", ".join(n.name for n in node.contents.values()) or "Nothing."
+
+    return [
+        f"Quest {quest.quest_id} (goal: {quest.goal})",
+        f"Setting     {room.name + '. ' + room.desc if room is not None else ''}".rstrip(),
+        f"Partner:    {slot.partner.name}.",
+        f"  Persona   {slot.partner.persona}",
+        f"  Carrying  {carrying(slot.partner)}",
+        f"Self:       {slot.me.name}.",
+        f"  Persona   {slot.me.persona}",
+        f"  Carrying  {carrying(slot.me)}",
+        f"Motivation  {quest.motivation('short')}",
+        "",
+    ]
+
+
+def slot_context(slot: Slot, side: str, motivations: Sequence[str]) -> str:
+    """What ``side`` ("self" or "partner") sees: setting, personas, what it carries, the dialogue and actions so far,
+    and for the self character its motivations."""
+    me, other = (slot.me, slot.partner) if side == "self" else (slot.partner, slot.me)
+    room = me.container
+    return Context(
+        setting_name=slot.instance.demo.room_category if slot.instance.demo else "",
+        setting_desc=room.desc if room is not None else "",
+        self_name=me.name,
+        self_persona=me.persona,
+        partner_name=other.name,
+        partner_persona=other.persona,
+        carrying=[n.name for n in me.contents.values()],
+        motivations={lvl: slot.instance.quest.motivation(lvl) for lvl in motivations} if side == "self" else {},
+        history=slot.history if side == "self" else swap_sides(slot.history),
+    ).serialise(motivations if side == "self" else ())
+
+
+def play_turn(slot: Slot, side: str, kind: str, text: str) -> float:
+    """Play one turn of ``side``: an action goes through the engine, an utterance into the history. Returns the
+    act reward (1 when this turn reaches the act goal)."""
+    actor = slot.me if side == "self" else slot.partner
+    indent = SELF_INDENT if side == "self" else ""
+    slot.history.append((side, kind, text))
+    if kind != "action":
+        slot.transcript.append(f"{indent}{actor.name}: {text}")
+        return act_reward(False)
+    result = step(slot.world, actor, text)
+    slot.transcript.append(f"{indent}{actor.name} > {text}    [{result.message.splitlines()[0]}]")
+    who = slot.goal.reached_by(slot.world, actor, result.action) if result.success and slot.act_goal is None else None
+    slot.act_goal = slot.act_goal or who
+    return act_reward(who is not None)
