@@ -120,8 +120,7 @@ class BCModule(AgentModule):
         losses, correct = [], {"action": [], "speech": []}
         for t in range(max(len(e.contexts) for e in episodes)):
             live = [i for i, e in enumerate(episodes) if t < len(e.contexts)]
-            lines = self.batcher.context_lines([episodes[i].contexts[t] for i in live])
-            ids, mask = self.batcher.join_lines(lines)
+            ids, mask, lines = self.batcher.contexts_with_lines([episodes[i].contexts[t] for i in live])
             acted = torch.tensor([episodes[i].acted[t] for i in live], device=self.device)
             hidden_live = (hidden[0][live], hidden[1][live])
             out = self.agent(ids.to(self.device), mask.to(self.device), hidden_live, acted, lines=lines)

@@ -27,7 +27,7 @@ import torch
 import torch.nn.functional as F
 from torch import nn
 
-from lq.models.encoder import EncoderSpec, Vocabulary, build_encoder, token_states
+from lq.models.encoder import EncoderSpec, Vocabulary, build_encoder, lookup, token_states
 from lq.models.poly_encoder import CandidateCache, PolyEncoder, TextBatcher
 
 
@@ -258,9 +258,7 @@ class ExactMatch(nn.Module):
         self.register_buffer("incidence", incidence, persistent=False)
 
     def forward(self, ids: torch.Tensor) -> torch.Tensor:
-        known = ids < len(self.row_of)
-        rows = torch.where(known, self.row_of[ids.clamp(max=len(self.row_of) - 1)], 0)
-        return self.incidence[:, rows]
+        return self.incidence[:, lookup(self.row_of, ids, 0)]
 
 
 NEG_INF = -1e4  # a masked token's attention logit (finite: safe in bf16)

@@ -46,6 +46,13 @@ class EncoderConfig:
     tasks: dict[str, float] = field(default_factory=dict)
 
 
+def lookup(table: torch.Tensor, ids: torch.Tensor, default: int) -> torch.Tensor:
+    """``table[ids]`` for tokenizer ids, ``default`` for ids past the table's end (tables over the ids some texts
+    use are shorter than the tokenizer's vocabulary)."""
+    last = len(table) - 1
+    return torch.where(ids <= last, table[ids.clamp(max=last)], default)
+
+
 class Vocabulary(nn.Module):
     """The word pieces a scratch encoder has embedding rows for: ``ids`` (sorted tokenizer ids, the special tokens
     among them), row i for ``ids[i]``; any other id reads the unknown piece's row.
@@ -80,8 +87,7 @@ class Vocabulary(nn.Module):
 
     def forward(self, ids: torch.Tensor) -> torch.Tensor:
         """Tokenizer ids as row indices."""
-        last = len(self.remap) - 1
-        return torch.where(ids <= last, self.remap[ids.clamp(max=last)], self.unk_row)
+        return lookup(self.remap, ids, self.unk_row)
 
 
 def build_encoder(

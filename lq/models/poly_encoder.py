@@ -167,6 +167,12 @@ class TextBatcher:
         """``[batch, tokens]`` ids and attention mask: [CLS], the kept header lines, the latest history, [SEP]."""
         return self.join_lines(self.context_lines(texts))
 
+    def contexts_with_lines(self, texts: Sequence[str]) -> tuple[torch.Tensor, torch.Tensor, list[list[list[int]]]]:
+        """:meth:`contexts` and the :meth:`context_lines` they are made of (what a frozen encoder reads line by
+        line)."""
+        lines = self.context_lines(texts)
+        return (*self.join_lines(lines), lines)
+
     def join_lines(self, lines: list[list[list[int]]]) -> tuple[torch.Tensor, torch.Tensor]:
         """:meth:`context_lines` as ids and attention mask (what :meth:`contexts` gives)."""
         cls, sep = self.tokenizer.cls_token_id, self.tokenizer.sep_token_id

@@ -183,8 +183,7 @@ class Actor:
         """The critic's V(s) ``[b]`` of observations, leaving the state as it is (0 for a rule)."""
         if self.agent is None:
             return torch.zeros(len(obs))
-        lines = self.batcher.context_lines(obs)
-        ids, mask = self.batcher.join_lines(lines)
+        ids, mask, lines = self.batcher.contexts_with_lines(obs)
         return self.agent.value(ids.to(self.device), mask.to(self.device), lines)
 
     def _scores(
@@ -193,8 +192,7 @@ class Actor:
         """Action scores, utterance scores and values ``[b]`` of the agent, or of the baseline rule."""
         b = len(obs)
         if self.agent is not None:
-            lines = self.batcher.context_lines(obs)
-            ids, mask = self.batcher.join_lines(lines)
+            ids, mask, lines = self.batcher.contexts_with_lines(obs)
             hidden = (state["hidden_a"], state["hidden_u"])
             out = self.agent(ids.to(self.device), mask.to(self.device), hidden, acted, self.candidates, lines)
             state["hidden_a"], state["hidden_u"] = out.hidden

@@ -141,8 +141,7 @@ def test_a_frozen_encoder_reads_each_line_once(batcher):
     agent = SwitchAgent.build(ACTIONS, UTTERANCES, batcher, poly, CONFIG, dim=8).eval()
     encoder, tok = agent.encoder, batcher.tokenizer
     texts = ["_self_name dragon\n_short_motivation Get the egg.\n_partner_say Hello.", "_self_name knight"]
-    lines = batcher.context_lines(texts)
-    ids, mask = batcher.join_lines(lines)
+    ids, mask, lines = batcher.contexts_with_lines(texts)
     calls = []
     encoder.base.register_forward_hook(lambda module, args, kwargs_out: calls.append(1))
     states = encoder.frozen_states(ids, mask, lines)
