@@ -11,7 +11,7 @@ import random
 import re
 from collections import Counter
 
-from lq.data.demos import Demonstration
+from lq.data.demos import SELF, Demonstration
 
 _TOKEN = re.compile(r"[a-z']+")
 
@@ -51,7 +51,7 @@ def next_utterance_hits_at_1(demos: list[Demonstration], *, candidates: int = 10
     for i, d in enumerate(demos):
         history = [d.room_description, d.self_character.persona, d.partner.persona, d.self_character.motivation]
         for turn, act in enumerate(d.acts):
-            if turn % 2 == 1 and act.type == "speech":
+            if d.speaker(turn) == SELF and act.type == "speech":
                 negatives: list[str] = []
                 while len(negatives) < candidates - 1:
                     j, text = pool[rng.randrange(len(pool))]

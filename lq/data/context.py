@@ -137,7 +137,7 @@ def swap_sides(turns: Sequence[tuple[str, str, str]]) -> list[tuple[str, str, st
 
 
 def history(demo: Demonstration, turn: int) -> list[tuple[str, str, str]]:
-    return [(Demonstration.speaker(i), a.type, a.text) for i, a in enumerate(demo.acts[:turn])]
+    return [(demo.speaker(i), a.type, a.text) for i, a in enumerate(demo.acts[:turn])]
 
 
 def timeline_prefix(actions: Sequence[str]) -> str:

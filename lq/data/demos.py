@@ -1,10 +1,12 @@
 """Human demonstrations of quests: the "wild completions" list format.
 
 A file is a JSON list of ``{"conv_info": {"room": {"category", "description"}, "characters":
-[[id, {"name", "personas", "motivation"}], ...] (partner first, self second), "acts": [{"type":
-"speech"|"action"|"emote", "text", "task_data": {"actions": [...]}}]}}``. Turns alternate: acts at
-even indices are the partner's, at odd indices the self character's. ``task_data.actions`` lists
-the valid actions at that turn.
+[[key, {"name", "personas", "motivation", ...}], ...] (partner first, self second), "acts": [{"type":
+"speech"|"action"|"emote", "text", "id", "task_data": {"actions": [...]}}]}}``. A character's key is its
+id, or ``[name, id]`` as in the public release (``formatted_wild_completions.json``); the release's
+characters also carry ``goal`` and ``motivation_type``. An act's ``id`` names who took it (one of the
+two characters' ids); acts without one alternate, partner at even indices and self at odd ones (what
+``lq data generate`` writes). ``task_data.actions`` lists the valid actions at that turn.
 
 Splits: a folder holding ``train.json``, ``valid.json`` and ``test.json`` (what ``lq data
 generate`` writes) is read as it is; a single file (the public release) is split in file order
@@ -34,13 +36,21 @@ class DemoCharacter:
     personas: list[str]
     motivation: str
     extra: dict[str, Any] = field(default_factory=dict)
+    key_name: str | None = None  # the release keys a character by [name, id]: the name written there
 
     @property
     def persona(self) -> str:
         return " ".join(self.personas)
 
+    @property
+    def goal(self) -> str:
+        """The act goal the character was given (the release's processed file says it; else empty)."""
+        goal = self.extra.get("goal")
+        return goal if isinstance(goal, str) else ""
+
     def to_json(self) -> list[Any]:
-        return [self.id, {"name": self.name, "personas": self.personas, "motivation": self.motivation, **self.extra}]
+        key = self.id if self.key_name is None else [self.key_name, self.id]
+        return [key, {"name": self.name, "personas": self.personas, "motivation": self.motivation, **self.extra}]
 
 
 @dataclass
@@ -50,9 +60,12 @@ class DemoAct:
     actions: list[str] | None = None  # valid actions at this turn (task_data.actions)
     task_data_extra: dict[str, Any] = field(default_factory=dict)
     extra: dict[str, Any] = field(default_factory=dict)
+    speaker_id: str | int | None = None  # the "id" of who took the act, where the file says it
 
     def to_json(self) -> dict[str, Any]:
         out: dict[str, Any] = {"type": self.type, "text": self.text}
+        if self.speaker_id is not None:
+            out["id"] = self.speaker_id
         if self.actions is not None or self.task_data_extra:
             task_data = dict(self.task_data_extra)
             if self.actions is not None:
@@ -73,13 +86,20 @@ class Demonstration:
     conv_extra: dict[str, Any] = field(default_factory=dict)
     extra: dict[str, Any] = field(default_factory=dict)
 
-    @staticmethod
-    def speaker(turn: int) -> str:
-        """Who takes turn ``turn``: the partner at even turns, the self character at odd ones."""
-        return PARTNER if turn % 2 == 0 else SELF
+    def speaker(self, turn: int) -> str:
+        """Who took act ``turn``: by the act's ``id`` where it has one, else the partner at even turns and the
+        self character at odd ones."""
+        sid = self.acts[turn].speaker_id
+        if sid is None:
+            return PARTNER if turn % 2 == 0 else SELF
+        return SELF if sid == self.self_character.id else PARTNER
 
     def self_acts(self, act_type: str | None = None) -> list[DemoAct]:
-        return [a for i, a in enumerate(self.acts) if i % 2 == 1 and (act_type is None or a.type == act_type)]
+        return [
+            a
+            for i, a in enumerate(self.acts)
+            if self.speaker(i) == SELF and (act_type is None or a.type == act_type)
+        ]
 
     def count(self, act_type: str) -> int:
         return sum(a.type == act_type for a in self.acts)
@@ -110,12 +130,21 @@ class Demonstration:
         acts_raw = f.list("acts")
         if not acts_raw:
             raise f.error("acts", "has no turns", "give the demonstration at least one act")
+        acts = [_act(a, path, record, i) for i, a in enumerate(acts_raw)]
+        ids = (partner.id, self_character.id)
+        for i, act in enumerate(acts):
+            if act.speaker_id is not None and act.speaker_id not in ids:
+                raise f.error(
+                    f"acts[{i}].id",
+                    f"names '{act.speaker_id}', who is neither character ({partner.id!r}, {self_character.id!r})",
+                    "give the id of the partner or of the self character (or leave it out: acts then alternate)",
+                )
         return cls(
             room_category=rf.str("category"),
             room_description=rf.str("description"),
             partner=partner,
             self_character=self_character,
-            acts=[_act(a, path, record, i) for i, a in enumerate(acts_raw)],
+            acts=acts,
             room_extra=rf.extra({"category", "description"}),
             conv_extra=f.extra({"room", "characters", "acts"}),
             extra=outer.extra({"conv_info"}),
@@ -132,26 +161,34 @@ def _character(entry: Any, path: str | Path | None, record: int | None, i: int) 
             field=name,
             fix="write each character as [id, {...}]",
         )
-    cid, info = entry
-    if not isinstance(cid, (str, int)) or isinstance(cid, bool):
+    key, info = entry
+    key_name = None
+    if isinstance(key, list) and len(key) == 2 and isinstance(key[0], str):  # the release's [name, id]
+        key_name, key = key
+    if not _is_id(key):
         raise DataFormatError(
             path,
-            "character id must be a string or an integer",
+            "character key must be its id (a string or an integer) or [name, id]",
             record=record,
             field=f"{name}[0]",
-            fix="use the character's id",
+            fix="write the character's id, or [name, id] as the public release does",
         )
     cf = Fields(info, path, record, f"{name}[1]")
     try:
         return DemoCharacter(
-            id=cid,
+            id=key,
             name=cf.str("name", nonempty=True),
             personas=cf.str_list("personas"),
             motivation=cf.str("motivation"),
             extra=cf.extra({"name", "personas", "motivation"}),
+            key_name=key_name,
         )
     except DataFormatError as err:
         raise DataFormatError(path, err.problem, record=record, field=f"{name}.{err.field}", fix=err.fix) from None
+
+
+def _is_id(value: Any) -> bool:
+    return isinstance(value, (str, int)) and not isinstance(value, bool)
 
 
 def _act(obj: Any, path: str | Path | None, record: int | None, i: int) -> DemoAct:
@@ -165,12 +202,16 @@ def _act(obj: Any, path: str | Path | None, record: int | None, i: int) -> DemoA
             tf = Fields(af.obj["task_data"], path, record, "task_data")
             actions = tf.str_list("actions", None)
             td_extra = tf.extra({"actions"})
+        speaker_id = af.obj.get("id")
+        if speaker_id is not None and not _is_id(speaker_id):
+            raise af.error("id", "must be a character's id (a string or an integer)", "give who took the act")
         return DemoAct(
             type=kind,
             text=af.str("text"),
             actions=actions,
             task_data_extra=td_extra,  # type: ignore[arg-type]
-            extra=af.extra({"type", "text", "task_data"}),
+            extra=af.extra({"type", "text", "task_data", "id"}),
+            speaker_id=speaker_id,
         )
     except DataFormatError as err:
         raise DataFormatError(path, err.problem, record=record, field=f"acts[{i}].{err.field}", fix=err.fix) from None

@@ -16,7 +16,7 @@ from pathlib import Path
 
 from lq.data.atomic_light import AtomicLightSample, load_atomic_light
 from lq.data.context import MOTIVATION_LEVELS, demo_context, partner_context, quest_context, timeline_prefix
-from lq.data.demos import Demonstration, load_demos
+from lq.data.demos import PARTNER, SELF, Demonstration, load_demos
 from lq.data.errors import DataFormatError
 from lq.data.io import read_jsonl
 from lq.data.quests import GOAL_INDEX, Quest, load_quests
@@ -97,7 +97,7 @@ def _demo_examples(
     for d in demos:
         quest = quests.get(d.conv_extra.get("quest_id", "")) if quests else None
         for turn, act in enumerate(d.acts):
-            if turn % 2 == 0 or act.type not in kinds:
+            if d.speaker(turn) != SELF or act.type not in kinds:
                 continue
             context = demo_context(d, turn, quest).serialise()
             if act.type == "action":  # the valid actions at that turn are the natural hard negatives
@@ -130,7 +130,7 @@ def partner_turn_examples(
     out = []
     for d in every:
         for turn, act in enumerate(d.acts):
-            if turn % 2 == 1 or act.type not in ("speech", "action"):
+            if d.speaker(turn) != PARTNER or act.type not in ("speech", "action"):
                 continue
             context = partner_context(d, turn).serialise()
             pool, first = (actions, act.actions or ()) if act.type == "action" else (speech, ())

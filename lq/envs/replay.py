@@ -6,6 +6,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 from dataclasses import dataclass
 
+from lq.data.demos import PARTNER
 from lq.envs.episode import QuestInstance, new_slot, play_turn, slot_context
 from lq.world import valid_actions
 
@@ -31,7 +32,7 @@ def demonstration_turns(
     turns = []
     for i, act in enumerate(instance.demo.acts):
         kind = "action" if act.type == "action" else "speech"
-        if i % 2 == 0:
+        if instance.demo.speaker(i) == PARTNER:
             play_turn(slot, "partner", kind, act.text)
         else:
             turns.append(

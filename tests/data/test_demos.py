@@ -8,7 +8,7 @@ from tests.samples import demo_json
 
 def test_demonstration_file_round_trips_unchanged(tmp_path):
     raw = [demo_json(6, "a"), demo_json(13, "b")]
-    raw[0]["conv_info"]["acts"][0]["id"] = "partner-turn"
+    raw[0]["conv_info"]["acts"][0]["message_id"] = "m-0"
     raw[1]["conv_info"]["room"]["extra"] = 1
     (tmp_path / "demos.json").write_text(json.dumps(raw))
     demos = load_demo_file(tmp_path / "demos.json")
@@ -19,10 +19,41 @@ def test_demonstration_file_round_trips_unchanged(tmp_path):
 
 def test_turns_alternate_partner_then_self():
     d = Demonstration.from_json(demo_json(6))
-    assert [Demonstration.speaker(i) for i in range(4)] == ["partner", "self", "partner", "self"]
+    assert [d.speaker(i) for i in range(4)] == ["partner", "self", "partner", "self"]
     assert d.partner.name == "knight" and d.self_character.name == "dragon"
     assert [a.text for a in d.self_acts("action")] == ["get golden dragon egg"]
     assert d.count("speech") == 5 and d.acts[3].actions[0] == "get golden dragon egg"
+
+
+def test_speaker_comes_from_the_act_id_where_the_file_gives_it():
+    raw = demo_json(4)
+    for act, who in zip(raw["conv_info"]["acts"], [4, 4, 17, 4]):  # the human (self, id 4) speaks first
+        act["id"] = who
+    d = Demonstration.from_json(raw)
+    assert [d.speaker(i) for i in range(4)] == ["self", "self", "partner", "self"]
+    assert [a.text for a in d.self_acts()] == ["utterance 0", "utterance 1", "get golden dragon egg"]
+
+
+def test_release_characters_keyed_by_name_and_id_round_trip(tmp_path):
+    raw = demo_json(4)
+    chars = raw["conv_info"]["characters"]
+    chars[0][0], chars[1][0] = ["knight", "17_agent"], ["dragon", "4_agent"]
+    chars[1][1]["goal"], chars[1][1]["motivation_type"] = "get golden dragon egg", "short"
+    raw["conv_info"]["acts"][1]["id"] = "4_agent"
+    (tmp_path / "release.json").write_text(json.dumps([raw]))
+    (d,) = load_demo_file(tmp_path / "release.json")
+    assert (d.partner.id, d.self_character.id, d.self_character.goal) == ("17_agent", "4_agent", "get golden dragon egg")
+    assert d.speaker(1) == "self" and d.partner.goal == ""
+    write_demo_file([d], tmp_path / "again.json")
+    assert json.loads((tmp_path / "again.json").read_text()) == [raw]
+
+
+def test_an_act_by_neither_character_is_named_in_the_error(tmp_path):
+    raw = demo_json(4)
+    raw["conv_info"]["acts"][2]["id"] = "wizard"
+    (tmp_path / "d.json").write_text(json.dumps([raw]))
+    with pytest.raises(DataFormatError, match=r"acts\[2\]\.id.*'wizard', who is neither character"):
+        load_demo_file(tmp_path / "d.json")
 
 
 def test_release_file_splits_in_order_like_the_original_builder(tmp_path):
