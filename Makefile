@@ -12,6 +12,8 @@ export TRANSFORMERS_OFFLINE := 1
 
 DEST ?= data/release
 DATA ?= data/default
+# each dataset's checkpoints apart: outputs/ for the default data, outputs/<folder name>/ for any other DATA
+OUT ?= $(if $(filter data/default data/default/,$(DATA)),outputs,outputs/$(notdir $(abspath $(DATA))))
 SCALE ?= default
 SEED ?= 0
 LIGHT_DB ?=
@@ -79,45 +81,49 @@ stats: $(STAMP) ## print dataset statistics beside the paper's (DATA=path, defau
 pretrain: $(STAMP) ## pretrain a poly-encoder: make pretrain ENCODER=general_light PROFILE=tiny [ARGS=...]
 	@test -d $(DATA) || { echo "no dataset in $(DATA): run 'make data' first (or set DATA=...)"; exit 1; }
 	$(BIN)/lq pretrain fit --config conf/pretrain.yaml --config conf/encoder/$(ENCODER).yaml \
-		--config conf/profile/$(PROFILE).yaml --data.data_dir $(DATA) $(ARGS)
+		--config conf/profile/$(PROFILE).yaml --data.data_dir $(DATA) --out_dir $(OUT)/pretrain $(ARGS)
 
 partner: $(STAMP) ## train the environment's partner agent: make partner [PROFILE=tiny] (small; PROFILE=paper: general)
 	@test -d $(DATA) || { echo "no dataset in $(DATA): run 'make data' first (or set DATA=...)"; exit 1; }
 	$(BIN)/lq partner fit --config conf/partner.yaml --config conf/encoder/$(ENV_ENCODER).yaml \
-		--config conf/profile/env-$(PROFILE).yaml --data.data_dir $(DATA) $(ARGS)
+		--config conf/profile/env-$(PROFILE).yaml --data.data_dir $(DATA) --out_dir $(OUT)/partner $(ARGS)
 
 dm: $(STAMP) ## train the environment's Dungeon Master: make dm [PROFILE=tiny] (small; PROFILE=paper: general)
 	@test -d $(DATA) || { echo "no dataset in $(DATA): run 'make data' first (or set DATA=...)"; exit 1; }
 	$(BIN)/lq dm fit --config conf/dm.yaml --config conf/encoder/$(ENV_ENCODER).yaml \
-		--config conf/profile/env-$(PROFILE).yaml --data.data_dir $(DATA) $(ARGS)
+		--config conf/profile/env-$(PROFILE).yaml --data.data_dir $(DATA) --out_dir $(OUT)/dm $(ARGS)
 
 ABILITY ?= act_speech
 SWITCH ?= hardcoded
 SEEDS ?= 0 1 2
 AGENT = $(ENCODER)/$(ABILITY)-$(SWITCH)
-ENV_ARGS = --model.partner_checkpoint outputs/partner/$(ENV_MODEL)/best.ckpt --model.dm_checkpoint outputs/dm/$(ENV_MODEL)/best.ckpt
+ENV_ARGS = --model.partner_checkpoint $(OUT)/partner/$(ENV_MODEL)/best.ckpt --model.dm_checkpoint $(OUT)/dm/$(ENV_MODEL)/best.ckpt \
+	--pretrain_dir $(OUT)/pretrain
 env-models: $(STAMP)
-	@test -d $(DATA) || $(MAKE) data
-	@test -f outputs/partner/$(ENV_MODEL)/best.ckpt || $(MAKE) partner ENCODER=$(ENV_MODEL) PROFILE=$(PROFILE)
-	@test -f outputs/dm/$(ENV_MODEL)/best.ckpt || $(MAKE) dm ENCODER=$(ENV_MODEL) PROFILE=$(PROFILE)
+	@test -d $(DATA) || { test "$(DATA)" = data/default && $(MAKE) data; } || \
+		{ echo "no dataset in $(DATA): make data writes data/default; lq data download DEST fetches the release"; exit 1; }
+	@test -f $(OUT)/partner/$(ENV_MODEL)/best.ckpt || $(MAKE) partner ENCODER=$(ENV_MODEL) PROFILE=$(PROFILE)
+	@test -f $(OUT)/dm/$(ENV_MODEL)/best.ckpt || $(MAKE) dm ENCODER=$(ENV_MODEL) PROFILE=$(PROFILE)
 
 bc: env-models ## behaviour cloning, one agent per seed: make bc ENCODER=scratch [ABILITY] [SWITCH] [PROFILE] [SEEDS="0 1 2"]
 	@for seed in $(SEEDS); do \
 		$(BIN)/lq bc fit --config conf/bc.yaml --config conf/encoder/$(ENCODER).yaml \
 			--config conf/profile/bc-$(PROFILE).yaml --model.data_dir $(DATA) --model.ability $(ABILITY) \
-			--model.switch $(SWITCH) --seed_everything $$seed --model.seed $$seed --eval_seeds 0 $(ENV_ARGS) $(ARGS) || exit 1; \
+			--model.switch $(SWITCH) --seed_everything $$seed --model.seed $$seed --eval_seeds 0 $(ENV_ARGS) \
+			--out_dir $(OUT)/bc $(ARGS) || exit 1; \
 	done
 
 rl: env-models ## RL agents per seed, then RL, BC (trained if missing) and random side by side: make rl ENCODER=scratch [ABILITY] [SWITCH] [PROFILE] [SEEDS]
 	@for seed in $(SEEDS); do \
 		$(BIN)/lq rl fit --config conf/rl.yaml --config conf/encoder/$(ENCODER).yaml \
 			--config conf/profile/rl-$(PROFILE).yaml --model.data_dir $(DATA) --model.ability $(ABILITY) \
-			--model.switch $(SWITCH) --seed_everything $$seed --model.seed $$seed --eval_seeds 0 $(ENV_ARGS) $(ARGS) || exit 1; \
-		test -f outputs/bc/$(AGENT)/seed-$$seed/best.ckpt || $(MAKE) bc SEEDS=$$seed || exit 1; \
+			--model.switch $(SWITCH) --seed_everything $$seed --model.seed $$seed --eval_seeds 0 $(ENV_ARGS) \
+			--out_dir $(OUT)/rl $(ARGS) || exit 1; \
+		test -f $(OUT)/bc/$(AGENT)/seed-$$seed/best.ckpt || $(MAKE) bc SEEDS=$$seed || exit 1; \
 	done
-	$(BIN)/lq eval $(foreach s,$(SEEDS),outputs/rl/$(AGENT)/seed-$(s)/agent.ckpt) \
-		$(foreach s,$(SEEDS),outputs/bc/$(AGENT)/seed-$(s)/best.ckpt) --baselines $(words $(SEEDS)) \
-		--out outputs/eval/$(subst /,-,$(AGENT))
+	$(BIN)/lq eval $(foreach s,$(SEEDS),$(OUT)/rl/$(AGENT)/seed-$(s)/agent.ckpt) \
+		$(foreach s,$(SEEDS),$(OUT)/bc/$(AGENT)/seed-$(s)/best.ckpt) --baselines $(words $(SEEDS)) \
+		--out $(OUT)/eval/$(subst /,-,$(AGENT))
 
 CKPT ?=
 eval: $(STAMP) ## zero-shot evaluation of agent checkpoints side by side: make eval CKPT="a.ckpt b.ckpt" [ARGS="--baselines 3"]

@@ -33,9 +33,30 @@ def _cmd_data_download(args: argparse.Namespace) -> int:
 
 
 def _cmd_data_stats(args: argparse.Namespace) -> int:
-    from lq.data.stats import dataset_stats, format_stats
+    from lq.data.stats import dataset_stats, format_stats, link_reports
 
     print(format_stats(dataset_stats(args.path)))
+    reports = link_reports(args.path)
+    if reports:
+        from lq.data.dataset import load_dataset
+        from lq.envs.episode import playable_instances
+
+        print("\nDemonstrations and their quests (paper: 1800 / 100 / 211):")
+        for report in reports:
+            print("\n".join(report.lines()))
+        dataset = load_dataset(args.path)
+        _, problems = playable_instances(dataset.quests.all(), dataset.demos.all())
+        print(f"linked demonstrations whose goal the engine cannot play: {len(problems)}", end="")
+        print(f" (first: {problems[0]})" if problems else "")
+    return 0
+
+
+def _cmd_data_link(args: argparse.Namespace) -> int:
+    from lq.data.dataset import link_dataset
+
+    dataset = link_dataset(args.src, args.out, args.demos, overwrite=args.overwrite)
+    print("\n".join(dataset.report.lines()))
+    print(f"wrote {args.out}/quests, {args.out}/demos and {args.out}/link-report.json")
     return 0
 
 
@@ -212,7 +233,7 @@ def build_parser() -> argparse.ArgumentParser:
         "dest", nargs="?", type=Path, default=Path("data/release"), help="destination folder (default: data/release)"
     )
     dl.add_argument(
-        "--only", nargs="+", metavar="NAME", help="only these resources: quest_stems, wild_completions, atomic"
+        "--only", nargs="+", metavar="NAME", help="only these resources: quest_stems, rl_quests_resources, wild_completions, atomic"
     )
     dl.add_argument("--timeout", type=float, default=30.0, help="seconds to wait on the network")
     dl.add_argument("--mirror", metavar="URL", help="fetch every file as URL/<file name> (same checksums)")
@@ -221,6 +242,21 @@ def build_parser() -> argparse.ArgumentParser:
     st = data_sub.add_parser("stats", help="counts and averages of a dataset beside the paper's")
     st.add_argument("path", type=Path, help="dataset folder, quest folder, or demonstrations file/folder")
     st.set_defaults(func=_cmd_data_stats)
+
+    ln = data_sub.add_parser(
+        "link", help="write a dataset (e.g. the LIGHT release) in lq's layout, each demonstration naming its quest"
+    )
+    ln.add_argument("src", type=Path, help="a LIGHT data root (quests/stems/batch_1, ...) or an lq dataset")
+    ln.add_argument("out", type=Path, help="output folder: quests/, demos/, link-report.json (appears when complete)")
+    ln.add_argument(
+        "--demos",
+        choices=("auto", "raw", "processed"),
+        default="auto",
+        help="which demonstrations of the release: the raw game logs (perfect2.json; auto prefers them) or the "
+        "processed file",
+    )
+    ln.add_argument("--overwrite", action="store_true", help="replace OUT if it exists")
+    ln.set_defaults(func=_cmd_data_link)
 
     gen = data_sub.add_parser("generate", help="write the embedded default dataset (quests, demos, episodes, ...)")
     gen.add_argument("out", type=Path, help="output folder (appears only when complete)")

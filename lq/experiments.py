@@ -190,6 +190,12 @@ EXPERIMENTS: dict[str, Callable[..., Experiment]] = {
 # -- running ---------------------------------------------------------------------------------------
 
 
+def outputs_for(data_dir: str | Path) -> str:
+    """Where a dataset's checkpoints go: ``outputs/`` for the default data, ``outputs/<folder name>/`` for any other
+    (the Makefile's OUT), so that a partner, DM or agent trained on one dataset is never picked up for another."""
+    return "outputs" if Path(data_dir) == Path("data/default") else f"outputs/{Path(data_dir).resolve().name}"
+
+
 @dataclass
 class Setup:
     """Where things are and how big they are trained."""
@@ -198,9 +204,12 @@ class Setup:
     seeds: Sequence[int] = (0, 1, 2)
     data_dir: str = "data/default"
     tracking_uri: str = DEFAULT_TRACKING_URI
-    outputs: str = "outputs"
+    outputs: str = ""  # default: outputs_for(data_dir)
     eval_seeds: int = 1
     extra_args: dict[str, Sequence[str]] = field(default_factory=dict)  # per stage ("rl", ...; "*": every stage)
+
+    def __post_init__(self) -> None:
+        self.outputs = self.outputs or outputs_for(self.data_dir)
 
     @property
     def env_encoder(self) -> str:

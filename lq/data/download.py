@@ -34,27 +34,42 @@ class Resource:
     name: str
     url: str
     sha256: str
-    filename: str
+    filename: str  # where the download goes, relative to the destination
     extract: bool = False
     description: str = ""
+    into: str | None = None  # an archive's folder, relative to the destination (default: the resource's name)
+    strip: str | None = None  # the archive's one top folder, left out when unpacking
 
 
-# Checksums as pinned by the LIGHT project's own build scripts (facebookresearch/LIGHT).
+# Checksums and places as pinned by the LIGHT project's own build scripts (facebookresearch/LIGHT): the destination is
+# laid out as LIGHT's data root (LIGHT_DATAPATH), which lq reads as it is (`DATA=<destination>`).
 RESOURCES: tuple[Resource, ...] = (
     Resource(
         "quest_stems",
         "http://parl.ai/downloads/light_project/quests/quest_stems.tar.gz",
         "743d9a9dc85e9fd7737c6cb51762deae684382de326bf724cde5b72bcf7c7c7d",
-        "quest_stems.tar.gz",
+        "quests/stems/batch_1.tar.gz",
         extract=True,
         description="LIGHT-Quests stems, one JSON per quest (7486)",
+        into="quests/stems/batch_1",
+        strip="quest_stems",
+    ),
+    Resource(
+        "rl_quests_resources",
+        "http://parl.ai/downloads/light_project/quests/rl_quests_resources.tar.gz",
+        "baf958329e04d7366900b4c02f5af3d4b9e2db731fa24a72d2c3d2f0d0643f95",
+        "quests/rl_quests_resources.tar.gz",
+        extract=True,
+        description="the paper's RL resources: raw game logs (wild_quest_completions/perfect2.json)",
+        into="quests/rl_quests_resources",
+        strip="rl_quests_resources",
     ),
     Resource(
         "wild_completions",
         "http://parl.ai/downloads/light_project/quests/wild_chats/formatted_wild_completions.json",
         "2ea8ae86a8f1f935d50055205a7d2cab243d8d01b34662cd7368cb2d578f5b8b",
-        "formatted_wild_completions.json",
-        description="human demonstrations (2111)",
+        "quests/wild_chats/formatted_wild_completions.json",
+        description="processed human demonstrations (2111)",
     ),
     Resource(
         "atomic",
@@ -131,8 +146,8 @@ def download_resource(
 ) -> Path:
     """Fetch one resource into ``dest``; returns the file, or the unpacked folder for archives."""
     dest = Path(dest)
-    dest.mkdir(parents=True, exist_ok=True)
     final = dest / resource.filename
+    final.parent.mkdir(parents=True, exist_ok=True)
     if not (final.exists() and sha256_of(final) == resource.sha256):
         part = final.with_name(final.name + ".part")
         _fetch(resource.url, part, timeout, progress)
@@ -146,12 +161,17 @@ def download_resource(
         os.replace(part, final)
     if not resource.extract:
         return final
-    target = dest / resource.name
+    target = dest / (resource.into or resource.name)
     if target.is_dir():
         return target
     try:
         with atomic_dir(target) as tmp, tarfile.open(final) as archive:
             archive.extractall(tmp, filter="data")
+            top = list(tmp.iterdir())
+            if resource.strip and len(top) == 1 and top[0].name == resource.strip and top[0].is_dir():
+                for entry in list(top[0].iterdir()):
+                    os.replace(entry, tmp / entry.name)
+                top[0].rmdir()
     except tarfile.TarError as err:
         raise DownloadError(f"{final}: cannot unpack ({err})") from None
     return target
@@ -159,7 +179,7 @@ def download_resource(
 
 def mirrored(resource: Resource, mirror: str) -> Resource:
     """The same resource fetched from ``mirror/<filename>`` (a team's own copy), checksum unchanged."""
-    return replace(resource, url=f"{mirror.rstrip('/')}/{resource.filename}")
+    return replace(resource, url=f"{mirror.rstrip('/')}/{Path(urlparse(resource.url).path).name}")
 
 
 def download_all(

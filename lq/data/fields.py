@@ -90,6 +90,13 @@ class Fields:
             raise self.error(key, f"expected true/false or a number, found {value}", f'set "{key}" to true or false')
         return bool(value)
 
+    def id(self, key: str, default: Any = _MISSING) -> str | int:
+        """An identifier: a string or an integer (null counts as absent)."""
+        value = self._typed(key, (str, int), default, nullable=True)
+        if value is None and default is _MISSING:
+            raise self.error(key, "is null", f'give "{key}" a string or an integer')
+        return value
+
     def list(self, key: str, default: Any = _MISSING) -> list:
         return self._typed(key, (list,), default)
 

@@ -54,6 +54,7 @@ class Quest:
     graph_as_string: bool = False
     extra: dict[str, Any] = field(default_factory=dict)  # unmodelled keys inside "data"
     file_extra: dict[str, Any] = field(default_factory=dict)  # unmodelled keys beside "data"
+    source: str | None = field(default=None, compare=False)  # the file it was read from
 
     _KNOWN = frozenset({"character", "persona", "description", "goal", "timeline", "graph", *MOTIVATIONS})
 
@@ -110,6 +111,7 @@ class Quest:
             graph_as_string=isinstance(graph_value, str),
             extra=f.extra(cls._KNOWN),
             file_extra=outer.extra({"data"}),
+            source=str(path) if path is not None else None,
         )
 
     def to_json(self) -> dict[str, Any]:

@@ -5,8 +5,10 @@ from __future__ import annotations
 from dataclasses import dataclass
 from pathlib import Path
 
+from lq.data.dataset import load_dataset
 from lq.data.demos import Demonstration, load_demos
 from lq.data.errors import DataFormatError
+from lq.data.release import PROCESSED, RAW_LOGS, LinkReport, is_release
 from lq.data.quests import Quest, load_quests
 from lq.data.splits import SPLITS, Splits
 
@@ -76,10 +78,27 @@ def compute_stats(quests: Splits[Quest] | None, demos: Splits[Demonstration] | N
 
 
 def dataset_stats(path: str | Path) -> dict[str, float]:
+    """The statistics of a dataset folder or file. For a LIGHT data root (the public release) the demonstrations are
+    those linked to their quests, as every stage reads them (see :func:`link_reports` for the others)."""
+    if is_release(path):
+        dataset = load_dataset(path)
+        return compute_stats(dataset.quests, dataset.demos)
     where = find_dataset(path)
     return compute_stats(
         load_quests(where.quests) if where.quests else None, load_demos(where.demos) if where.demos else None
     )
+
+
+def link_reports(path: str | Path) -> list[LinkReport]:
+    """How the demonstrations of a dataset root link to its quests: one report per demonstrations file (for the
+    release both the raw game logs and the processed file, where present); none for a single file or folder."""
+    path = Path(path)
+    if is_release(path):
+        sources = [(name, p) for name, p in (("raw", RAW_LOGS), ("processed", PROCESSED)) if (path / p).is_file()]
+        return [load_dataset(path, name).report for name, _ in sources]
+    if (path / "quests").is_dir() and (path / "demos").exists():
+        return [load_dataset(path).report]
+    return []
 
 
 def _fmt(key: str, value: float) -> str:

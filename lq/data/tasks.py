@@ -15,11 +15,12 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from lq.data.atomic_light import AtomicLightSample, load_atomic_light
+from lq.data.dataset import load_dataset
 from lq.data.context import MOTIVATION_LEVELS, demo_context, partner_context, quest_context, timeline_prefix
 from lq.data.demos import PARTNER, SELF, Demonstration, load_demos
 from lq.data.errors import DataFormatError
 from lq.data.io import read_jsonl
-from lq.data.quests import GOAL_INDEX, Quest, load_quests
+from lq.data.quests import GOAL_INDEX, Quest
 from lq.data.splits import SPLITS, Splits
 
 TASKS = ("atomic_light", "general_dialogue", "light_original", "boa_timeline", "seq_timeline", "quest_dialogue")
@@ -226,26 +227,49 @@ def build_task(
         raise ValueError(f"unknown split '{split}': choose from {', '.join(SPLITS)}")
     root = Path(data_dir)
     rng = random.Random(f"{seed}/{task}/{split}")
+
+    def quests() -> Splits[Quest]:
+        return load_dataset(root).quests
+
+    def demos() -> list[Demonstration]:
+        return load_dataset(root).demos[split]
+
+    def episodes(required: bool) -> list[Demonstration]:
+        """LIGHT's original goal-free episodes; the partner's and DM's tasks do without them where a dataset (the
+        public release) has none."""
+        if not (root / "episodes").exists() and not required:
+            return []
+        if not (root / "episodes").exists():
+            raise DataFormatError(
+                root / "episodes",
+                f"task '{task}' needs LIGHT's original dialogues, and this dataset has none",
+                fix="pretrain on a dataset that has them (`make data` writes episodes/), or use an encoder "
+                "whose tasks this dataset has",
+            )
+        return load_demos(root / "episodes")[split]
+
+    def source(folder: str) -> Path:
+        if not (root / folder).exists():
+            raise DataFormatError(
+                root / folder,
+                f"task '{task}' reads {folder}/, and this dataset has none",
+                fix="pretrain on a dataset that has it (`make data` writes it; `lq data atomic-light` builds "
+                "ATOMIC-LIGHT), or use an encoder whose tasks this dataset has",
+            )
+        return root / folder
+
     builders: dict[str, Callable[[], list[Example]]] = {
-        "atomic_light": lambda: atomic_light_examples(load_atomic_light(root / "atomic_light")[split], rng, n),
+        "atomic_light": lambda: atomic_light_examples(load_atomic_light(source("atomic_light"))[split], rng, n),
         "general_dialogue": lambda: general_dialogue_examples(
-            load_chitchat(root / "chitchat" / f"{split}.jsonl"), rng, n
+            load_chitchat(source("chitchat") / f"{split}.jsonl"), rng, n
         ),
-        "light_original": lambda: light_original_examples(load_demos(root / "episodes")[split], rng, n),
-        "boa_timeline": lambda: boa_timeline_examples(load_quests(root / "quests")[split], rng, n, motivations),
-        "seq_timeline": lambda: seq_timeline_examples(load_quests(root / "quests")[split], rng, n, motivations),
-        "quest_dialogue": lambda: quest_dialogue_examples(
-            load_demos(root / "demos")[split], rng, n, {q.quest_id: q for q in load_quests(root / "quests").all()}
-        ),
-        "partner_turn": lambda: partner_turn_examples(
-            load_demos(root / "demos")[split], load_demos(root / "episodes")[split], rng, n
-        ),
+        "light_original": lambda: light_original_examples(episodes(required=True), rng, n),
+        "boa_timeline": lambda: boa_timeline_examples(quests()[split], rng, n, motivations),
+        "seq_timeline": lambda: seq_timeline_examples(quests()[split], rng, n, motivations),
+        "quest_dialogue": lambda: quest_dialogue_examples(demos(), rng, n, load_dataset(root).quests_by_id()),
+        "partner_turn": lambda: partner_turn_examples(demos(), episodes(required=False), rng, n),
         "dm_speech": lambda: dm_speech_examples(
-            load_demos(root / "demos")[split],
-            load_demos(root / "episodes")[split],
-            rng,
-            n,
-            {q.quest_id: q for q in load_quests(root / "quests").all()},
+            demos(), episodes(required=False), rng, n, load_dataset(root).quests_by_id()
         ),
     }
     return builders[task]()

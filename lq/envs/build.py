@@ -6,7 +6,7 @@ import random
 from collections.abc import Callable
 from pathlib import Path
 
-from lq.data import load_demos, load_quests
+from lq.data.dataset import load_dataset
 from lq.data.demos import Demonstration
 from lq.envs.dungeon_master import DungeonMaster
 from lq.envs.episode import instances_from_data
@@ -43,11 +43,11 @@ def build_env(
     top_k_every_repeat: bool = False,
 ) -> QuestEnv:
     """``max_steps``: agent turns per episode (``None``: as many as the quest's demonstration has self turns)."""
-    data_dir = Path(data_dir)
-    quests, demos = load_quests(data_dir / "quests"), load_demos(data_dir / "demos")
+    dataset = load_dataset(data_dir)
+    quests, demos = dataset.quests, dataset.demos
     actions, utterances = demonstration_spaces(demos.all())
-    partner_model, partner_spec = load_poly_encoder(partner_checkpoint, device)
-    dm_model, dm_spec = load_poly_encoder(dm_checkpoint, device)
+    partner_model, partner_spec = load_poly_encoder(partner_checkpoint, device, data_dir)
+    dm_model, dm_spec = load_poly_encoder(dm_checkpoint, device, data_dir)
     partner = PolyEncoderPartner(
         partner_model,
         TextBatcher(load_tokenizer(partner_spec.tokenizer), context_length),

@@ -5,6 +5,7 @@ the context each side reads (:func:`slot_context`), and one turn through the eng
 
 from __future__ import annotations
 
+import warnings
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 
@@ -12,7 +13,7 @@ from lq.data.context import Context, swap_sides
 from lq.data.demos import Demonstration
 from lq.data.quests import Quest
 from lq.envs.rewards import SpeechScore, act_reward
-from lq.world import ActGoal, Node, World, step
+from lq.world import ActGoal, GoalError, Node, World, step
 
 
 @dataclass
@@ -35,14 +36,47 @@ class QuestInstance:
 
 
 def instances_from_data(quests: Sequence[Quest], demos: Sequence[Demonstration]) -> list[QuestInstance]:
-    """One instance per demonstration whose quest is known (generated data links them by ``quest_id``)."""
+    """One instance per demonstration linked to its quest (``conv_info.quest_id``, ``self_id``, ``partner_id``: see
+    :func:`lq.data.dataset.load_dataset`) whose goal the engine can play in the quest's graph. Demonstrations whose
+    goal it cannot are left out with one warning that counts them and names the first quest file and goal."""
+    out, bad = playable_instances(quests, demos)
+    if bad:
+        warnings.warn(f"left out {len(bad)} demonstrations whose goal cannot be played; first: {bad[0]}", stacklevel=2)
+    return out
+
+
+def playable_instances(
+    quests: Sequence[Quest], demos: Sequence[Demonstration]
+) -> tuple[list[QuestInstance], list[str]]:
+    """The instances of the linked demonstrations whose goal can be played, and why each other one cannot."""
     by_id = {q.quest_id: q for q in quests}
-    out = []
+    out, bad = [], []
     for d in demos:
         q = by_id.get(d.conv_extra.get("quest_id", ""))
-        if q is not None and q.graph is not None:
-            out.append(QuestInstance(q, d, d.conv_extra["self_id"], d.conv_extra["partner_id"]))
-    return out
+        if q is None or q.graph is None:
+            continue
+        inst = QuestInstance(q, d, d.conv_extra["self_id"], d.conv_extra["partner_id"])
+        problem = goal_problem(inst)
+        if problem is None:
+            out.append(inst)
+        else:
+            bad.append(problem)
+    return out, bad
+
+
+def goal_problem(instance: QuestInstance) -> str | None:
+    """Why the quest's goal is not executable in its graph for these two characters (None when it is)."""
+    q = instance.quest
+    where = f"{q.source or q.quest_id}: goal {q.goal!r}"
+    world = World(q.graph)
+    for side, node_id in (("self", instance.self_id), ("partner", instance.partner_id)):
+        if node_id not in world.nodes or world.nodes[node_id].kind != "agent":
+            return f"{where}: the {side} character {node_id!r} is not an agent of its graph"
+    try:
+        ActGoal.parse(world, q.goal, instance.self_id, instance.partner_id)
+    except GoalError as err:
+        return f"{where}: {err}"
+    return None
 
 
 @dataclass

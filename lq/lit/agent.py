@@ -15,7 +15,7 @@ import lightning as L
 import torch
 from lightning.pytorch.loggers import MLFlowLogger
 
-from lq.data import load_demos
+from lq.data.dataset import dataset_id, load_dataset
 from lq.data.context import HEADER_TAGS, HISTORY_TAGS
 from lq.data.io import json_strings, read_json
 from lq.envs.build import build_env, demonstration_spaces
@@ -90,9 +90,11 @@ class AgentModule(L.LightningModule):
         if getattr(self, "agent", None) is not None:
             return
         h = self.hparams
-        self.demos = load_demos(Path(h.data_dir) / "demos")
+        self.demos = load_dataset(h.data_dir).demos
         self.action_space, self.utterance_space = demonstration_spaces(self.demos.all())
-        pretrained = load_poly_encoder(h.pretrained_checkpoint)[0] if h.pretrained_checkpoint else None
+        pretrained = (
+            load_poly_encoder(h.pretrained_checkpoint, dataset=h.data_dir)[0] if h.pretrained_checkpoint else None
+        )
         tokenizer = load_tokenizer(encoder_tokenizer(h.encoder))
         self.batcher = TextBatcher(tokenizer, h.context_length)
         pieces = None
@@ -130,6 +132,7 @@ class AgentModule(L.LightningModule):
 
     def on_save_checkpoint(self, checkpoint: dict) -> None:
         checkpoint["lq_stage"] = self.stage
+        checkpoint["lq_dataset"] = dataset_id(self.hparams.data_dir)
         for logger in self.loggers:  # where its training curves are (lq eval draws them beside its table)
             if isinstance(logger, MLFlowLogger):
                 checkpoint["lq_mlflow"] = {"tracking_uri": logger._tracking_uri, "run_id": logger.run_id}

@@ -19,7 +19,7 @@ import torch
 import torch.nn.functional as F
 from torch.utils.data import DataLoader
 
-from lq.data import load_quests
+from lq.data.dataset import load_dataset
 from lq.envs.episode import instances_from_data
 from lq.envs.replay import demonstration_turns
 from lq.lit.agent import DM_CHECKPOINT, PARTNER_CHECKPOINT, SCRATCH, AgentModule
@@ -71,13 +71,13 @@ class BCModule(AgentModule):
         self.build_agent()
         if self.episodes or stage not in ("fit", "validate"):
             return
-        quests = load_quests(Path(self.hparams.data_dir) / "quests").all()
+        quests = load_dataset(self.hparams.data_dir).quests.all()
         for split in ("train", "valid"):
             self.episodes[split] = self.cloning_episodes(instances_from_data(quests, self.demos[split]))
             if not self.episodes[split]:
                 raise ValueError(
-                    f"{self.hparams.data_dir}: no {split} demonstration could be matched to its quest; behaviour "
-                    "cloning needs demonstrations with conv_info.quest_id (lq data generate writes them)"
+                    f"{self.hparams.data_dir}: no {split} demonstration is linked to a quest whose goal can be played; "
+                    "`lq data stats` on this folder says what became of each demonstration"
                 )
 
     def cloning_episodes(self, instances) -> list[Episode]:

@@ -17,6 +17,7 @@ from torch import nn
 from torch.utils.data import DataLoader, WeightedRandomSampler
 
 from lq.data.context import MOTIVATION_LEVELS
+from lq.data.dataset import dataset_id
 from lq.data.tasks import ENV_TASKS, NUM_CANDIDATES, TASKS, Example, build_task
 from lq.lit.metrics import HitsAtK
 from lq.models.encoder import EncoderConfig, EncoderSpec
@@ -191,6 +192,11 @@ class PretrainModule(L.LightningModule):
                 key = f"{split}__{task}"
                 if key not in self.metrics:
                     self.metrics[key] = nn.ModuleDict({f"hits_at_{k}": HitsAtK(k) for k in HITS_AT})
+
+    def on_save_checkpoint(self, checkpoint: dict) -> None:
+        datamodule = getattr(self.trainer, "datamodule", None)
+        if datamodule is not None:  # what it was trained on: no later stage reuses it on other data
+            checkpoint["lq_dataset"] = dataset_id(datamodule.data_dir)
 
     def training_step(self, batch: dict[str, torch.Tensor], batch_idx: int) -> torch.Tensor:
         ctx = self.model.encode_context(batch["ctx_ids"], batch["ctx_mask"])

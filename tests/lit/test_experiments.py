@@ -154,8 +154,11 @@ def test_the_paper_tables_have_their_configurations():
     env_model = X.stage_args(X.Config("partner", "small"), X.Setup(data_dir="d"), 0)
     assert env_model[:2] == ["partner", "fit"] and "--data.data_dir" in env_model and "--model.ability" not in env_model
     assert "conf/profile/env-tiny.yaml" in env_model and "conf/encoder/small.yaml" in env_model
-    agent = X.stage_args(X.Config("rl", "scratch"), X.Setup(data_dir="d", profile="paper"), 0)
+    agent = X.stage_args(X.Config("rl", "scratch"), X.Setup(data_dir="data/default", profile="paper"), 0)
     assert agent[agent.index("--model.partner_checkpoint") + 1] == "outputs/partner/general/best.ckpt"
+    # another dataset's checkpoints are kept apart, under its folder's name
+    agent = X.stage_args(X.Config("rl", "scratch"), X.Setup(data_dir="data/release", profile="paper"), 0)
+    assert agent[agent.index("--model.partner_checkpoint") + 1] == "outputs/release/partner/general/best.ckpt"
 
 
 def test_run_experiment_trains_children_under_a_parent_and_tabulates(setup_dir, tmp_path, monkeypatch):
