@@ -103,3 +103,20 @@ def test_rl_runs_as_two_ddp_processes_on_cpu(setup_dir, tmp_path):
     assert "distributed_backend=gloo" in done.stderr + done.stdout
     assert "All distributed processes registered. Starting with 2 processes" in done.stderr + done.stdout
     assert (tmp_path / "rl/scratch/act_speech-hardcoded/seed-0/agent.ckpt").exists()
+
+
+def test_bc_and_rl_run_on_the_light_release_layout(setup_dir, tmp_path, capsys):
+    """The real release's layout (stems, raw game logs, processed file) feeds both agent stages as it is."""
+    from tests.release import write_release
+
+    write_release(setup_dir / "data", tmp_path / "light")
+    data = f"--model.data_dir={tmp_path / 'light'}"
+    rl = ["--model.num_envs=4", "--model.rollout_steps=2", "--model.max_steps=4", "--model.updates_per_epoch=2"]
+    assert main([*_args("bc", setup_dir, tmp_path, "--model.batch_size=8", "--trainer.limit_train_batches=2"), data]) == 0
+    assert main([*_args("rl", setup_dir, tmp_path, *rl), data]) == 0
+    assert "zero-shot test (seed 0): act goals" in capsys.readouterr().out
+    ckpt = tmp_path / "rl/scratch/act_speech-hardcoded/seed-0/agent.ckpt"
+    import torch
+
+    saved = torch.load(ckpt, map_location="cpu", weights_only=False)
+    assert saved["lq_dataset"].startswith("light-")
