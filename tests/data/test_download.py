@@ -8,6 +8,7 @@ import socket
 import tarfile
 import threading
 import time
+from dataclasses import replace
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 
 import pytest
@@ -15,7 +16,8 @@ import pytest
 from lq.cli import main
 from lq.data import load_atomic_csv, load_demos, load_quests
 from lq.data.atomic import COLUMNS, RELATIONS, AtomicEvent
-from lq.data.download import DownloadError, Resource, download_all, download_resource
+from lq.data.dataset import load_dataset
+from lq.data.download import RESOURCES, DownloadError, Resource, download_all, download_resource
 from tests.samples import demo_json, quest_json
 
 
@@ -94,42 +96,54 @@ def _atomic_csv() -> bytes:
 
 
 def _release() -> dict[str, bytes]:
+    """The four downloads, small, with the archives laid out as the real ones (one top folder)."""
     stems = {f"quest_stems/quest_{i}.json": json.dumps(quest_json()).encode() for i in range(20)}
+    log = {
+        "score": 12,
+        "dialogue": [
+            {"id": "lair_0", "type": "location", "text": "A cave of gold."},
+            {"id": "human", "type": "speech", "text": "Give me my egg!", "score": 1},
+            {"id": "knight_2", "type": "speech", "text": "Never.", "score": 1},
+            {"id": "human", "type": "action", "text": "hit knight", "score": 5},
+        ],
+        "human_persona": {"name": "dragon", "id": "dragon_1", "persona": "I am a dragon.", "motivation": "m",
+                          "goal": "hit knight"},
+        "bot_persona": {"name": "knight", "id": "knight_2", "persona": "I am a knight."},
+        "location": {"name": "lair", "description": "A cave of gold.", "quest_file": "quest_3.json"},
+    }
+    perfect2 = json.dumps([log] * 10).encode()
     return {
         "quest_stems.tar.gz": _tar_gz(stems),
+        "rl_quests_resources.tar.gz": _tar_gz({"rl_quests_resources/wild_quest_completions/perfect2.json": perfect2}),
         "formatted_wild_completions.json": json.dumps([demo_json(6, str(i)) for i in range(10)]).encode(),
         "atomic_data.tgz": _tar_gz({"v4_atomic_trn.csv": _atomic_csv()}),
     }
 
 
 def _resources(files: dict[str, bytes], url: str) -> list[Resource]:
-    return [
-        Resource(
-            name,
-            f"{url}/{filename}",
-            hashlib.sha256(files[filename]).hexdigest(),
-            filename,
-            extract=filename.endswith("gz"),
-        )
-        for name, filename in (
-            ("quest_stems", "quest_stems.tar.gz"),
-            ("wild_completions", "formatted_wild_completions.json"),
-            ("atomic", "atomic_data.tgz"),
-        )
-    ]
+    """lq's own resources (their places in the destination), served from the test's server."""
+    out = []
+    for r in RESOURCES:
+        name = r.url.rsplit("/", 1)[-1]
+        out.append(replace(r, url=f"{url}/{name}", sha256=hashlib.sha256(files[name]).hexdigest()))
+    return out
 
 
-def test_downloads_verifies_unpacks_and_the_loaders_read_it(tmp_path):
+def test_downloads_verifies_and_lays_out_lights_data_root(tmp_path):
     files = _release()
     with _Server(files) as server:
         got = download_all(tmp_path, _resources(files, server.url), log=lambda _: None)
+        assert got["quest_stems"] == tmp_path / "quests/stems/batch_1"
         assert load_quests(got["quest_stems"]).counts() == {"train": 16, "valid": 2, "test": 2}
         assert len(load_demos(got["wild_completions"]).all()) == 10
         assert load_atomic_csv(got["atomic"] / "v4_atomic_trn.csv")[0].relations["xWant"] == ["to fight"]
+        dataset = load_dataset(tmp_path)  # the destination is a LIGHT data root lq reads as it is
+        assert dataset.layout == "release" and dataset.report.linked == 10
+        assert dataset.demos.train[0].conv_extra["quest_id"] == "quest_3"
         n = len(server.requests)
         download_all(tmp_path, _resources(files, server.url), log=lambda _: None)
         assert len(server.requests) == n  # already there and verified: nothing fetched again
-    assert not list(tmp_path.glob("*.part"))
+    assert not list(tmp_path.rglob("*.part"))
 
 
 def test_interrupted_download_resumes_with_a_range_request(tmp_path):
