@@ -233,7 +233,10 @@ def build_parser() -> argparse.ArgumentParser:
         "dest", nargs="?", type=Path, default=Path("data/release"), help="destination folder (default: data/release)"
     )
     dl.add_argument(
-        "--only", nargs="+", metavar="NAME", help="only these resources: quest_stems, rl_quests_resources, wild_completions, atomic"
+        "--only",
+        nargs="+",
+        metavar="NAME",
+        help="only these resources: quest_stems, rl_quests_resources, wild_completions, atomic",
     )
     dl.add_argument("--timeout", type=float, default=30.0, help="seconds to wait on the network")
     dl.add_argument("--mirror", metavar="URL", help="fetch every file as URL/<file name> (same checksums)")

@@ -22,7 +22,16 @@ from lq.data.demos import Demonstration, load_demos, write_demos
 from lq.data.errors import DataFormatError
 from lq.data.io import atomic_dir, write_json
 from lq.data.quests import Quest, load_quests, write_quests
-from lq.data.release import PROCESSED, RAW_LOGS, STEMS, LinkReport, is_release, link_raw_logs, load_processed, load_raw_logs
+from lq.data.release import (
+    PROCESSED,
+    RAW_LOGS,
+    STEMS,
+    LinkReport,
+    is_release,
+    link_raw_logs,
+    load_processed,
+    load_raw_logs,
+)
 from lq.data.splits import Splits
 
 DEMO_SOURCES = ("auto", "raw", "processed")

@@ -96,9 +96,7 @@ class Demonstration:
 
     def self_acts(self, act_type: str | None = None) -> list[DemoAct]:
         return [
-            a
-            for i, a in enumerate(self.acts)
-            if self.speaker(i) == SELF and (act_type is None or a.type == act_type)
+            a for i, a in enumerate(self.acts) if self.speaker(i) == SELF and (act_type is None or a.type == act_type)
         ]
 
     def count(self, act_type: str) -> int:

@@ -274,9 +274,7 @@ def _link(demo: Demonstration, quest: Quest, report: LinkReport, where: str) -> 
         if ids[side] is None:
             report.skip(f"the {side} character is not in its quest's graph", f"{where}: {c.name!r} ({quest.source})")
             return None
-    demo.conv_extra.update(
-        quest_id=quest.quest_id, self_id=ids["self"], partner_id=ids["partner"], goal=quest.goal
-    )
+    demo.conv_extra.update(quest_id=quest.quest_id, self_id=ids["self"], partner_id=ids["partner"], goal=quest.goal)
     return demo
 
 

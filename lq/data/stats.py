@@ -8,8 +8,8 @@ from pathlib import Path
 from lq.data.dataset import load_dataset
 from lq.data.demos import Demonstration, load_demos
 from lq.data.errors import DataFormatError
-from lq.data.release import PROCESSED, RAW_LOGS, LinkReport, is_release
 from lq.data.quests import Quest, load_quests
+from lq.data.release import PROCESSED, RAW_LOGS, LinkReport, is_release
 from lq.data.splits import SPLITS, Splits
 
 # LIGHT-Quests as reported in the paper (section 3.1, Figure 3, section 4.1).

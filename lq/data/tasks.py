@@ -15,8 +15,8 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from lq.data.atomic_light import AtomicLightSample, load_atomic_light
-from lq.data.dataset import load_dataset
 from lq.data.context import MOTIVATION_LEVELS, demo_context, partner_context, quest_context, timeline_prefix
+from lq.data.dataset import load_dataset
 from lq.data.demos import PARTNER, SELF, Demonstration, load_demos
 from lq.data.errors import DataFormatError
 from lq.data.io import read_jsonl

@@ -15,9 +15,9 @@ import lightning as L
 import torch
 from lightning.pytorch.loggers import MLFlowLogger
 
-from lq.data.dataset import dataset_id, load_dataset
 from lq.data.context import HEADER_TAGS, HISTORY_TAGS
-from lq.data.io import json_strings, read_json
+from lq.data.dataset import dataset_id, load_dataset
+from lq.data.io import json_strings
 from lq.envs.build import build_env, demonstration_spaces
 from lq.envs.models import load_poly_encoder
 from lq.eval import EvalResult, evaluate
@@ -53,10 +53,15 @@ def agent_config(value: AgentConfig | dict) -> AgentConfig:
 def readable_texts(data_dir: str | Path) -> set[str]:
     """Every text an agent can be shown on ``data_dir``: the strings of its quests (settings, characters, objects,
     motivations) and demonstrations (actions, utterances), and the context tags."""
-    data_dir = Path(data_dir)
+    dataset = load_dataset(data_dir)
     texts = {*HEADER_TAGS, *HISTORY_TAGS}
-    for path in sorted([*(data_dir / "quests").rglob("*.json"), *(data_dir / "demos").glob("*.json")]):
-        texts.update(json_strings(read_json(path)))
+    for quest in dataset.quests.all():
+        data = quest.to_json()["data"]
+        if quest.graph is not None:  # its strings, not the JSON text a stem may hold it as
+            data["graph"] = quest.graph.to_json()
+        texts.update(json_strings(data))
+    for demo in dataset.demos.all():
+        texts.update(json_strings(demo.to_json()))
     return texts
 
 

@@ -13,7 +13,6 @@ accuracy on the valid demonstrations; the best checkpoint by ``val/loss``.
 from __future__ import annotations
 
 from dataclasses import dataclass
-from pathlib import Path
 
 import torch
 import torch.nn.functional as F

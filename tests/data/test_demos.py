@@ -27,7 +27,7 @@ def test_turns_alternate_partner_then_self():
 
 def test_speaker_comes_from_the_act_id_where_the_file_gives_it():
     raw = demo_json(4)
-    for act, who in zip(raw["conv_info"]["acts"], [4, 4, 17, 4]):  # the human (self, id 4) speaks first
+    for act, who in zip(raw["conv_info"]["acts"], [4, 4, 17, 4], strict=True):  # the human (self, id 4) speaks first
         act["id"] = who
     d = Demonstration.from_json(raw)
     assert [d.speaker(i) for i in range(4)] == ["self", "self", "partner", "self"]
@@ -42,7 +42,11 @@ def test_release_characters_keyed_by_name_and_id_round_trip(tmp_path):
     raw["conv_info"]["acts"][1]["id"] = "4_agent"
     (tmp_path / "release.json").write_text(json.dumps([raw]))
     (d,) = load_demo_file(tmp_path / "release.json")
-    assert (d.partner.id, d.self_character.id, d.self_character.goal) == ("17_agent", "4_agent", "get golden dragon egg")
+    assert (d.partner.id, d.self_character.id, d.self_character.goal) == (
+        "17_agent",
+        "4_agent",
+        "get golden dragon egg",
+    )
     assert d.speaker(1) == "self" and d.partner.goal == ""
     write_demo_file([d], tmp_path / "again.json")
     assert json.loads((tmp_path / "again.json").read_text()) == [raw]

@@ -106,8 +106,13 @@ def _release() -> dict[str, bytes]:
             {"id": "knight_2", "type": "speech", "text": "Never.", "score": 1},
             {"id": "human", "type": "action", "text": "hit knight", "score": 5},
         ],
-        "human_persona": {"name": "dragon", "id": "dragon_1", "persona": "I am a dragon.", "motivation": "m",
-                          "goal": "hit knight"},
+        "human_persona": {
+            "name": "dragon",
+            "id": "dragon_1",
+            "persona": "I am a dragon.",
+            "motivation": "m",
+            "goal": "hit knight",
+        },
         "bot_persona": {"name": "knight", "id": "knight_2", "persona": "I am a knight."},
         "location": {"name": "lair", "description": "A cave of gold.", "quest_file": "quest_3.json"},
     }

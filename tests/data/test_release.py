@@ -1,4 +1,4 @@
-"""The public LIGHT-Quests release in LIGHT's layout: raw game logs and processed demonstrations linked to their stems."""
+"""The public LIGHT-Quests release in LIGHT's layout: raw game logs and processed demonstrations, linked to stems."""
 
 import json
 import shutil

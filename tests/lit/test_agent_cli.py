@@ -112,7 +112,9 @@ def test_bc_and_rl_run_on_the_light_release_layout(setup_dir, tmp_path, capsys):
     write_release(setup_dir / "data", tmp_path / "light")
     data = f"--model.data_dir={tmp_path / 'light'}"
     rl = ["--model.num_envs=4", "--model.rollout_steps=2", "--model.max_steps=4", "--model.updates_per_epoch=2"]
-    assert main([*_args("bc", setup_dir, tmp_path, "--model.batch_size=8", "--trainer.limit_train_batches=2"), data]) == 0
+    assert (
+        main([*_args("bc", setup_dir, tmp_path, "--model.batch_size=8", "--trainer.limit_train_batches=2"), data]) == 0
+    )
     assert main([*_args("rl", setup_dir, tmp_path, *rl), data]) == 0
     assert "zero-shot test (seed 0): act goals" in capsys.readouterr().out
     ckpt = tmp_path / "rl/scratch/act_speech-hardcoded/seed-0/agent.ckpt"
