@@ -4,6 +4,10 @@ Every thing has exactly one container: a room is in nothing, an agent is in a ro
 in a room, carried (worn, wielded or just held) by an agent, or in / on a container object. Each
 node keeps its contents in insertion order (a dict, so removal is O(1)), which is also the order
 in which names are resolved and valid actions listed.
+
+Sizes as in LIGHT: every node has a ``size`` and a ``contain_size``, the room left inside it (a
+thing fits where its size is at most that room; moving it in takes its size, moving it out gives it
+back).
 """
 
 from __future__ import annotations
@@ -43,6 +47,10 @@ class Node:
         "neighbors",
         "following",
         "health",
+        "size",
+        "contain_size",
+        "max_wielded",
+        "max_worn",
         "raw",
     )
 
@@ -67,6 +75,10 @@ class Node:
         self.neighbors: dict[str, str] = {tid: e.label for tid, e in gn.neighbors.items()}
         self.following: Node | None = None
         self.health = gn.raw.get("health", 10) if isinstance(gn.raw.get("health"), (int, float)) else 10
+        self.size = gn.size
+        self.contain_size = gn.contain_size  # the room left inside
+        self.max_wielded = gn.max_wieldable_items
+        self.max_worn = gn.max_wearable_items
         self.raw = gn.raw
 
     def __repr__(self) -> str:
@@ -79,6 +91,14 @@ class Node:
         while node.container is not None:
             node = node.container
         return node if node.kind == "room" else None
+
+    def fits(self, thing: Node) -> bool:
+        """Whether ``thing`` would fit inside this node now (LIGHT's ``would_fit``)."""
+        return thing.size <= self.contain_size
+
+    def equipped_count(self, how: str) -> int:
+        """How many things this character has equipped ``how`` (worn or wielded)."""
+        return sum(1 for o in self.contents.values() if o.equipped == how)
 
     def holds(self, other: Node) -> bool:
         """Whether ``other`` is inside this node, at any depth."""
@@ -145,12 +165,17 @@ class World:
             gn.raw = dict(gn.raw)
             gn.container_id = node.container.id if node.container is not None else VOID
             gn.contained_ids = list(node.contents)
+            gn.contain_size = node.contain_size
             if node.kind == "object":
                 gn.equipped = node.equipped
                 gn.raw["equipped"] = node.equipped
             if node.kind == "agent":
                 gn.raw["following"] = {"target_id": node.following.id} if node.following else None
                 gn.raw["health"] = node.health
+                # LIGHT's equipment counters, kept in step where the graph has them
+                for field, how in (("num_wieldable_items", WIELDED), ("num_wearable_items", WORN)):
+                    if field in gn.raw:
+                        gn.raw[field] = node.equipped_count(how)
             nodes[node.id] = gn
         return WorldGraph(
             nodes=nodes,
@@ -191,17 +216,21 @@ class World:
     # -- mutation ------------------------------------------------------------------------------------
 
     def move(self, node: Node, dest: Node) -> None:
-        """Put ``node`` into ``dest`` (one container each, always)."""
+        """Put ``node`` into ``dest`` (one container each, always); its size moves from the room left in
+        ``dest`` to the room left in its old container. Whether it fits is the caller's check."""
         src = node.container
         if src is not None:
             del src.contents[node.id]
+            src.contain_size += node.size
         node.container = dest
         dest.contents[node.id] = node
+        dest.contain_size -= node.size
 
     def consume(self, node: Node) -> None:
         """Eaten or drunk: gone from the world."""
         if node.container is not None:
             del node.container.contents[node.id]
+            node.container.contain_size += node.size
         for child in list(node.contents.values()):
             self.consume(child)
         node.container = None
