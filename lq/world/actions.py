@@ -16,7 +16,7 @@ from dataclasses import dataclass
 from typing import NamedTuple
 
 from lq.world.state import WIELDED, WORN, Node, World
-from lq.world.text import capitalize, normalize
+from lq.world.text import capitalize, join_list, normalize
 
 VERBS = ("go", "follow", "hit", "hug", "get", "put", "drop", "steal", "give", "wear", "wield", "remove", "eat", "drink")
 # Other words players use, mapped to a verb (longest first when matching).
@@ -152,13 +152,10 @@ def _apply(world: World, actor: Node, a: Action) -> tuple[str, str]:
     me = actor.the() if actor.kind == "agent" else actor.name
     Me = capitalize(me)
     if verb == "go":
-        origin = actor.container
-        followers = [n for n in origin.contents.values() if n.kind == "agent" and n.following is actor]
         world.move(actor, o)
-        for f in followers:
-            world.move(f, o)
+        followers = world.move_followers(actor, o)
         tail = (
-            f" {capitalize(' and '.join(f.the() for f in followers))} follow{'s' if len(followers) == 1 else ''} you."
+            f" {capitalize(join_list([f.the() for f in followers]))} follow{'s' if len(followers) == 1 else ''} you."
             if followers
             else ""
         )

@@ -7,7 +7,7 @@ in which names are resolved and valid actions listed.
 
 Sizes as in LIGHT: every node has a ``size`` and a ``contain_size``, the room left inside it (a
 thing fits where its size is at most that room; moving it in takes its size, moving it out gives it
-back).
+back). A character follows at most one other; when a character moves, its followers come along.
 """
 
 from __future__ import annotations
@@ -143,6 +143,7 @@ class World:
                 node.following = self.nodes[target]
         for vid in self.void:
             del self.nodes[vid]
+        self._agents = [n for n in self.nodes.values() if n.kind == "agent"]
         # ids eaten or drunk so far (saved with the state, for event goals and episode logs)
         consumed = graph.extra.get("consumed", [])
         self.consumed: list[str] = [c for c in consumed if isinstance(c, str)] if isinstance(consumed, list) else []
@@ -225,6 +226,33 @@ class World:
         node.container = dest
         dest.contents[node.id] = node
         dest.contain_size -= node.size
+
+    def followers(self, leader: Node) -> list[Node]:
+        """The characters following ``leader``, wherever they are."""
+        return [n for n in self._agents if n.following is leader]
+
+    def move_followers(self, leader: Node, dest: Node) -> list[Node]:
+        """After ``leader`` went to room ``dest``: bring its followers, theirs, and so on, as LIGHT does.
+
+        Followers come from wherever they are, each if there is room for it in ``dest`` (one that does
+        not fit stays, and so do its own followers). Each character comes at most once, so following in
+        a circle ends. Returns those who came, in order (breadth first).
+        """
+        came: list[Node] = []
+        seen = {leader.id}
+        queue = [leader]
+        for current in queue:  # grows as followers come: breadth first, no recursion
+            for f in self.followers(current):
+                if f.id in seen:
+                    continue
+                seen.add(f.id)
+                if f.container is not dest:
+                    if not dest.fits(f):
+                        continue
+                    self.move(f, dest)
+                    came.append(f)
+                queue.append(f)
+        return came
 
     def consume(self, node: Node) -> None:
         """Eaten or drunk: gone from the world."""

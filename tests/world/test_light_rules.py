@@ -1,5 +1,5 @@
-"""The engine's rules that follow LIGHT's own: sizes and room left, the wield and wear limits.
-Checked on the shared LIGHT worlds."""
+"""The engine's rules that follow LIGHT's own: sizes and room left, the wield and wear limits, and
+follow chains (without LIGHT's recursion). Checked on the shared LIGHT worlds."""
 
 import json
 
@@ -127,6 +127,20 @@ def test_a_character_carries_what_it_has_room_for(light_worlds):
     assert again[baker.id].contain_size == 0 and again[customer.id].contain_size == customer.contain_size
 
 
+def test_a_full_room_takes_no_one(light_worlds):
+    raw = _raw(light_worlds, "dragon-village")
+    raw["nodes"]["town hall_5"]["contain_size"] = 20  # room for one character of size 20
+    world = World.from_json(raw)
+    baker, customer = world["john the baker_39"], world["mrs. smith, the customer_40"]
+    hall = world["town hall_5"]
+    assert step(world, customer, f"follow {baker.key}").success
+    assert step(world, baker, "go town hall").success
+    assert baker.container is hall and hall.contain_size == 0
+    assert customer.container is world["baker's shop_9"]  # no room left there for the follower
+    _refused(world, customer, "go town hall", "not enough room")
+    check_invariants(world)
+
+
 # -- the wield and wear limits ---------------------------------------------------------------------------
 
 
@@ -165,6 +179,47 @@ def test_the_limits_are_the_characters_own(light_worlds):
         world.move(world[w], baker)
     assert step(world, baker, "wield broadsword").success and step(world, baker, "wield dagger").success
     _refused(world, baker, "wield hammer", "can't wield any more")
+
+
+# -- follow chains ---------------------------------------------------------------------------------------
+
+
+def test_a_follower_of_a_follower_moves(light_worlds):
+    world = _load(light_worlds, "dragon-village")
+    baker, smith_, johnson = _bakery(world)
+    shop, hall, square = world["baker's shop_9"], world["town hall_5"], world["village square_7"]
+    assert step(world, smith_, f"follow {baker.key}").success
+    assert step(world, johnson, f"follow {smith_.key}").success
+    # one more follows the baker, then walks off to another room: LIGHT brings followers from wherever they are
+    far = next(a for a in world.agents() if a.container not in (shop, hall, square))
+    world.move(far, shop)
+    assert step(world, far, f"follow {baker.key}").success and step(world, far, "go village square").success
+    result = step(world, baker, "go town hall")
+    assert result.success
+    assert smith_.container is hall and johnson.container is hall and far.container is hall
+    came = result.message.splitlines()[0]
+    assert came.endswith("follow you.") and all(a.the().lower() in came.lower() for a in (smith_, johnson, far))
+    check_invariants(world)
+
+
+def test_mutual_following_terminates(light_worlds):
+    world = _load(light_worlds, "dragon-village")
+    baker, smith_, johnson = _bakery(world)
+    hall, square = world["town hall_5"], world["village square_7"]
+    assert step(world, baker, f"follow {smith_.key}").success
+    assert step(world, smith_, f"follow {baker.key}").success  # LIGHT raises RecursionError when either goes
+    assert step(world, johnson, f"follow {baker.key}").success
+    result = step(world, baker, "go town hall")
+    assert result.success and {baker.container, smith_.container, johnson.container} == {hall}
+    came = result.message.splitlines()[0].lower()
+    assert came.count(smith_.the().lower()) == 1 and came.count(johnson.the().lower()) == 1 and "baker" not in came
+    # a circle of three: baker -> johnson -> smith -> baker
+    assert step(world, baker, f"follow {johnson.key}").success and step(world, johnson, f"follow {smith_.key}").success
+    assert step(world, smith_, "go village square").success
+    assert {baker.container, smith_.container, johnson.container} == {square}
+    saved = World.from_json(world.to_json())
+    assert [saved[a.id].following.id for a in (baker, smith_, johnson)] == [johnson.id, baker.id, smith_.id]
+    check_invariants(world)
 
 
 # -- where LIGHT is wrong, lq keeps its own rule ---------------------------------------------------------
