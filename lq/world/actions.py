@@ -311,6 +311,12 @@ def _resolve(world: World, actor: Node, verb: str, obj_key: str, target_key: str
     """First possible action matching the names; else the reason the first match is impossible."""
     if target_key is None:
         objs = [n for n in _scope(world, actor, verb, "obj") if n.key == obj_key]
+        if verb == "go" and actor.container is not None:  # then the ways out by their path labels
+            objs += [
+                world.nodes[t]
+                for t, label in actor.container.exits.items()
+                if label == obj_key and t in world.nodes and world.nodes[t] not in objs
+            ]
         if not objs:
             return None, f"You don't see '{obj_key}' here."
         for o in objs:

@@ -51,6 +51,7 @@ class Node:
         "contain_size",
         "max_wielded",
         "max_worn",
+        "exits",
         "raw",
     )
 
@@ -73,6 +74,8 @@ class Node:
         self.equipped: str | None = None
         self.persona = gn.persona
         self.neighbors: dict[str, str] = {tid: e.label for tid, e in gn.neighbors.items()}
+        # the way to each neighbour by its path label, as typed ("go a dirt path to the mill")
+        self.exits: dict[str, str] = {tid: normalize(label) for tid, label in self.neighbors.items() if label.strip()}
         self.following: Node | None = None
         self.health = gn.raw.get("health", 10) if isinstance(gn.raw.get("health"), (int, float)) else 10
         self.size = gn.size

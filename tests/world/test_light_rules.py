@@ -1,9 +1,9 @@
-"""The engine's rules that follow LIGHT's own: sizes and room left, the wield and wear limits, and
-follow chains (without LIGHT's recursion). Checked on the shared LIGHT worlds."""
+"""The engine's rules that follow LIGHT's own: sizes and room left, the wield and wear limits, ``go`` by
+path label, and follow chains (without LIGHT's recursion). Checked on the shared LIGHT worlds."""
 
 import json
 
-from lq.world import World, step, valid_actions
+from lq.world import World, parse, step, valid_actions
 from tests.world.helpers import check_invariants, fingerprint
 
 
@@ -179,6 +179,24 @@ def test_the_limits_are_the_characters_own(light_worlds):
         world.move(world[w], baker)
     assert step(world, baker, "wield broadsword").success and step(world, baker, "wield dagger").success
     _refused(world, baker, "wield hammer", "can't wield any more")
+
+
+# -- go by path label -----------------------------------------------------------------------------------
+
+
+def test_go_by_path_label_moves(light_worlds):
+    world = _load(light_worlds, "dragon-village")
+    baker = world["john the baker_39"]
+    shop, hall = world["baker's shop_9"], world["town hall_5"]
+    assert shop.neighbors[hall.id] == "a cobblestone pathway leading to Town Hall"
+    assert "go town hall" in valid_actions(world, baker)  # the listing names the room
+    action, why = parse(world, baker, "go a cobblestone pathway leading to Town Hall")
+    assert why == "" and action == valid_actions(world, baker)["go town hall"]
+    assert step(world, baker, "go a cobblestone pathway leading to Town Hall").success
+    assert baker.container is hall
+    back = hall.neighbors[shop.id]
+    assert step(world, baker, f"go to {back}").success and baker.container is shop
+    assert not step(world, baker, "go a cobblestone pathway").success  # a label is matched whole
 
 
 # -- follow chains ---------------------------------------------------------------------------------------
