@@ -7,6 +7,22 @@ One rule keeps listing and parsing in agreement: a name resolves to the *first* 
 in containment order, with that name for which the action is possible, and the listing keeps the
 first action for each text. So every listed action, typed back, parses to that same action, and
 an action that succeeds is always one the listing holds.
+
+The rules follow the original LIGHT engine's (``light/graph/events/graph_events.py``), in listing
+and in execution alike:
+
+- Sizes: a thing goes into a container, a character or a room only if its ``size`` is at most the
+  room left there (``contain_size``), for get, put, drop, give, steal and go alike.
+- A character wields at most ``max_wieldable_items`` things (LIGHT: 1) and wears at most
+  ``max_wearable_items`` (3), counted from what it has equipped.
+- ``go`` takes a way out by its room's name or by its path label ("go a cobblestone pathway leading
+  to Town Hall"); the listing names the room.
+- A character that goes brings its followers, theirs in turn, from wherever they are, each if it
+  fits; each comes once, so following in a circle ends (LIGHT recurses and crashes there).
+
+Where LIGHT's listing is wrong by its own execution, lq keeps its rule: it does not list ``get`` of
+what is not gettable, ``put`` of an equipped thing, or ``follow`` of whom one already follows, and it
+does list ``put`` into a container one carries.
 """
 
 from __future__ import annotations
