@@ -6,6 +6,12 @@ name ("bottle" in "bottle of wine", "cloak" in "cloak of midnight blue") is look
 hand-written lexicons; "X of Y" phrases also pass food and drink through a vessel ("basket of
 apples" is food, "mug of mead" a drink). :func:`evaluate` measures the rules against the
 crowd-labelled affordances of LIGHT world graphs.
+
+Sizes follow the LIGHT engine's rules and the sizes its crowd-built worlds use: an ordinary thing
+is 1 and holds nothing; a container one can carry is 4 and holds 3 (every portable container in
+the four large LIGHT worlds), so one never fits in another; a container fixed in place (a cupboard,
+a table) is 20 and holds 20, LIGHT's default; anything else fixed in place is 20, too big for any
+container or character (who carry 20).
 """
 
 from __future__ import annotations
@@ -68,6 +74,9 @@ painting mural carpet rug tent ship boat vine vines bush bushes hedge grass mud 
 """.split()
 )
 AFFORDANCE_NAMES = ("gettable", "wearable", "wieldable", "food", "drink", "container")
+THING_SIZE = 1
+PORTABLE_CONTAINER_SIZE, PORTABLE_CONTAINER_HOLDS = 4, 3
+FIXTURE_SIZE, FIXED_CONTAINER_HOLDS = 20, 20
 _SPLIT = {"of", "with", "for", "from", "in", "on", "made", "filled", "full", "and", "that", "which", "to"}
 
 
@@ -106,6 +115,8 @@ class Affordances:
     food: bool
     drink: bool
     container: bool
+    size: int = THING_SIZE
+    contain_size: int = 0  # what it holds when empty (LIGHT's contain_size before anything is put in)
 
     def as_dict(self) -> dict[str, bool]:
         return {a: getattr(self, a) for a in AFFORDANCE_NAMES}
@@ -118,13 +129,20 @@ def infer(name: str, base_forms: Iterable[str] = ()) -> Affordances:
     is_container = any(_hit(h, CONTAINER) for h in heads)
     content_food = is_container and any(_hit(w, FOOD) for w in rest)
     content_drink = is_container and any(_hit(w, DRINK) for w in rest)
+    gettable = not any(_hit(h, IMMOVABLE) for h in heads)
+    if gettable:
+        size, holds = (PORTABLE_CONTAINER_SIZE, PORTABLE_CONTAINER_HOLDS) if is_container else (THING_SIZE, 0)
+    else:
+        size, holds = FIXTURE_SIZE, FIXED_CONTAINER_HOLDS if is_container else 0
     return Affordances(
-        gettable=not any(_hit(h, IMMOVABLE) for h in heads),
+        gettable=gettable,
         wearable=any(_hit(h, WEARABLE) for h in heads),
         wieldable=any(_hit(h, WIELDABLE) for h in heads),
         food=any(_hit(h, FOOD) for h in heads) or content_food,
         drink=any(_hit(h, DRINK) for h in heads) or content_drink,
         container=is_container,
+        size=size,
+        contain_size=holds,
     )
 
 

@@ -10,6 +10,7 @@ what it holds, rooms list ``neighbors``. The same JSON is the ``graph`` field of
 from __future__ import annotations
 
 import json
+import math
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Literal
@@ -21,6 +22,15 @@ from lq.data.io import read_json, write_json
 VOID = "VOID"
 NodeKind = Literal["room", "agent", "object"]
 AFFORDANCES = ("gettable", "wearable", "wieldable", "food", "drink", "container")
+# LIGHT's defaults (light/graph/elements/graph_nodes.py) where a node has no size or contain_size (or null):
+# a thing's own size, and the room left inside it. LIGHT saves contain_size as the room *left* (its
+# engine subtracts a thing's size when it moves in), so that is what the field means here too.
+AGENT_SIZE, AGENT_CONTAIN_SIZE = 20, 20
+ROOM_SIZE, ROOM_CONTAIN_SIZE = 1, 100_000
+OBJECT_SIZE, CONTAINER_SIZE, CONTAINER_CONTAIN_SIZE = 1, 20, 20
+MAX_WIELDABLE_ITEMS, MAX_WEARABLE_ITEMS = 1, 3
+SIZES = ("size", "contain_size")
+LIMITS = ("max_wieldable_items", "max_wearable_items")
 
 
 @dataclass
@@ -55,9 +65,14 @@ class GraphNode:
     container: bool = False
     surface_type: str = "on"
     equipped: Any = None
+    # every node: its size and the room left inside it (LIGHT's defaults: see default_sizes)
+    size: float = OBJECT_SIZE
+    contain_size: float = 0
     # agents
     persona: str = ""
     char_type: str = ""
+    max_wieldable_items: int = MAX_WIELDABLE_ITEMS
+    max_wearable_items: int = MAX_WEARABLE_ITEMS
     raw: dict[str, Any] = field(default_factory=dict, repr=False, compare=False)
 
     def affordances(self) -> dict[str, bool]:
@@ -93,12 +108,15 @@ class GraphNode:
                 }
                 for tid, e in self.neighbors.items()
             }
+        for name in SIZES:
+            if changed(name):
+                out[name] = getattr(self, name)
         if self.kind == "object":
             for name in (*AFFORDANCES, "surface_type", "equipped"):
                 if changed(name):
                     out[name] = getattr(self, name)
         if self.kind == "agent":
-            for name in ("persona", "char_type"):
+            for name in ("persona", "char_type", *LIMITS):
                 if changed(name):
                     out[name] = getattr(self, name)
         return out
@@ -132,6 +150,27 @@ def _flag(f: Fields, name: str, classes: list[str]) -> bool:
     if name == "gettable":
         return "not_gettable" not in classes
     return name in classes
+
+
+def default_sizes(kind: NodeKind, container: bool = False) -> tuple[int, int]:
+    """LIGHT's (size, contain_size) for a node that gives none: rooms hold 100000, characters are 20
+    and carry 20, containers are 20 and hold 20, other objects are 1 and hold nothing."""
+    if kind == "room":
+        return ROOM_SIZE, ROOM_CONTAIN_SIZE
+    if kind == "agent":
+        return AGENT_SIZE, AGENT_CONTAIN_SIZE
+    return (CONTAINER_SIZE, CONTAINER_CONTAIN_SIZE) if container else (OBJECT_SIZE, 0)
+
+
+def _amount(f: Fields, key: str, default: float) -> float:
+    """A size, a capacity or a limit: a number >= 0; absent or null means LIGHT's default."""
+    value = f.obj.get(key)
+    if value is None:
+        return default
+    if isinstance(value, bool) or not isinstance(value, (int, float)) or not math.isfinite(value) or value < 0:
+        shown = json.dumps(value) if isinstance(value, (str, bool, int, float)) else type(value).__name__
+        raise f.error(key, f"expected a number >= 0, found {shown}", f'set "{key}" to a number >= 0 (or leave it out)')
+    return value
 
 
 def parse_node(obj: Any, path: str | Path | None, key: str) -> GraphNode:
@@ -178,6 +217,11 @@ def parse_node(obj: Any, path: str | Path | None, key: str) -> GraphNode:
     else:
         node.persona = f.str("persona", "")
         node.char_type = f.str("char_type", "")
+        node.max_wieldable_items = _amount(f, "max_wieldable_items", MAX_WIELDABLE_ITEMS)
+        node.max_wearable_items = _amount(f, "max_wearable_items", MAX_WEARABLE_ITEMS)
+    size, contain_size = default_sizes(kind, node.container)
+    node.size = _amount(f, "size", size)
+    node.contain_size = _amount(f, "contain_size", contain_size)
     return node
 
 

@@ -3,18 +3,25 @@
 As in the original LIGHT-Quests collection, a quest happens in one room: the self character, a
 partner, objects on the floor (some in or on a container), and objects each character carries.
 Two neighbouring rooms are attached so that "go" has somewhere to lead.
+
+Every node has LIGHT's ``size`` and ``contain_size`` (the room left inside it, as LIGHT saves it):
+objects as :func:`lq.data.affordances.infer` sizes them, characters 20 carrying 20, rooms holding
+2000 as in LIGHT's own worlds. A thing is placed only where it fits, and takes its size from the
+room left there, so generated worlds obey the engine's size rules from the start.
 """
 
 from __future__ import annotations
 
 import random
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any
 
-from lq.data.affordances import infer
+from lq.data.affordances import Affordances, infer
 from lq.data.light_db import Character, LightDB, LightObject, Room
 from lq.data.names import looks_singular, strip_article
-from lq.data.world_graph import WorldGraph
+from lq.data.world_graph import AGENT_CONTAIN_SIZE, AGENT_SIZE, WorldGraph
+
+ROOM_CONTAIN_SIZE = 2000  # what every room of LIGHT's own worlds holds
 
 
 @dataclass
@@ -27,6 +34,20 @@ class Pools:
     portable: list[LightObject]
     fixtures: list[LightObject]
     containers: list[LightObject]
+    afford: dict[str, Affordances] = field(default_factory=dict)  # by object id; inferred when missing
+    _fitting: dict[float, list[LightObject]] = field(default_factory=dict, repr=False)
+
+    def affordances(self, o: LightObject) -> Affordances:
+        a = self.afford.get(o.id)
+        if a is None:
+            a = self.afford[o.id] = infer(o.name, o.base_form)
+        return a
+
+    def portable_within(self, room_left: float) -> list[LightObject]:
+        """The portable objects whose size is at most ``room_left``."""
+        if room_left not in self._fitting:
+            self._fitting[room_left] = [o for o in self.portable if self.affordances(o).size <= room_left]
+        return self._fitting[room_left]
 
     @classmethod
     def from_db(cls, db: LightDB) -> Pools:
@@ -46,11 +67,10 @@ class Pools:
                 f"environment DB too small for quests: {len(rooms)} rooms, {len(characters)} usable "
                 f"characters, {len(portable)} portable objects (need 3, 2 and 10)"
             )
-        return cls(rooms, characters, objects, portable, fixtures, containers)
+        return cls(rooms, characters, objects, portable, fixtures, containers, afford)
 
 
-def _object_node(o: LightObject, node_id: str, container: str) -> dict[str, Any]:
-    a = infer(o.name, o.base_form)
+def _object_node(o: LightObject, a: Affordances, node_id: str, container: str) -> dict[str, Any]:
     name = strip_article(o.name)
     classes = ["object"] + [k for k in ("container", "food", "drink", "wearable", "wieldable") if getattr(a, k)]
     if not a.gettable:
@@ -73,6 +93,8 @@ def _object_node(o: LightObject, node_id: str, container: str) -> dict[str, Any]
         "container": a.container,
         "surface_type": "in" if a.container else "on",
         "equipped": None,
+        "size": a.size,
+        "contain_size": a.contain_size,
         "container_node": {"target_id": container},
         "contained_nodes": {},
         "db_id": o.id,
@@ -92,6 +114,7 @@ def build_quest_world(pools: Pools, rng: random.Random) -> tuple[dict[str, Any],
         parent = node["container_node"]["target_id"]
         if parent != "VOID":
             nodes[parent]["contained_nodes"][nid] = {"target_id": nid}
+            nodes[parent]["contain_size"] -= node["size"]  # as LIGHT's engine does when a thing moves in
         return nid
 
     def room_node(r: Room) -> str:
@@ -107,6 +130,8 @@ def build_quest_world(pools: Pools, rng: random.Random) -> tuple[dict[str, Any],
                 "agent": False,
                 "object": False,
                 "classes": ["room"],
+                "size": 1,
+                "contain_size": ROOM_CONTAIN_SIZE,
                 "container_node": {"target_id": "VOID"},
                 "contained_nodes": {},
                 "neighbors": {},
@@ -146,6 +171,8 @@ def build_quest_world(pools: Pools, rng: random.Random) -> tuple[dict[str, Any],
                 "classes": ["agent"],
                 "char_type": c.char_type,
                 "persona": " ".join(c.persona),
+                "size": AGENT_SIZE,
+                "contain_size": AGENT_CONTAIN_SIZE,
                 "container_node": {"target_id": home},
                 "contained_nodes": {},
                 "following": None,
@@ -161,18 +188,21 @@ def build_quest_world(pools: Pools, rng: random.Random) -> tuple[dict[str, Any],
         ids = []
         for o in objs:
             key = strip_article(o.name).lower()
-            if key in used:  # one thing per name, so that every name means one thing in this room
+            a = pools.affordances(o)
+            # one thing per name, so that every name means one thing in this room; only where it fits
+            if key in used or a.size > nodes[where]["contain_size"]:
                 continue
             used.add(key)
-            ids.append(add(_object_node(o, f"{key}_{next(counter)}", where)))
+            ids.append(add(_object_node(o, a, f"{key}_{next(counter)}", where)))
         return ids
 
     place(rng.sample(pools.fixtures, min(len(pools.fixtures), rng.randint(0, 1))), home)
-    floor_containers = [c for c in pools.containers if infer(c.name, c.base_form).gettable]
+    floor_containers = [c for c in pools.containers if pools.affordances(c).gettable]
     boxes = place(rng.sample(floor_containers, 1), home) if floor_containers and rng.random() < 0.6 else []
     place(rng.sample(pools.portable, rng.randint(2, 4)), home)
     for box in boxes:
-        place(rng.sample(pools.portable, 1), box)
+        small = pools.portable_within(nodes[box]["contain_size"])
+        place(rng.sample(small, 1) if small else [], box)
     place(rng.sample(pools.portable, rng.randint(1, 3)), me_id)
     place(rng.sample(pools.portable, rng.randint(1, 3)), partner_id)
     graph = {

@@ -7,6 +7,22 @@ One rule keeps listing and parsing in agreement: a name resolves to the *first* 
 in containment order, with that name for which the action is possible, and the listing keeps the
 first action for each text. So every listed action, typed back, parses to that same action, and
 an action that succeeds is always one the listing holds.
+
+The rules follow the original LIGHT engine's (``light/graph/events/graph_events.py``), in listing
+and in execution alike:
+
+- Sizes: a thing goes into a container, a character or a room only if its ``size`` is at most the
+  room left there (``contain_size``), for get, put, drop, give, steal and go alike.
+- A character wields at most ``max_wieldable_items`` things (LIGHT: 1) and wears at most
+  ``max_wearable_items`` (3), counted from what it has equipped.
+- ``go`` takes a way out by its room's name or by its path label ("go a cobblestone pathway leading
+  to Town Hall"); the listing names the room.
+- A character that goes brings its followers, theirs in turn, from wherever they are, each if it
+  fits; each comes once, so following in a circle ends (LIGHT recurses and crashes there).
+
+Where LIGHT's listing is wrong by its own execution, lq keeps its rule: it does not list ``get`` of
+what is not gettable, ``put`` of an equipped thing, or ``follow`` of whom one already follows, and it
+does list ``put`` into a container one carries.
 """
 
 from __future__ import annotations
@@ -16,7 +32,7 @@ from dataclasses import dataclass
 from typing import NamedTuple
 
 from lq.world.state import WIELDED, WORN, Node, World
-from lq.world.text import capitalize, normalize
+from lq.world.text import capitalize, join_list, normalize
 
 VERBS = ("go", "follow", "hit", "hug", "get", "put", "drop", "steal", "give", "wear", "wield", "remove", "eat", "drink")
 # Other words players use, mapped to a verb (longest first when matching).
@@ -84,11 +100,9 @@ def _reachable_container(actor: Node, c: Node) -> bool:
 
 def _why_not(verb: str, actor: Node, o: Node, t: Node | None) -> str | None:
     if verb == "go":
-        return (
-            None
-            if o.kind == "room" and actor.container is not None and o.id in actor.container.neighbors
-            else f"You can't go to {o.name} from here."
-        )
+        if o.kind != "room" or actor.container is None or o.id not in actor.container.neighbors:
+            return f"You can't go to {o.name} from here."
+        return None if o.fits(actor) else f"There's not enough room for you in {o.name}."
     if verb in ("follow", "hit", "hug"):
         if o.kind != "agent" or not _here(actor, o):
             return f"You can't {verb} {o.the()}."
@@ -101,38 +115,41 @@ def _why_not(verb: str, actor: Node, o: Node, t: Node | None) -> str | None:
         if not o.gettable:
             return f"You can't pick up {o.the()}."
         if t is None:
-            return None if o.container is actor.container else f"{capitalize(o.the())} is not here for the taking."
-        return (
-            None
-            if _reachable_container(actor, t) and o.container is t
-            else f"{capitalize(o.the())} is not {t.surface if t.kind == 'object' else 'with'} {t.the()}."
-        )
+            if o.container is not actor.container:
+                return f"{capitalize(o.the())} is not here for the taking."
+        elif not (_reachable_container(actor, t) and o.container is t):
+            return f"{capitalize(o.the())} is not {t.surface if t.kind == 'object' else 'with'} {t.the()}."
+        return None if actor.fits(o) else f"You can't get {o.the()}: you can't carry that much more."
     if verb == "put":
         if not _free(actor, o):
             return f"You aren't holding {o.the()} free in your hands."
-        return (
-            None
-            if t is not None and t is not o and _reachable_container(actor, t)
-            else f"You can't put {o.the()} there."
-        )
+        if t is None or t is o or not _reachable_container(actor, t):
+            return f"You can't put {o.the()} there."
+        return None if t.fits(o) else f"You can't put {o.the()} {t.surface} {t.the()}: there's no room left for it."
     if verb == "drop":
-        return None if _free(actor, o) else f"You aren't holding {o.the()} free in your hands."
+        if not _free(actor, o):
+            return f"You aren't holding {o.the()} free in your hands."
+        return None if actor.container.fits(o) else f"There's no room here to drop {o.the()}."
     if verb == "give":
         if not _free(actor, o):
             return f"You aren't holding {o.the()} free in your hands."
-        return None if t is not None and t.kind == "agent" and _here(actor, t) else "There is no one here to take it."
+        if t is None or t.kind != "agent" or not _here(actor, t):
+            return "There is no one here to take it."
+        return None if t.fits(o) else f"{capitalize(t.the())} has no room to carry {o.the()}."
     if verb == "steal":
         if t is None or t.kind != "agent" or not _here(actor, t):
             return "There is no one here to steal from."
-        return (
-            None
-            if o.container is t and o.equipped is None and o.gettable
-            else f"{capitalize(t.the())} has no {o.name} you could take."
-        )
+        if not (o.container is t and o.equipped is None and o.gettable):
+            return f"{capitalize(t.the())} has no {o.name} you could take."
+        return None if actor.fits(o) else f"You can't steal {o.the()}: you can't carry that much more."
     if verb == "wear":
-        return None if _free(actor, o) and o.wearable else f"You can't wear {o.the()}."
+        if not (_free(actor, o) and o.wearable):
+            return f"You can't wear {o.the()}."
+        return None if actor.equipped_count(WORN) < actor.max_worn else "You can't wear any more items."
     if verb == "wield":
-        return None if _free(actor, o) and o.wieldable else f"You can't wield {o.the()}."
+        if not (_free(actor, o) and o.wieldable):
+            return f"You can't wield {o.the()}."
+        return None if actor.equipped_count(WIELDED) < actor.max_wielded else "You can't wield any more items."
     if verb == "remove":
         return None if _carried(actor, o) and o.equipped else f"You aren't wearing or wielding {o.the()}."
     if verb == "eat":
@@ -151,13 +168,10 @@ def _apply(world: World, actor: Node, a: Action) -> tuple[str, str]:
     me = actor.the() if actor.kind == "agent" else actor.name
     Me = capitalize(me)
     if verb == "go":
-        origin = actor.container
-        followers = [n for n in origin.contents.values() if n.kind == "agent" and n.following is actor]
         world.move(actor, o)
-        for f in followers:
-            world.move(f, o)
+        followers = world.move_followers(actor, o)
         tail = (
-            f" {capitalize(' and '.join(f.the() for f in followers))} follow{'s' if len(followers) == 1 else ''} you."
+            f" {capitalize(join_list([f.the() for f in followers]))} follow{'s' if len(followers) == 1 else ''} you."
             if followers
             else ""
         )
@@ -212,9 +226,10 @@ def valid_actions(world: World, actor: Node) -> dict[str, Action]:
         return out
     add = out.setdefault
     nodes = world.nodes
+    size, room_left, carry_left = actor.size, room.contain_size, actor.contain_size
     for rid in room.neighbors:
         r = nodes.get(rid)
-        if r is not None:
+        if r is not None and size <= r.contain_size:
             add(f"go {r.key}", Action("go", r))
     agents, containers = [], []
     for n in room.contents.values():
@@ -228,24 +243,32 @@ def valid_actions(world: World, actor: Node) -> dict[str, Action]:
             add(f"hit {k}", Action("hit", n))
             add(f"hug {k}", Action("hug", n))
         elif n.kind == "object":
-            if n.gettable:
+            if n.gettable and n.size <= carry_left:
                 add(f"get {n.key}", Action("get", n))
             if n.is_container:
                 containers.append(n)
                 for c in n.contents.values():
-                    if c.gettable:
+                    if c.gettable and c.size <= carry_left:
                         add(f"get {c.key} from {n.key}", Action("get", c, n))
     held = []
+    wielded = worn = 0
+    for o in actor.contents.values():
+        if o.equipped == WIELDED:
+            wielded += 1
+        elif o.equipped == WORN:
+            worn += 1
+    can_wield, can_wear = wielded < actor.max_wielded, worn < actor.max_worn
     for o in actor.contents.values():
         k = o.key
         if o.equipped is not None:
             add(f"remove {k}", Action("remove", o))
         else:
             held.append(o)
-            add(f"drop {k}", Action("drop", o))
-            if o.wearable:
+            if o.size <= room_left:
+                add(f"drop {k}", Action("drop", o))
+            if o.wearable and can_wear:
                 add(f"wear {k}", Action("wear", o))
-            if o.wieldable:
+            if o.wieldable and can_wield:
                 add(f"wield {k}", Action("wield", o))
         if o.food:
             add(f"eat {k}", Action("eat", o))
@@ -254,18 +277,19 @@ def valid_actions(world: World, actor: Node) -> dict[str, Action]:
         if o.is_container:
             containers.append(o)
             for c in o.contents.values():
-                if c.gettable:
+                if c.gettable and c.size <= carry_left:
                     add(f"get {c.key} from {k}", Action("get", c, o))
     for o in held:
-        k = o.key
+        k, s = o.key, o.size
         for b in agents:
-            add(f"give {k} to {b.key}", Action("give", o, b))
+            if s <= b.contain_size:
+                add(f"give {k} to {b.key}", Action("give", o, b))
         for c in containers:
-            if c is not o:
+            if c is not o and s <= c.contain_size:
                 add(f"put {k} {c.surface} {c.key}", Action("put", o, c))
     for b in agents:
         for o in b.contents.values():
-            if o.equipped is None and o.gettable:
+            if o.equipped is None and o.gettable and o.size <= carry_left:
                 add(f"steal {o.key} from {b.key}", Action("steal", o, b))
     return out
 
@@ -303,6 +327,12 @@ def _resolve(world: World, actor: Node, verb: str, obj_key: str, target_key: str
     """First possible action matching the names; else the reason the first match is impossible."""
     if target_key is None:
         objs = [n for n in _scope(world, actor, verb, "obj") if n.key == obj_key]
+        if verb == "go" and actor.container is not None:  # then the ways out by their path labels
+            objs += [
+                world.nodes[t]
+                for t, label in actor.container.exits.items()
+                if label == obj_key and t in world.nodes and world.nodes[t] not in objs
+            ]
         if not objs:
             return None, f"You don't see '{obj_key}' here."
         for o in objs:

@@ -18,7 +18,7 @@ HELP = """Commands:
   actions (a)           list every action you can take now
   help (h, ?)           this text
   quit (q)              leave the game
-Verbs: go ROOM, follow / hit / hug CHARACTER, get THING [from CONTAINER], put THING in/on CONTAINER,
+Verbs: go ROOM (or PATH), follow / hit / hug CHARACTER, get THING [from CONTAINER], put THING in/on CONTAINER,
   drop THING, steal THING from CHARACTER, give THING to CHARACTER, wear / wield / remove THING,
   eat / drink THING. Case, spacing and articles do not matter; "pick up" means get."""
 

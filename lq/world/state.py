@@ -4,6 +4,10 @@ Every thing has exactly one container: a room is in nothing, an agent is in a ro
 in a room, carried (worn, wielded or just held) by an agent, or in / on a container object. Each
 node keeps its contents in insertion order (a dict, so removal is O(1)), which is also the order
 in which names are resolved and valid actions listed.
+
+Sizes as in LIGHT: every node has a ``size`` and a ``contain_size``, the room left inside it (a
+thing fits where its size is at most that room; moving it in takes its size, moving it out gives it
+back). A character follows at most one other; when a character moves, its followers come along.
 """
 
 from __future__ import annotations
@@ -43,6 +47,11 @@ class Node:
         "neighbors",
         "following",
         "health",
+        "size",
+        "contain_size",
+        "max_wielded",
+        "max_worn",
+        "exits",
         "raw",
     )
 
@@ -65,8 +74,14 @@ class Node:
         self.equipped: str | None = None
         self.persona = gn.persona
         self.neighbors: dict[str, str] = {tid: e.label for tid, e in gn.neighbors.items()}
+        # the way to each neighbour by its path label, as typed ("go a dirt path to the mill")
+        self.exits: dict[str, str] = {tid: normalize(label) for tid, label in self.neighbors.items() if label.strip()}
         self.following: Node | None = None
         self.health = gn.raw.get("health", 10) if isinstance(gn.raw.get("health"), (int, float)) else 10
+        self.size = gn.size
+        self.contain_size = gn.contain_size  # the room left inside
+        self.max_wielded = gn.max_wieldable_items
+        self.max_worn = gn.max_wearable_items
         self.raw = gn.raw
 
     def __repr__(self) -> str:
@@ -79,6 +94,14 @@ class Node:
         while node.container is not None:
             node = node.container
         return node if node.kind == "room" else None
+
+    def fits(self, thing: Node) -> bool:
+        """Whether ``thing`` would fit inside this node now (LIGHT's ``would_fit``)."""
+        return thing.size <= self.contain_size
+
+    def equipped_count(self, how: str) -> int:
+        """How many things this character has equipped ``how`` (worn or wielded)."""
+        return sum(1 for o in self.contents.values() if o.equipped == how)
 
     def holds(self, other: Node) -> bool:
         """Whether ``other`` is inside this node, at any depth."""
@@ -123,6 +146,7 @@ class World:
                 node.following = self.nodes[target]
         for vid in self.void:
             del self.nodes[vid]
+        self._agents = [n for n in self.nodes.values() if n.kind == "agent"]
         # ids eaten or drunk so far (saved with the state, for event goals and episode logs)
         consumed = graph.extra.get("consumed", [])
         self.consumed: list[str] = [c for c in consumed if isinstance(c, str)] if isinstance(consumed, list) else []
@@ -145,12 +169,17 @@ class World:
             gn.raw = dict(gn.raw)
             gn.container_id = node.container.id if node.container is not None else VOID
             gn.contained_ids = list(node.contents)
+            gn.contain_size = node.contain_size
             if node.kind == "object":
                 gn.equipped = node.equipped
                 gn.raw["equipped"] = node.equipped
             if node.kind == "agent":
                 gn.raw["following"] = {"target_id": node.following.id} if node.following else None
                 gn.raw["health"] = node.health
+                # LIGHT's equipment counters, kept in step where the graph has them
+                for field, how in (("num_wieldable_items", WIELDED), ("num_wearable_items", WORN)):
+                    if field in gn.raw:
+                        gn.raw[field] = node.equipped_count(how)
             nodes[node.id] = gn
         return WorldGraph(
             nodes=nodes,
@@ -191,17 +220,48 @@ class World:
     # -- mutation ------------------------------------------------------------------------------------
 
     def move(self, node: Node, dest: Node) -> None:
-        """Put ``node`` into ``dest`` (one container each, always)."""
+        """Put ``node`` into ``dest`` (one container each, always); its size moves from the room left in
+        ``dest`` to the room left in its old container. Whether it fits is the caller's check."""
         src = node.container
         if src is not None:
             del src.contents[node.id]
+            src.contain_size += node.size
         node.container = dest
         dest.contents[node.id] = node
+        dest.contain_size -= node.size
+
+    def followers(self, leader: Node) -> list[Node]:
+        """The characters following ``leader``, wherever they are."""
+        return [n for n in self._agents if n.following is leader]
+
+    def move_followers(self, leader: Node, dest: Node) -> list[Node]:
+        """After ``leader`` went to room ``dest``: bring its followers, theirs, and so on, as LIGHT does.
+
+        Followers come from wherever they are, each if there is room for it in ``dest`` (one that does
+        not fit stays, and so do its own followers). Each character comes at most once, so following in
+        a circle ends. Returns those who came, in order (breadth first).
+        """
+        came: list[Node] = []
+        seen = {leader.id}
+        queue = [leader]
+        for current in queue:  # grows as followers come: breadth first, no recursion
+            for f in self.followers(current):
+                if f.id in seen:
+                    continue
+                seen.add(f.id)
+                if f.container is not dest:
+                    if not dest.fits(f):
+                        continue
+                    self.move(f, dest)
+                    came.append(f)
+                queue.append(f)
+        return came
 
     def consume(self, node: Node) -> None:
         """Eaten or drunk: gone from the world."""
         if node.container is not None:
             del node.container.contents[node.id]
+            node.container.contain_size += node.size
         for child in list(node.contents.values()):
             self.consume(child)
         node.container = None

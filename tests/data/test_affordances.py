@@ -40,3 +40,22 @@ def test_against_the_labelled_worlds(light_worlds, capsys):
     assert main(["data", "affordances", str(light_worlds[0].parent)]) == 0
     out = capsys.readouterr().out
     assert "precision" in out and "container" in out
+
+
+@pytest.mark.parametrize(
+    ("name", "size", "holds"),
+    [
+        ("rusty sword", 1, 0),  # a thing
+        ("leather bag", 4, 3),  # a container one carries: too big for another (holds 3)
+        ("oak wardrobe", 20, 20),  # a container fixed in place: LIGHT's default container
+        ("towering pine trees", 20, 0),  # fixed in place: too big for anyone to carry (20)
+    ],
+)
+def test_infer_sizes(name, size, holds):
+    a = infer(name)
+    assert (a.size, a.contain_size) == (size, holds)
+
+
+def test_a_portable_container_never_fits_in_another():
+    bag, box = infer("leather bag"), infer("wooden box")
+    assert bag.gettable and box.gettable and bag.size > box.contain_size >= infer("apple").size

@@ -107,3 +107,16 @@ def test_cli_generate_and_refuse_to_clobber(tmp_path, capsys):
     assert "already exists" in capsys.readouterr().err
     assert main(["data", "generate", str(tmp_path / "y"), "--light-db", str(tmp_path / "nope")]) == 1
     assert not (tmp_path / "y").exists()
+
+
+def test_generated_worlds_obey_the_size_rules(tiny):
+    for quest in load_quests(tiny / "quests").all():
+        world = World(quest.graph)
+        for node in world.nodes.values():
+            raw = quest.graph.nodes[node.id].raw
+            assert "size" in raw and "contain_size" in raw, (quest.quest_id, node.id)
+            assert node.contain_size >= 0, (quest.quest_id, node.id)
+            if node.kind == "object" and node.is_container and node.gettable:
+                assert node.size == 4 and node.contain_size + sum(c.size for c in node.contents.values()) == 3
+            if node.kind == "agent":
+                assert node.size == 20 and node.contain_size == 20 - sum(c.size for c in node.contents.values())

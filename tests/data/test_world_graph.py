@@ -94,3 +94,31 @@ def test_broken_graph_names_node_and_field(mutate, field, text):
     with pytest.raises(DataFormatError) as info:
         parse_world_graph(_broken(mutate), "world.json")
     assert info.value.field == field and text in str(info.value) and "world.json" in str(info.value)
+
+
+def test_sizes_are_read_with_lights_defaults():
+    g = parse_world_graph(tiny_graph())
+    room, dragon, egg = g.nodes["lair_0"], g.nodes["dragon_1"], g.nodes["egg_3"]
+    assert (room.size, room.contain_size) == (1, 100_000)
+    assert (dragon.size, dragon.contain_size) == (20, 20)
+    assert (dragon.max_wieldable_items, dragon.max_wearable_items) == (1, 3)
+    assert (egg.size, egg.contain_size) == (1, 0)
+    raw = tiny_graph()
+    raw["nodes"]["egg_3"].update(container=True, size=None, contain_size=None)  # null: LIGHT's default
+    egg = parse_world_graph(raw).nodes["egg_3"]
+    assert (egg.size, egg.contain_size) == (20, 20)
+    assert "size" not in parse_world_graph(tiny_graph()).to_json()["nodes"]["egg_3"]  # defaults are not written
+    g = parse_world_graph(tiny_graph())
+    g.nodes["knight_2"].contain_size = 19  # what the engine saves after the knight takes a thing
+    assert g.to_json()["nodes"]["knight_2"]["contain_size"] == 19
+    assert parse_world_graph(g.to_json()).nodes["knight_2"].contain_size == 19
+
+
+@pytest.mark.parametrize("value", [-1, "big", True, float("inf"), [3]])
+@pytest.mark.parametrize("field", ["size", "contain_size", "max_wieldable_items"])
+def test_a_bad_size_names_node_and_field(field, value):
+    raw = tiny_graph()
+    raw["nodes"]["knight_2"][field] = value
+    with pytest.raises(DataFormatError) as info:
+        parse_world_graph(raw, "world.json")
+    assert info.value.field == field and "number >= 0" in str(info.value) and "knight_2" in str(info.value)

@@ -16,10 +16,16 @@ def fingerprint(world: World) -> tuple:
                 n.equipped,
                 n.following.id if n.following else None,
                 n.health,
+                n.contain_size,
             )
             for n in world.nodes.values()
         )
     ) + (tuple(world.consumed),)
+
+
+def capacities(world: World) -> dict[str, float]:
+    """Each node's room left plus the sizes of what it holds: what moving things never changes."""
+    return {n.id: n.contain_size + sum(c.size for c in n.contents.values()) for n in world.nodes.values()}
 
 
 def check_invariants(world: World) -> None:
@@ -45,3 +51,5 @@ def check_invariants(world: World) -> None:
             assert n.container.kind == "room", f"agent {n.id} is inside {n.container.id}"
         if n.equipped:
             assert n.container.kind == "agent", f"{n.id} equipped but not carried"
+    for n in world.nodes.values():
+        assert n.contain_size >= 0, f"{n.id} holds more than it has room for ({n.contain_size} left)"

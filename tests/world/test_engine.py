@@ -5,7 +5,7 @@ import pytest
 
 from lq.world import World, parse, step, valid_actions
 from tests.samples import tiny_graph
-from tests.world.helpers import check_invariants, fingerprint
+from tests.world.helpers import capacities, check_invariants, fingerprint
 
 ALL_VERB_FORMS = [
     "go {a}",
@@ -56,6 +56,7 @@ def test_random_play_keeps_the_invariants(light_worlds, seed):
         rng = random.Random(f"{seed}-{path.stem}")
         world = World.load(path)
         agents = world.agents()
+        capacity = capacities(world)
         for i in range(2000):
             agent = rng.choice(agents)
             valid = valid_actions(world, agent)
@@ -74,6 +75,8 @@ def test_random_play_keeps_the_invariants(light_worlds, seed):
             assert result.success, (path.name, agent.id, text, result.message)
             assert result.action == valid[text]
             check_invariants(world)
+        now = capacities(world)
+        assert now == {nid: c for nid, c in capacity.items() if nid in now}, path.name
 
 
 def test_every_listed_action_typed_back_parses_to_itself_and_succeeds(light_worlds):
