@@ -21,7 +21,7 @@ from typing import Any, Literal
 
 from lq.data.errors import DataFormatError
 from lq.data.fields import Fields
-from lq.data.io import atomic_dir, read_json, write_json
+from lq.data.io import atomic_dir, read_json_list, write_json
 from lq.data.splits import SPLITS, Splits, split_by_percent
 
 ACT_TYPES = ("speech", "action", "emote")
@@ -182,7 +182,7 @@ def _character(entry: Any, path: str | Path | None, record: int | None, i: int) 
             key_name=key_name,
         )
     except DataFormatError as err:
-        raise DataFormatError(path, err.problem, record=record, field=f"{name}.{err.field}", fix=err.fix) from None
+        raise err.within(name) from None
 
 
 def _is_id(value: Any) -> bool:
@@ -212,17 +212,11 @@ def _act(obj: Any, path: str | Path | None, record: int | None, i: int) -> DemoA
             speaker_id=speaker_id,
         )
     except DataFormatError as err:
-        raise DataFormatError(path, err.problem, record=record, field=f"acts[{i}].{err.field}", fix=err.fix) from None
+        raise err.within(f"acts[{i}]") from None
 
 
 def load_demo_file(path: str | Path) -> list[Demonstration]:
-    data = read_json(path)
-    if not isinstance(data, list):
-        raise DataFormatError(
-            path,
-            f"expected a JSON list of demonstrations, found {type(data).__name__}",
-            fix='the file must be [ {"conv_info": ...}, ... ]',
-        )
+    data = read_json_list(path, "demonstrations", 'the file must be [ {"conv_info": ...}, ... ]')
     return [Demonstration.from_json(d, path, i) for i, d in enumerate(data)]
 
 

@@ -35,3 +35,9 @@ class DataFormatError(ValueError):
         if fix:
             message += f". Fix: {fix}"
         super().__init__(message)
+
+    def within(self, prefix: str) -> DataFormatError:
+        """The same error, its field named inside ``prefix`` (an inner record read on its own, e.g. ``acts[3]``)."""
+        return DataFormatError(
+            self.path, self.problem, record=self.record, field=f"{prefix}.{self.field}", fix=self.fix
+        )

@@ -75,6 +75,14 @@ def read_json(path: str | Path) -> Any:
         ) from None
 
 
+def read_json_list(path: str | Path, what: str, fix: str) -> list[Any]:
+    """A JSON file that must hold a list (of ``what``); ``fix`` says what the file should look like."""
+    data = read_json(path)
+    if not isinstance(data, list):
+        raise DataFormatError(path, f"expected a JSON list of {what}, found {type(data).__name__}", fix=fix)
+    return data
+
+
 def read_jsonl(path: str | Path, what: str) -> Iterator[tuple[int, Any]]:
     """``(line number, value)`` for each non-blank line of a JSON-lines file; ``what`` says what the file holds."""
     path = Path(path)

@@ -13,7 +13,7 @@ from typing import Any
 
 from lq.data.errors import DataFormatError
 from lq.data.fields import Fields
-from lq.data.io import read_json, write_json
+from lq.data.io import read_json_list, write_json
 
 ROOMS_FILE = "rooms.json"
 CHARACTERS_FILE = "characters.json"
@@ -134,13 +134,7 @@ class LightDB:
 
 
 def _load_list(path: Path, cls: type) -> list:
-    data = read_json(path)
-    if not isinstance(data, list):
-        raise DataFormatError(
-            path,
-            f"expected a JSON list of records, found {type(data).__name__}",
-            fix="the file must be [ {...}, {...} ] as in the LIGHT release",
-        )
+    data = read_json_list(path, "records", "the file must be [ {...}, {...} ] as in the LIGHT release")
     records = [cls.from_json(obj, path, i) for i, obj in enumerate(data)]
     seen: dict[int, int] = {}
     for i, rec in enumerate(records):

@@ -92,9 +92,7 @@ class Quest:
                     TimelineStep(sf.str("label"), sf.str("action", nonempty=True), sf.extra({"label", "action"}))
                 )
             except DataFormatError as err:
-                raise DataFormatError(
-                    path, err.problem, record="data", field=f"timeline[{i}].{err.field}", fix=err.fix
-                ) from None
+                raise err.within(f"timeline[{i}]") from None
         graph_value = f.obj.get("graph")
         graph = parse_world_graph(graph_value, path, "data.graph") if graph_value is not None else None
         return cls(

@@ -31,7 +31,7 @@ from typing import Any
 from lq.data.demos import DemoAct, DemoCharacter, Demonstration, load_demo_file
 from lq.data.errors import DataFormatError
 from lq.data.fields import Fields
-from lq.data.io import read_json, write_json
+from lq.data.io import read_json_list, write_json
 from lq.data.quests import MOTIVATIONS, Quest
 from lq.data.splits import Splits, split_by_percent
 from lq.data.world_graph import WorldGraph
@@ -166,17 +166,13 @@ class RawLog:
                     raise tf.error("type", f"unknown turn type '{kind}'", f"use one of {', '.join(RAW_TURN_TYPES)}")
                 turns.append(RawTurn(tf.id("id"), kind, tf.str("text"), _score(tf, "score"), tf.extra(_TURN_KEYS)))
             except DataFormatError as err:
-                raise DataFormatError(
-                    path, err.problem, record=record, field=f"dialogue[{i}].{err.field}", fix=err.fix
-                ) from None
+                raise err.within(f"dialogue[{i}]") from None
         loc = Fields(f.dict("location"), path, record, "location")
         try:
             quest_file = loc.str("quest_file", nonempty=True)
             name, description = loc.str("name"), loc.str("description")
         except DataFormatError as err:
-            raise DataFormatError(
-                path, err.problem, record=record, field=f"location.{err.field}", fix=err.fix
-            ) from None
+            raise err.within("location") from None
         return cls(
             score=_score(f, "score", required=True),  # type: ignore[arg-type]
             location_turn=dialogue[0],
@@ -203,17 +199,15 @@ def _persona(f: Fields, key: str, path: str | Path | None, record: int | None) -
             extra=pf.extra(RawPersona._KNOWN),
         )
     except DataFormatError as err:
-        raise DataFormatError(path, err.problem, record=record, field=f"{key}.{err.field}", fix=err.fix) from None
+        raise err.within(key) from None
 
 
 def load_raw_logs(path: str | Path) -> list[RawLog]:
-    data = read_json(path)
-    if not isinstance(data, list):
-        raise DataFormatError(
-            path,
-            f"expected a JSON list of game logs, found {type(data).__name__}",
-            fix='perfect2.json is [ {"score", "dialogue", "human_persona", "bot_persona", "location"}, ... ]',
-        )
+    data = read_json_list(
+        path,
+        "game logs",
+        'perfect2.json is [ {"score", "dialogue", "human_persona", "bot_persona", "location"}, ... ]',
+    )
     return [RawLog.from_json(d, path, i) for i, d in enumerate(data)]
 
 
