@@ -9,11 +9,15 @@ fails with a sqlite tracking URI: Lightning issues 19441 and 20273).
 
 from __future__ import annotations
 
+import time
 from collections.abc import Sequence
 
 from lightning.pytorch.callbacks import ModelCheckpoint
+from lightning.pytorch.callbacks.progress.progress_bar import ProgressBar
 from lightning.pytorch.cli import LightningArgumentParser, LightningCLI, SaveConfigCallback
 from lightning.pytorch.loggers import MLFlowLogger
+
+from lq.lit.callbacks import LogProgress, StageTimer, wants_log_progress
 
 DEFAULT_TRACKING_URI = "sqlite:///mlflow.db"
 
@@ -83,8 +87,16 @@ class StageCLI(LightningCLI):
         parser.link_arguments(("out_dir", "model.encoder.name"), "checkpoint.dirpath", compute_fn=_checkpoint_dir)
 
     def instantiate_classes(self) -> None:
-        if not self.parse_only:
-            super().instantiate_classes()
+        if self.parse_only:
+            return
+        super().instantiate_classes()
+        callbacks = self.trainer.callbacks
+        self.timer = StageTimer()
+        callbacks.append(self.timer)
+        if wants_log_progress():  # a file or a pipe: plain lines instead of a bar redrawn in place
+            bars = [i for i, c in enumerate(callbacks) if isinstance(c, ProgressBar)]
+            for i in bars:
+                callbacks[i] = LogProgress()
 
     def before_fit(self) -> None:
         name = self.config[self.subcommand].model.encoder.name
@@ -98,9 +110,14 @@ class StageCLI(LightningCLI):
                 }
 
     def after_fit(self) -> None:
-        """Test the best checkpoint in the same run, so the MLflow run holds val and test figures."""
-        if self.trainer.interrupted:  # Ctrl-C: no test
+        """What a stage does after fitting (:meth:`finish`), then where the wall time went."""
+        if self.trainer.interrupted:  # Ctrl-C: nothing more
             return
+        self.finish()
+        self.timer.report(self.trainer)
+
+    def finish(self) -> None:
+        """Test the best checkpoint in the same run, so the MLflow run holds val and test figures."""
         callback = self.trainer.checkpoint_callback
         ckpt = "best" if callback is not None and callback.best_model_path else None
         self.trainer.test(self.model, datamodule=self.datamodule, ckpt_path=ckpt)
@@ -114,11 +131,16 @@ class PretrainCLI(StageCLI):
         parser.link_arguments("model.encoder.tasks", "data.tasks")
         parser.link_arguments("model.encoder.spec.tokenizer", "data.tokenizer")
 
-    def after_fit(self) -> None:
-        super().after_fit()
+    def finish(self) -> None:
+        super().finish()
+        if self.config[self.subcommand].tables.enabled:
+            started = time.perf_counter()
+            self.log_tables()
+            self.timer.add("tables", time.perf_counter() - started)
+
+    def log_tables(self) -> None:
+        """Tables 4 and 5 of the best checkpoint, as Markdown and CSV artifacts and as metrics."""
         config = self.config[self.subcommand]
-        if self.trainer.interrupted or not config.tables.enabled:
-            return
         from lq.lit.timeline_tables import TABLES, timeline_table, to_csv, to_markdown
 
         for task, title in TABLES.items():
@@ -207,9 +229,15 @@ class AgentCLI(StageCLI):
                     "lq.seed": str(model.seed),
                 }
 
-    def after_fit(self) -> None:
-        if self.trainer.interrupted:
-            return
+    def finish(self) -> None:
+        started = time.perf_counter()
+        self.evaluate()
+        self.timer.add("zero-shot evaluation", time.perf_counter() - started)
+        if self.stage == "rl":
+            self.log_curves()
+
+    def evaluate(self) -> None:
+        """Zero-shot test episodes of the kept checkpoint, once per evaluation seed: rates and transcripts."""
         config = self.config[self.subcommand]
         callback = self.trainer.checkpoint_callback
         module = self.model
@@ -234,8 +262,6 @@ class AgentCLI(StageCLI):
                         step=seed,
                     )
                     logger.experiment.log_text(logger.run_id, result.transcripts(), f"transcripts/test_seed{seed}.txt")
-        if self.stage == "rl":
-            self.log_curves()
 
     def log_curves(self) -> None:
         """The run's own learning curves as ``curves/rl.png`` in MLflow."""

@@ -1,0 +1,140 @@
+"""Callbacks every stage runs: progress lines that read well in a log file, and where the wall time goes.
+
+Lightning's progress bars redraw one terminal line; written to a file (``make quickstart > log``, CI) they
+leave either nothing or thousands of carriage returns. :class:`LogProgress` replaces the bar when stdout is
+not a terminal and prints a plain line about every tenth of an epoch. :class:`StageTimer` splits a stage's
+wall time into training, validation and test (and whatever the stage adds after fitting, such as the Table
+4/5 artifacts), logs it as ``time/<part>_s`` and prints it.
+"""
+
+from __future__ import annotations
+
+import sys
+import time
+
+import lightning as L
+from lightning.pytorch.callbacks import Callback
+from lightning.pytorch.callbacks.progress.progress_bar import ProgressBar
+
+
+def _clock() -> float:
+    return time.perf_counter()
+
+
+def _format_metrics(metrics: dict) -> str:
+    shown = []
+    for key, value in metrics.items():
+        if key == "v_num":
+            continue
+        shown.append(f"{key} {value:.4g}" if isinstance(value, float) else f"{key} {value}")
+    return ", ".join(shown)
+
+
+class LogProgress(ProgressBar):
+    """One line per tenth of an epoch (and one per validation and test pass), flushed at once.
+
+    Used instead of Lightning's bar when stdout is not a terminal (see :func:`wants_log_progress`).
+    """
+
+    def __init__(self, every: float = 0.1):
+        super().__init__()
+        self.every = every
+        self._enabled = True
+        self._started = 0.0
+        self._next = 0
+
+    def disable(self) -> None:
+        self._enabled = False
+
+    def enable(self) -> None:
+        self._enabled = True
+
+    def _line(self, text: str) -> None:
+        if self._enabled and self.trainer.is_global_zero:
+            print(text, flush=True)
+
+    def on_train_epoch_start(self, trainer: L.Trainer, pl_module: L.LightningModule) -> None:
+        self._started, self._next = _clock(), 1
+
+    def on_train_batch_end(self, trainer: L.Trainer, pl_module: L.LightningModule, *args, **kwargs) -> None:
+        total = self.total_train_batches
+        done = trainer.fit_loop.epoch_loop.batch_progress.current.completed
+        if not isinstance(total, int) or total <= 0:
+            return
+        step = max(1, round(total * self.every))
+        if done >= total or done >= self._next * step:
+            self._next = done // step + 1
+            elapsed = _clock() - self._started
+            epochs = f"/{trainer.max_epochs}" if trainer.max_epochs and trainer.max_epochs > 0 else ""
+            metrics = _format_metrics(self.get_metrics(trainer, pl_module))
+            self._line(
+                f"epoch {trainer.current_epoch + 1}{epochs}: {done}/{total} batches ({100 * done // total}%), "
+                f"{elapsed:.0f} s" + (f", {metrics}" if metrics else "")
+            )
+
+    def on_validation_start(self, trainer: L.Trainer, pl_module: L.LightningModule) -> None:
+        self._eval_started = _clock()
+
+    def on_validation_end(self, trainer: L.Trainer, pl_module: L.LightningModule) -> None:
+        if trainer.sanity_checking:
+            return
+        shown = {k: v for k, v in trainer.callback_metrics.items() if k.startswith("val/") and k.count("/") == 1}
+        values = ", ".join(f"{k} {float(v):.4g}" for k, v in shown.items())
+        self._line(f"validation after epoch {trainer.current_epoch + 1}: {_clock() - self._eval_started:.0f} s, {values}")
+
+    def on_test_start(self, trainer: L.Trainer, pl_module: L.LightningModule) -> None:
+        self._eval_started = _clock()
+
+    def on_test_end(self, trainer: L.Trainer, pl_module: L.LightningModule) -> None:
+        shown = {k: v for k, v in trainer.callback_metrics.items() if k.startswith("test/") and k.count("/") == 1}
+        values = ", ".join(f"{k} {float(v):.4g}" for k, v in shown.items())
+        self._line(f"test: {_clock() - self._eval_started:.0f} s" + (f", {values}" if values else ""))
+
+
+def wants_log_progress(stream=None) -> bool:
+    """Plain progress lines where the output is not a terminal (a file, a pipe, CI)."""
+    stream = sys.stdout if stream is None else stream
+    return not (hasattr(stream, "isatty") and stream.isatty())
+
+
+class StageTimer(Callback):
+    """Wall seconds spent training, validating and testing (validation during fit is not counted as training).
+
+    ``add(part, seconds)`` books what a stage does after fitting (e.g. ``tables``). :meth:`report` logs
+    ``time/<part>_s`` to the trainer's loggers and returns the line it prints.
+    """
+
+    def __init__(self) -> None:
+        self.seconds: dict[str, float] = {"train": 0.0, "validation": 0.0, "test": 0.0}
+        self._fit = self._val = self._test = 0.0
+
+    def add(self, part: str, seconds: float) -> None:
+        self.seconds[part] = self.seconds.get(part, 0.0) + seconds
+
+    def on_fit_start(self, trainer: L.Trainer, pl_module: L.LightningModule) -> None:
+        self._fit, self._val_in_fit = _clock(), self.seconds["validation"]
+
+    def on_fit_end(self, trainer: L.Trainer, pl_module: L.LightningModule) -> None:
+        fit = _clock() - self._fit
+        self.add("train", fit - (self.seconds["validation"] - self._val_in_fit))
+
+    def on_validation_start(self, trainer: L.Trainer, pl_module: L.LightningModule) -> None:
+        self._val = _clock()
+
+    def on_validation_end(self, trainer: L.Trainer, pl_module: L.LightningModule) -> None:
+        self.add("validation", _clock() - self._val)
+
+    def on_test_start(self, trainer: L.Trainer, pl_module: L.LightningModule) -> None:
+        self._test = _clock()
+
+    def on_test_end(self, trainer: L.Trainer, pl_module: L.LightningModule) -> None:
+        self.add("test", _clock() - self._test)
+
+    def report(self, trainer: L.Trainer) -> str:
+        for logger in trainer.loggers:
+            logger.log_metrics({f"time/{part}_s": s for part, s in self.seconds.items()})
+        parts = ", ".join(f"{part} {s:.1f} s" for part, s in self.seconds.items())
+        line = f"wall time: {parts} (total {sum(self.seconds.values()):.1f} s)"
+        if trainer.is_global_zero:
+            print(line, flush=True)
+        return line
