@@ -28,7 +28,7 @@ ARGS ?=
 WORLD ?= ../shared/data/light_worlds/dragon-village.json
 AS ?=
 
-.PHONY: help venv test test-fast quickstart ablations tables ui-screenshot data download stats pretrain partner dm env-models bc rl eval play bench ui clean
+.PHONY: help venv test test-fast quickstart ablations tables ui-screenshot data download stats dataset pretrain partner dm env-models bc rl eval play bench ui clean
 
 help: ## show this help
 	@grep -hE '^[a-zA-Z_.-]+:.*?## ' $(MAKEFILE_LIST) | awk 'BEGIN {FS = ":.*?## "}; {printf "  \033[36mmake %-12s\033[0m %s\n", $$1, $$2}'
@@ -78,18 +78,22 @@ download: $(STAMP) ## fetch the public LIGHT-Quests and ATOMIC releases into DES
 stats: $(STAMP) ## print dataset statistics beside the paper's (DATA=path, default data/default)
 	$(BIN)/lq data stats $(DATA)
 
-pretrain: $(STAMP) ## pretrain a poly-encoder: make pretrain ENCODER=general_light PROFILE=tiny [ARGS=...]
-	@test -d $(DATA) || { echo "no dataset in $(DATA): run 'make data' first (or set DATA=...)"; exit 1; }
-	$(BIN)/lq pretrain fit --config conf/pretrain.yaml --config conf/encoder/$(ENCODER).yaml \
-		--config conf/profile/$(PROFILE).yaml --data.data_dir $(DATA) --out_dir $(OUT)/pretrain $(ARGS)
+# the dataset every training target reads: data/default is generated when missing (seconds); another DATA must exist
+dataset: $(STAMP)
+	@test -d $(DATA) || { test "$(DATA)" = data/default && $(MAKE) data; } || \
+		{ echo "no dataset in $(DATA): make data writes data/default; lq data download DEST fetches the release"; exit 1; }
 
-partner: $(STAMP) ## train the environment's partner agent: make partner [PROFILE=tiny] (small; PROFILE=paper: general)
-	@test -d $(DATA) || { echo "no dataset in $(DATA): run 'make data' first (or set DATA=...)"; exit 1; }
+INIT_FROM = $(if $(filter adaptive,$(ENCODER)),--model.encoder.init_from $(OUT)/pretrain/general/best.ckpt)
+pretrain: dataset ## pretrain a poly-encoder: make pretrain ENCODER=general_light PROFILE=tiny [ARGS=...] (adaptive: general first)
+	@test "$(ENCODER)" != adaptive || test -f $(OUT)/pretrain/general/best.ckpt || $(MAKE) pretrain ENCODER=general
+	$(BIN)/lq pretrain fit --config conf/pretrain.yaml --config conf/encoder/$(ENCODER).yaml \
+		--config conf/profile/$(PROFILE).yaml --data.data_dir $(DATA) --out_dir $(OUT)/pretrain $(INIT_FROM) $(ARGS)
+
+partner: dataset ## train the environment's partner agent: make partner [PROFILE=tiny] (small; PROFILE=paper: general)
 	$(BIN)/lq partner fit --config conf/partner.yaml --config conf/encoder/$(ENV_ENCODER).yaml \
 		--config conf/profile/env-$(PROFILE).yaml --data.data_dir $(DATA) --out_dir $(OUT)/partner $(ARGS)
 
-dm: $(STAMP) ## train the environment's Dungeon Master: make dm [PROFILE=tiny] (small; PROFILE=paper: general)
-	@test -d $(DATA) || { echo "no dataset in $(DATA): run 'make data' first (or set DATA=...)"; exit 1; }
+dm: dataset ## train the environment's Dungeon Master: make dm [PROFILE=tiny] (small; PROFILE=paper: general)
 	$(BIN)/lq dm fit --config conf/dm.yaml --config conf/encoder/$(ENV_ENCODER).yaml \
 		--config conf/profile/env-$(PROFILE).yaml --data.data_dir $(DATA) --out_dir $(OUT)/dm $(ARGS)
 
@@ -99,11 +103,12 @@ SEEDS ?= 0 1 2
 AGENT = $(ENCODER)/$(ABILITY)-$(SWITCH)
 ENV_ARGS = --model.partner_checkpoint $(OUT)/partner/$(ENV_MODEL)/best.ckpt --model.dm_checkpoint $(OUT)/dm/$(ENV_MODEL)/best.ckpt \
 	--pretrain_dir $(OUT)/pretrain
-env-models: $(STAMP)
-	@test -d $(DATA) || { test "$(DATA)" = data/default && $(MAKE) data; } || \
-		{ echo "no dataset in $(DATA): make data writes data/default; lq data download DEST fetches the release"; exit 1; }
+# what an agent needs: the dataset, the partner and the DM, and (but for scratch) its pretrained encoder
+env-models: dataset
 	@test -f $(OUT)/partner/$(ENV_MODEL)/best.ckpt || $(MAKE) partner ENCODER=$(ENV_MODEL) PROFILE=$(PROFILE)
 	@test -f $(OUT)/dm/$(ENV_MODEL)/best.ckpt || $(MAKE) dm ENCODER=$(ENV_MODEL) PROFILE=$(PROFILE)
+	@test "$(ENCODER)" = scratch || test -f $(OUT)/pretrain/$(ENCODER)/best.ckpt || \
+		$(MAKE) pretrain ENCODER=$(ENCODER) PROFILE=$(PROFILE) ARGS=
 
 bc: env-models ## behaviour cloning, one agent per seed: make bc ENCODER=scratch [ABILITY] [SWITCH] [PROFILE] [SEEDS="0 1 2"]
 	@for seed in $(SEEDS); do \

@@ -56,9 +56,9 @@ class LogProgress(ProgressBar):
     def on_train_epoch_start(self, trainer: L.Trainer, pl_module: L.LightningModule) -> None:
         self._started, self._next = _clock(), 1
 
-    def on_train_batch_end(self, trainer: L.Trainer, pl_module: L.LightningModule, *args, **kwargs) -> None:
+    def on_train_batch_end(self, trainer: L.Trainer, pl_module: L.LightningModule, outputs, batch, batch_idx) -> None:
         total = self.total_train_batches
-        done = trainer.fit_loop.epoch_loop.batch_progress.current.completed
+        done = batch_idx + 1
         if not isinstance(total, int) or total <= 0:
             return
         step = max(1, round(total * self.every))
@@ -80,7 +80,8 @@ class LogProgress(ProgressBar):
             return
         shown = {k: v for k, v in trainer.callback_metrics.items() if k.startswith("val/") and k.count("/") == 1}
         values = ", ".join(f"{k} {float(v):.4g}" for k, v in shown.items())
-        self._line(f"validation after epoch {trainer.current_epoch + 1}: {_clock() - self._eval_started:.0f} s, {values}")
+        seconds = _clock() - self._eval_started
+        self._line(f"validation after epoch {trainer.current_epoch + 1}: {seconds:.0f} s, {values}")
 
     def on_test_start(self, trainer: L.Trainer, pl_module: L.LightningModule) -> None:
         self._eval_started = _clock()

@@ -43,11 +43,24 @@ def agent_name(module: AgentModule) -> str:
     return f"{module.stage.upper()} {h.encoder['name']} {h.ability} {h.switch}"
 
 
+# key (in metric names), row title, rule, choose among the valid candidates only
 BASELINES = (
-    ("Random (valid candidates)", "random", True),
-    ("Random (whole spaces)", "random", False),
-    ("Word overlap (valid candidates)", "overlap", True),
+    ("random_valid", "Random (valid candidates)", "random", True),
+    ("random_all", "Random (whole spaces)", "random", False),
+    ("overlap", "Word overlap (valid candidates)", "overlap", True),
 )
+CEILING = ("ceiling", "Ceiling (goal in the action space)")
+
+
+def baseline_results(module: AgentModule, split: str = "test", seeds: Sequence[int] = (0,)) -> dict[str, list]:
+    """The baselines through ``module``'s actor and environment (its switch, ability and spaces), one evaluation per
+    seed, and the ceiling (the environment's alone: once); keyed as :data:`BASELINES` and :data:`CEILING`."""
+    out = {
+        key: [module.evaluate(split, seed=seed, policy=policy, restrict=restrict) for seed in seeds]
+        for key, _, policy, restrict in BASELINES
+    }
+    out[CEILING[0]] = [ceiling(module.eval_env(split))]
+    return out
 
 
 def evaluate_checkpoints(
@@ -74,11 +87,9 @@ def evaluate_checkpoints(
             )
             rows.setdefault(f"{agent_name(module)} ({decoding})", []).append(result)
     if baseline_runs and first is not None:
-        for name, policy, restrict in BASELINES:
-            rows[name] = [
-                first.evaluate(split, seed=seed, policy=policy, restrict=restrict) for seed in range(baseline_runs)
-            ]
-        rows["Ceiling (goal in the action space)"] = [ceiling(first.eval_env(split))]
+        titles = {key: title for key, title, *_ in (*BASELINES, CEILING)}
+        for key, results in baseline_results(first, split, range(baseline_runs)).items():
+            rows[titles[key]] = results
     return list(rows.items())
 
 

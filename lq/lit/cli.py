@@ -22,6 +22,12 @@ from lq.lit.callbacks import LogProgress, StageTimer, wants_log_progress
 DEFAULT_TRACKING_URI = "sqlite:///mlflow.db"
 
 
+def mark_model_training(client, experiment_id: str) -> None:
+    """Tag an MLflow experiment as model training, so that MLflow 3's UI opens it on its runs table rather than on
+    the GenAI evaluation view."""
+    client.set_experiment_tag(experiment_id, "mlflow.experimentKind", "custom_model_development")
+
+
 class LogConfigToMLflow(SaveConfigCallback):
     """Logs the resolved config as an MLflow artifact instead of writing it into the log dir."""
 
@@ -111,6 +117,9 @@ class StageCLI(LightningCLI):
 
     def after_fit(self) -> None:
         """What a stage does after fitting (:meth:`finish`), then where the wall time went."""
+        for logger in self.trainer.loggers:
+            if isinstance(logger, MLFlowLogger):
+                mark_model_training(logger.experiment, logger.experiment_id)
         if self.trainer.interrupted:  # Ctrl-C: nothing more
             return
         self.finish()

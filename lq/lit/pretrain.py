@@ -21,7 +21,7 @@ from lq.data.dataset import dataset_id
 from lq.data.tasks import ENV_TASKS, NUM_CANDIDATES, TASKS, Example, build_task
 from lq.lit.metrics import HitsAtK
 from lq.models.encoder import EncoderConfig, EncoderSpec
-from lq.models.poly_encoder import PolyEncoder, TextBatcher
+from lq.models.poly_encoder import CandidateMemo, PolyEncoder, TextBatcher, distinct_candidates
 from lq.models.pretrained import load_tokenizer
 
 HITS_AT = (1, 5, 10)
@@ -125,22 +125,23 @@ class PretrainDataModule(L.LightningDataModule):
         target = torch.tensor([labels.index(e.label) for e in batch])
         return {"ctx_ids": ctx_ids, "ctx_mask": ctx_mask, "cand_ids": lab_ids, "cand_mask": lab_mask, "target": target}
 
-    def collate_eval(self, batch: list[Example]) -> dict[str, torch.Tensor]:
-        """Contexts and every example's own candidates, ``[batch * n, tokens]``.
+    def collate_eval(self, batch: list[Example]) -> dict:
+        """Contexts, the batch's distinct candidate texts tokenised (``cand_texts``, ``cand_ids``), and each example's
+        candidates as positions among them (``cand_index [batch, n]``).
 
         A split with fewer distinct labels than ``num_candidates`` gives shorter lists: they are padded,
         and ``cand_valid`` marks the real ones.
         """
-        n = max(len(e.candidates) for e in batch)
         ctx_ids, ctx_mask = self.batcher.contexts([e.context for e in batch])
-        texts = [c for e in batch for c in (*e.candidates, *[""] * (n - len(e.candidates)))]
+        texts, index, valid = distinct_candidates([e.candidates for e in batch])
         cand_ids, cand_mask = self.batcher.candidates(texts)
-        valid = torch.tensor([[i < len(e.candidates) for i in range(n)] for e in batch])
         return {
             "ctx_ids": ctx_ids,
             "ctx_mask": ctx_mask,
+            "cand_texts": texts,
             "cand_ids": cand_ids,
             "cand_mask": cand_mask,
+            "cand_index": index,
             "cand_valid": valid,
             "target": torch.tensor([e.label_index for e in batch]),
             "easiest": torch.tensor([e.easiest for e in batch]),
@@ -172,6 +173,7 @@ class PretrainModule(L.LightningModule):
         self.lr, self.weight_decay, self.warmup_steps = lr, weight_decay, warmup_steps
         self.task_names: list[str] = []
         self.metrics = nn.ModuleDict()
+        self.memo = CandidateMemo(self.model)  # evaluation passes encode each distinct candidate once
 
     def load_encoder_from(self, checkpoint: str) -> None:
         """Start from another pretraining run (e.g. the adaptive encoder from general's best checkpoint)."""
@@ -208,16 +210,25 @@ class PretrainModule(L.LightningModule):
         self.log("train/batch_accuracy", accuracy, batch_size=len(batch["target"]))
         return loss
 
-    def rank_scores(self, batch: dict[str, torch.Tensor]) -> torch.Tensor:
-        """Scores ``[batch, n]`` of each example's own candidates."""
+    def rank_scores(self, batch: dict, memo: CandidateMemo | None = None) -> torch.Tensor:
+        """Scores ``[batch, n]`` of each example's own candidates. ``memo``: the pass's candidate vectors, so that a
+        text already encoded in this pass is not encoded again (evaluation only: no gradient flows through it)."""
         ctx = self.model.encode_context(batch["ctx_ids"], batch["ctx_mask"])
-        cands = self.model.encode_candidates(batch["cand_ids"], batch["cand_mask"])
-        valid = batch["cand_valid"]
-        scores = self.model.score(ctx, cands.view(*valid.shape, -1))
-        return scores.masked_fill(~valid, float("-inf"))
+        if memo is None:
+            vectors = self.model.encode_candidates(batch["cand_ids"], batch["cand_mask"])
+        else:
+            vectors = memo.encode(batch["cand_texts"], batch["cand_ids"], batch["cand_mask"])
+        scores = self.model.score(ctx, vectors[batch["cand_index"]])
+        return scores.masked_fill(~batch["cand_valid"], float("-inf"))
 
-    def _eval_step(self, split: str, batch: dict[str, torch.Tensor], dataloader_idx: int) -> None:
-        scores = self.rank_scores(batch)
+    def on_validation_epoch_start(self) -> None:
+        self.memo.clear()  # the weights changed since the last pass
+
+    def on_test_epoch_start(self) -> None:
+        self.memo.clear()
+
+    def _eval_step(self, split: str, batch: dict, dataloader_idx: int) -> None:
+        scores = self.rank_scores(batch, self.memo)
         for metric in self.metrics[f"{split}__{self.task_names[dataloader_idx]}"].values():
             metric.update(scores, batch["target"])
 
@@ -242,9 +253,11 @@ class PretrainModule(L.LightningModule):
 
     def on_validation_epoch_end(self) -> None:
         self._log_epoch("val")
+        self.memo.clear()
 
     def on_test_epoch_end(self) -> None:
         self._log_epoch("test")
+        self.memo.clear()
 
     def configure_optimizers(self):
         optimizer = torch.optim.AdamW(self.parameters(), lr=self.lr, weight_decay=self.weight_decay)

@@ -18,7 +18,7 @@ import torch
 from lq.data.tasks import Example, build_task
 from lq.eval import markdown_table
 from lq.lit.metrics import rank_of_gold
-from lq.models.poly_encoder import PolyEncoder, TextBatcher
+from lq.models.poly_encoder import CandidateMemo, PolyEncoder, TextBatcher, distinct_candidates
 
 MOTIVATION_SETTINGS = {"none": (), "short": ("short",), "long_mid": ("long", "mid")}
 TABLES = {
@@ -38,23 +38,27 @@ COLUMNS = (
 
 @torch.no_grad()
 def gold_ranks(
-    model: PolyEncoder, batcher: TextBatcher, examples: Sequence[Example], batch_size: int = 8
+    model: PolyEncoder,
+    batcher: TextBatcher,
+    examples: Sequence[Example],
+    batch_size: int = 8,
+    memo: CandidateMemo | None = None,
 ) -> torch.Tensor:
+    """``[len(examples)]`` the rank of each example's gold candidate among its own candidates (each distinct
+    candidate text encoded once; ``memo``: vectors of the same weights kept from an earlier call)."""
     was_training = model.training
     model.eval()
     device = model.codes.device
+    memo = memo if memo is not None else CandidateMemo(model)
     ranks = []
     for start in range(0, len(examples), batch_size):
         chunk = examples[start : start + batch_size]
-        n = max(len(e.candidates) for e in chunk)
         ctx_ids, ctx_mask = batcher.contexts([e.context for e in chunk])
-        cand_ids, cand_mask = batcher.candidates(
-            [c for e in chunk for c in (*e.candidates, *[""] * (n - len(e.candidates)))]
-        )
-        valid = torch.tensor([[i < len(e.candidates) for i in range(n)] for e in chunk], device=device)
+        texts, index, valid = distinct_candidates([e.candidates for e in chunk])
+        cand_ids, cand_mask = batcher.candidates(texts)
         ctx = model.encode_context(ctx_ids.to(device), ctx_mask.to(device))
-        cands = model.encode_candidates(cand_ids.to(device), cand_mask.to(device)).view(len(chunk), n, -1)
-        scores = model.score(ctx, cands).masked_fill(~valid, float("-inf"))
+        vectors = memo.encode(texts, cand_ids.to(device), cand_mask.to(device))
+        scores = model.score(ctx, vectors[index.to(device)]).masked_fill(~valid.to(device), float("-inf"))
         target = torch.tensor([e.label_index for e in chunk], device=device)
         ranks.append(rank_of_gold(scores, target).cpu())
     model.train(was_training)
@@ -74,12 +78,13 @@ def timeline_table(
     if task not in TABLES:
         raise ValueError(f"no timeline table for task '{task}': choose {', '.join(TABLES)}")
     rows = []
+    memo = CandidateMemo(model)  # the settings share most candidates: each is encoded once for the whole table
     for setting, levels in MOTIVATION_SETTINGS.items():
         examples = build_task(task, data_dir, split, seed=seed, motivations=levels)
         if max_quests:  # seq has 6 examples per quest, boa 7: cut on quest boundaries
             per_quest = 6 if task == "seq_timeline" else 7
             examples = examples[: max_quests * per_quest]
-        ranks = gold_ranks(model, batcher, examples, batch_size)
+        ranks = gold_ranks(model, batcher, examples, batch_size, memo)
         easiest = torch.tensor([e.easiest for e in examples], dtype=torch.bool)
 
         every = torch.ones_like(easiest)

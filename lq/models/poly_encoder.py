@@ -274,3 +274,43 @@ class CandidateCache:
         """Scores ``[batch, n]`` of the cached candidates (or of ``subset`` of them) for context codes."""
         emb = self.embeddings if subset is None else self.embeddings[torch.as_tensor(subset)]
         return PolyEncoder.score(context, emb.to(context.device))
+
+
+class CandidateMemo:
+    """Candidate vectors of one evaluation pass, each distinct text encoded once.
+
+    Evaluation ranks every example's own candidates (100 at the paper's setting) and most of them are the
+    same texts again from one example to the next; while the weights do not change (a validation or test
+    pass, a table) a text's vector does not either. :meth:`clear` when the weights change.
+    """
+
+    def __init__(self, model: PolyEncoder):
+        self.model = model
+        self.vectors: dict[str, torch.Tensor] = {}
+        self.encoded = 0  # texts encoded since the last clear()
+
+    def clear(self) -> None:
+        self.vectors.clear()
+        self.encoded = 0
+
+    def encode(self, texts: Sequence[str], ids: torch.Tensor, mask: torch.Tensor) -> torch.Tensor:
+        """``[len(texts), hidden]``: the vectors of ``texts`` (distinct), tokenised as ``ids``/``mask``; only the rows
+        of texts not seen before are encoded."""
+        missing = [i for i, t in enumerate(texts) if t not in self.vectors]
+        if missing:
+            rows = torch.tensor(missing, device=ids.device)
+            new = self.model.encode_candidates(ids[rows], mask[rows]).detach()
+            self.vectors.update(zip((texts[i] for i in missing), new, strict=True))
+            self.encoded += len(missing)
+        return torch.stack([self.vectors[t] for t in texts])
+
+
+def distinct_candidates(lists: Sequence[Sequence[str]]) -> tuple[list[str], torch.Tensor, torch.Tensor]:
+    """Each list's candidates as positions among their distinct texts: ``(texts, index [b, n], valid [b, n])``,
+    lists shorter than the longest padded with position 0 and marked invalid."""
+    texts = list(dict.fromkeys(c for candidates in lists for c in candidates))
+    position = {t: i for i, t in enumerate(texts)}
+    n = max((len(c) for c in lists), default=0)
+    index = torch.tensor([[position[c] for c in candidates] + [0] * (n - len(candidates)) for candidates in lists])
+    valid = torch.tensor([[i < len(candidates) for i in range(n)] for candidates in lists])
+    return texts, index.view(len(lists), n), valid.view(len(lists), n)

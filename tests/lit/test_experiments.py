@@ -52,7 +52,19 @@ def test_tables_are_means_and_stds_over_the_children_and_rebuild_from_the_store(
     artifacts = {a.path for a in client.list_artifacts(parent, "tables")} | {
         a.path for a in client.list_artifacts(parent, "curves")
     }
-    assert artifacts == {"tables/table1.md", "tables/table1.csv", "curves/rl.png"}
+    assert artifacts == {
+        *(f"tables/{t}.{x}" for t in ("table1", "table1_baselines") for x in ("md", "csv")),
+        "curves/rl.png",
+    }
+    # the cells on the parent as metrics, so that two parents compare in the UI
+    metrics = client.get_run(parent).data.metrics
+    assert metrics["table1/scratch/rl_act_goals/mean"] == pytest.approx(0.3)
+    assert metrics["table1/scratch/rl_act_goals/std"] == pytest.approx(0.1)
+    assert metrics["table1/general_light/rl_speech_goals/mean"] == pytest.approx(0.05)
+    assert len(metrics) == 2 * 2 * 4  # rows x columns x (mean, std); the baselines' children logged no baselines/*
+    assert client.get_experiment(client.get_run(parent).info.experiment_id).tags["mlflow.experimentKind"] == (
+        "custom_model_development"
+    )
 
     # `lq experiment tables`: the latest parent, its experiment read back from the run, the same table
     assert X.latest_parent(uri, "table1") == parent
@@ -102,7 +114,7 @@ def test_resume_trains_only_the_children_an_interrupted_parent_lacks(tmp_path, m
     setup = X.Setup(seeds=(0, 1), data_dir=str(tmp_path / "data"), tracking_uri=uri, outputs=str(outputs))
     experiment = X.table1(["scratch"])
     calls = []
-    monkeypatch.setattr(X, "_lq", lambda *args: calls.append(args))
+    monkeypatch.setattr(X.running, "_lq", lambda *args: calls.append(args))
 
     # an interrupted run: the parent and one child still RUNNING (their process died), one child finished
     exp_id = X.experiment_id(client, "table1")
@@ -146,8 +158,16 @@ def test_a_missing_cell_reads_n_a_and_bad_names_are_refused(tmp_path):
 
 
 def test_the_paper_tables_have_their_configurations():
-    assert len(X.table1().configs) == 10  # 5 encoders x (RL, BC)
-    assert len(X.table2().configs) == 8  # 4 abilities x (scratch, adaptive)
+    assert len(X.table1().configs) == 10 + 1  # 5 encoders x (RL, BC), and the baselines
+    assert len(X.table2().configs) == 8 + 4  # 4 abilities x (scratch, adaptive), and the baselines of each ability
+    baselines = X.table2().tables[1]
+    assert baselines.name == "table2_baselines" and len(baselines.rows) == 4 * 4  # 3 rules and the ceiling
+    assert [row for row, _ in baselines.rows[:4]] == [
+        "Random (valid candidates), Act+Speech, hardcoded switch",
+        "Random (whole spaces), Act+Speech, hardcoded switch",
+        "Word overlap (valid candidates), Act+Speech, hardcoded switch",
+        "Ceiling (goal in the action space), Act+Speech, hardcoded switch",
+    ]
     assert {c.switch for c in X.table7().configs} == {"ratio", "hardcoded"}
     t45 = X.table45()
     assert [t.name for t in t45.tables] == ["table4", "table5"] and len(t45.configs) == 4
@@ -192,6 +212,8 @@ def test_run_experiment_trains_children_under_a_parent_and_tabulates(setup_dir, 
     client = MlflowClient(uri)
     kids = X.children(client, parent)
     assert sorted((r.data.tags["lq.config"], r.data.tags["lq.seed"]) for r in kids) == [
+        ("baselines-act_speech-hardcoded", "0"),
+        ("baselines-act_speech-hardcoded", "1"),
         ("bc-scratch-act_speech-hardcoded", "0"),
         ("bc-scratch-act_speech-hardcoded", "1"),
         ("rl-scratch-act_speech-hardcoded", "0"),
@@ -200,6 +222,9 @@ def test_run_experiment_trains_children_under_a_parent_and_tabulates(setup_dir, 
     assert client.get_run(parent).info.status == "FINISHED"
     md = Path(client.download_artifacts(parent, "tables/table1.md", str(tmp_path))).read_text()
     assert md == tables["table1"][0] and "| Scratch |" in md and "n/a" not in md
+    baselines = tables["table1_baselines"][0]
+    assert "n/a" not in baselines and "| Ceiling (goal in the action space) |" in baselines
+    assert "| Random (valid candidates) | " in baselines and baselines.count(" | 2 |") == 4  # two seeds each
     assert {a.path for a in client.list_artifacts(parent, "curves")} == {"curves/rl.png", "curves/bc.png"}
     best = Path(client.download_artifacts(parent, "transcripts/best_agent.txt", str(tmp_path))).read_text()
     assert best.startswith("Best agent: ") and "=== Self act completion transcripts: " in best

@@ -13,6 +13,7 @@ from lq.lit.cli import STAGES, stage_classes
 from lq.lit.metrics import HitsAtK
 from lq.lit.pretrain import PretrainDataModule, PretrainModule
 from lq.models.encoder import EncoderConfig
+from lq.models.poly_encoder import CandidateMemo
 from tests.samples import tiny_encoder_spec
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -71,6 +72,28 @@ def test_overfits_one_small_batch(data_dir):
     with torch.no_grad():
         metric.update(module.rank_scores(batch), batch["target"])
     assert metric.compute().item() == 1.0
+
+
+def test_evaluation_encodes_each_distinct_candidate_once(data_dir):
+    dm = PretrainDataModule(str(data_dir), {"boa_timeline": 1.0}, context_length=96, num_candidates=30)
+    dm.setup("validate")
+    examples = dm.examples["valid"]["boa_timeline"][:24]
+    module = _module({"boa_timeline": 1.0}).eval()
+    memo = CandidateMemo(module.model)
+    with torch.no_grad():
+        for start in range(0, len(examples), 8):
+            chunk = examples[start : start + 8]
+            batch = dm.collate_eval(chunk)
+            scores = module.rank_scores(batch, memo)
+            assert torch.allclose(scores, module.rank_scores(batch), atol=1e-5)  # the same scores as encoding all
+            # each example scored against its own candidates, in its own order
+            first = chunk[0]
+            ids, mask = dm.batcher.candidates(list(first.candidates))
+            ctx = module.model.encode_context(batch["ctx_ids"][:1], batch["ctx_mask"][:1])
+            own = module.model.score(ctx, module.model.encode_candidates(ids, mask))[0]
+            assert torch.allclose(scores[0, : len(first.candidates)], own, atol=1e-5)
+    distinct = {c for e in examples for c in e.candidates}
+    assert memo.encoded == len(distinct) < sum(len(e.candidates) for e in examples)
 
 
 def test_mixing_follows_the_task_weights(data_dir):
@@ -191,6 +214,11 @@ def test_lq_pretrain_end_to_end_logs_to_mlflow(data_dir, tmp_path):
             for k in (1, 5, 10):
                 assert f"{split}/{task}/hits_at_{k}" in run.data.metrics
     assert not any("@" in m for m in run.data.metrics)
+    # where the wall time went, and the experiment opens on its runs table in MLflow's UI
+    parts = {m: v for m, v in run.data.metrics.items() if m.startswith("time/")}
+    assert set(parts) == {"time/train_s", "time/validation_s", "time/test_s", "time/tables_s"}
+    assert all(v > 0 for v in parts.values()), parts
+    assert client.get_experiment_by_name("lq-pretrain").tags["mlflow.experimentKind"] == "custom_model_development"
     assert [a.path for a in client.list_artifacts(run.info.run_id)] == ["config.yaml", "tables"]
     text = Path(client.download_artifacts(run.info.run_id, "config.yaml", str(tmp_path))).read_text()
     assert "general_light" in text and "seq_timeline" in text

@@ -1,0 +1,87 @@
+"""The paper's ablation tables end to end, tracked in MLflow (Tables 1, 2, 4, 5, 7; Figures 5, 13 to 17).
+
+An experiment is a set of tables whose cells are metrics of stage runs (``lq rl fit``, ``lq bc fit``,
+``lq pretrain fit``). :func:`run_experiment` opens a *parent* MLflow run, trains every configuration the
+tables need once per seed as a *child* run (a subprocess of the stage's CLI, tagged
+``mlflow.parentRunId``), then calls :func:`build_tables`, which reads the children back from the store
+and logs on the parent each table as Markdown and CSV (mean ± std over seeds) and the learning curves
+as PNG. ``lq experiment tables`` calls the same :func:`build_tables` on the latest parent run of each
+experiment: the tables come from the store alone, with no training.
+
+What the agent stages need and the store lacks is made first, outside the parent run and reused by
+every experiment: the dataset, the environment's partner and Dungeon Master, and the pretrained
+encoders (``general`` before ``adaptive``). Every agent experiment also has a child per seed holding the
+baselines of its abilities and switches (``<name>_baselines`` table).
+
+- :mod:`lq.experiments.specs`: what each experiment trains and tabulates;
+- :mod:`lq.experiments.running`: preparing, the parent and child runs, resuming;
+- :mod:`lq.experiments.reporting`: tables, cell metrics, curves and transcripts from the store.
+"""
+
+from lq.experiments.reporting import (
+    best_agent,
+    build_tables,
+    cell_metrics,
+    cell_values,
+    children,
+    experiment_for,
+    experiment_id,
+    latest_parent,
+    parent_runs,
+    render,
+    write_local,
+)
+from lq.experiments.running import (
+    Setup,
+    outputs_for,
+    prepare,
+    resumable_parent,
+    run_baselines,
+    run_experiment,
+    stage_args,
+)
+from lq.experiments.specs import (
+    ENCODERS,
+    EXPERIMENTS,
+    Cell,
+    Config,
+    Experiment,
+    Table,
+    baselines_table,
+    table1,
+    table2,
+    table7,
+    table45,
+)
+
+__all__ = [
+    "ENCODERS",
+    "EXPERIMENTS",
+    "Cell",
+    "Config",
+    "Experiment",
+    "Setup",
+    "Table",
+    "baselines_table",
+    "best_agent",
+    "build_tables",
+    "cell_metrics",
+    "cell_values",
+    "children",
+    "experiment_for",
+    "experiment_id",
+    "latest_parent",
+    "outputs_for",
+    "parent_runs",
+    "prepare",
+    "render",
+    "resumable_parent",
+    "run_baselines",
+    "run_experiment",
+    "stage_args",
+    "table1",
+    "table2",
+    "table7",
+    "table45",
+    "write_local",
+]

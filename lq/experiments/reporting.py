@@ -1,0 +1,224 @@
+"""Tables, curves and the best agent's transcripts from the MLflow store alone: each cell the mean ± std over a
+parent run's children, logged on the parent as Markdown, CSV and metrics."""
+
+from __future__ import annotations
+
+import statistics
+import tempfile
+import time
+from collections.abc import Callable, Sequence
+from pathlib import Path
+
+from lq.data.io import atomic_open
+from lq.eval import cell, markdown_table, mean_std_of, plot_curves, run_series
+from lq.experiments.specs import CURVES, EXPERIMENTS, GOALS, Cell, Experiment, Table
+from lq.lit.cli import DEFAULT_TRACKING_URI, mark_model_training
+
+
+def _print(text: str) -> None:
+    print(text, flush=True)  # in order with the children's output when stdout is a file
+
+
+def _client(tracking_uri: str):
+    from mlflow.tracking import MlflowClient
+
+    return MlflowClient(tracking_uri)
+
+
+def experiment_id(client, name: str) -> str:
+    """The MLflow experiment ``lq-<name>`` (created if missing), marked for model training so that the UI opens on
+    its runs table."""
+    found = client.get_experiment_by_name(f"lq-{name}")
+    exp_id = found.experiment_id if found is not None else client.create_experiment(f"lq-{name}")
+    mark_model_training(client, exp_id)
+    return exp_id
+
+
+def parent_runs(client, name: str, where: str = "") -> list:
+    """Parent runs of experiment ``name``, newest first; ``where``: more of an MLflow filter ("and ...")."""
+    found = client.get_experiment_by_name(f"lq-{name}")
+    if found is None:
+        return []
+    return client.search_runs(
+        [found.experiment_id],
+        filter_string=f"tags.`lq.role` = 'parent' {where}",
+        order_by=["attributes.start_time DESC"],
+    )
+
+
+def children(client, parent_id: str) -> list:
+    exp_id = client.get_run(parent_id).info.experiment_id
+    return client.search_runs(
+        [exp_id], filter_string=f"tags.mlflow.parentRunId = '{parent_id}' and attributes.status = 'FINISHED'"
+    )
+
+
+def cell_values(client, runs: Sequence, cell: Cell) -> list[float]:
+    """The cell's metric in each seed's child run (a metric logged several times, e.g. one zero-shot evaluation
+    per evaluation seed, counts as its mean)."""
+    values = [
+        metric_mean(client, run, cell.metric) for run in runs if run.data.tags.get("lq.config") == cell.config.key
+    ]
+    return [v for v in values if v is not None]
+
+
+def metric_mean(client, run, metric: str) -> float | None:
+    """The mean of every value ``run`` logged for ``metric`` (None if it logged none)."""
+    history = [m.value for m in client.get_metric_history(run.info.run_id, metric)]
+    return statistics.fmean(history) if history else None
+
+
+def best_agent(client, runs: Sequence):
+    """The agent child run (RL or BC) with the best zero-shot test results: act & speech goals, then act goals, then
+    speech goals; None if no agent child was evaluated."""
+    scored = []
+    for run in runs:
+        if run.data.tags.get("lq.config", "").split("-")[0] not in ("rl", "bc"):
+            continue
+        score = tuple(metric_mean(client, run, metric) for _, metric in (GOALS[2], GOALS[0], GOALS[1]))
+        if None not in score:
+            scored.append((score, run))
+    return max(scored, key=lambda x: x[0])[1] if scored else None
+
+
+def log_best_transcripts(client, runs: Sequence, parent_id: str, tmp: str) -> str | None:
+    """Copy the best agent's zero-shot test transcripts (first evaluation seed) onto the parent as
+    ``transcripts/best_agent.txt``, under a line naming the run; returns that line (None without transcripts)."""
+    best = best_agent(client, runs)
+    if best is None:
+        return None
+    run_id = best.info.run_id
+    name = "transcripts/test_seed0.txt"
+    if name not in {a.path for a in client.list_artifacts(run_id, "transcripts")}:
+        return None
+    text = Path(client.download_artifacts(run_id, name, tmp)).read_text()
+    rates = ", ".join(f"{title.lower()} {metric_mean(client, best, metric):.3f}" for title, metric in GOALS)
+    line = (
+        f"Best agent: {best.data.tags['lq.config']} seed {best.data.tags.get('lq.seed', '?')} (run {run_id}), "
+        f"zero-shot test: {rates}"
+    )
+    client.log_text(parent_id, f"{line}\n\n{text}", "transcripts/best_agent.txt")
+    return line
+
+
+def _slug(title: str) -> str:
+    return "_".join("".join(ch if ch.isalnum() else " " for ch in title.lower()).split())
+
+
+def cell_metrics(table: Table, values: dict[tuple[str, str], list[float]]) -> dict[str, float]:
+    """Each cell with runs as metrics for its parent run: ``<table>/<row>/<column>/mean`` and ``.../std`` (titles in
+    lower case, words joined by ``_``, e.g. ``table1/scratch/rl_act_goals/mean``), so that parents compare in the
+    MLflow UI."""
+    out = {}
+    for row, cells in table.rows:
+        for column in cells:
+            got = values.get((row, column), [])
+            if got:
+                mean, std = mean_std_of(got)
+                key = f"{table.name}/{_slug(row)}/{_slug(column)}"
+                out[f"{key}/mean"], out[f"{key}/std"] = mean, std
+    return out
+
+
+def render(table: Table, values: dict[tuple[str, str], list[float]]) -> tuple[str, str]:
+    """Markdown (mean ± std, and the number of seeds) and CSV of a table; a cell without runs reads "n/a", a column
+    that does not apply to a row (the ceiling's speech goals) "—"."""
+    columns = list(dict.fromkeys(c for _, cells in table.rows for c in cells))
+    md_rows, csv = [], ["row," + ",".join(f'"{c} mean","{c} std"' for c in columns) + ",seeds"]
+    for row, cells in table.rows:
+        shown, numbers, seeds = [], [], []
+        for column in columns:
+            if column not in cells:
+                shown.append("—")
+                numbers += ["", ""]
+                continue
+            got = values.get((row, column), [])
+            seeds.append(len(got))
+            if got:
+                mean, std = mean_std_of(got)
+                shown.append(cell(mean, std))
+                numbers += [f"{mean:.4f}", f"{std:.4f}"]
+            else:
+                shown.append("n/a")
+                numbers += ["", ""]
+        n = min(s for s in seeds) if seeds else 0
+        md_rows.append([row, *shown, str(n)])
+        csv.append(f'"{row}",' + ",".join(numbers) + f",{n}")
+    md = [f"**{table.title}** (mean ± std over seeds)", "", *markdown_table(["", *columns, "seeds"], md_rows)]
+    return "\n".join(md) + "\n", "\n".join(csv) + "\n"
+
+
+def curves_png(client, experiment: Experiment, runs: Sequence, stage: str, path: Path) -> bool:
+    """The learning curves of ``stage``'s configurations (mean over seeds, shaded ± std) as one PNG; False if none."""
+    configs = [c for c in experiment.configs if c.stage == stage]
+    series = {
+        config.key: [
+            run_series(client, r.info.run_id, CURVES[stage]) for r in runs if r.data.tags.get("lq.config") == config.key
+        ]
+        for config in configs
+    }
+    return plot_curves(series, CURVES[stage], path, f"{experiment.title}: {stage} learning curves")
+
+
+def build_tables(
+    experiment: Experiment,
+    parent_id: str,
+    tracking_uri: str = DEFAULT_TRACKING_URI,
+    log: Callable[[str], None] = _print,
+) -> dict[str, tuple[str, str]]:
+    """Read the parent's children from the store and log on the parent ``tables/<name>.md``/``.csv``,
+    ``curves/<stage>.png`` and the best agent's ``transcripts/best_agent.txt``; returns each table's Markdown and
+    CSV."""
+    from mlflow.entities import Metric
+
+    client = _client(tracking_uri)
+    runs = children(client, parent_id)
+    timestamp = int(time.time() * 1000)
+    out = {}
+    with tempfile.TemporaryDirectory() as tmp:
+        for table in experiment.tables:
+            values = {
+                (row, column): cell_values(client, runs, cell)
+                for row, cells in table.rows
+                for column, cell in cells.items()
+            }
+            md, csv = render(table, values)
+            metrics = cell_metrics(table, values)
+            if metrics:
+                client.log_batch(parent_id, metrics=[Metric(k, v, timestamp, 0) for k, v in metrics.items()])
+            client.log_text(parent_id, md, f"tables/{table.name}.md")
+            client.log_text(parent_id, csv, f"tables/{table.name}.csv")
+            log(md)
+            out[table.name] = (md, csv)
+        for stage in CURVES:
+            path = Path(tmp) / f"{stage}.png"
+            if curves_png(client, experiment, runs, stage, path):
+                client.log_artifact(parent_id, str(path), "curves")
+        line = log_best_transcripts(client, runs, parent_id, tmp)
+        if line is not None:
+            log(f"{line}; its test episodes: transcripts/best_agent.txt on the parent run")
+    return out
+
+
+def latest_parent(tracking_uri: str, name: str) -> str | None:
+    """The newest finished parent run of experiment ``name`` in the store, if any."""
+    runs = parent_runs(_client(tracking_uri), name, "and attributes.status = 'FINISHED'")
+    return runs[0].info.run_id if runs else None
+
+
+def experiment_for(client, parent_id: str) -> Experiment:
+    """The experiment a parent run ran, with the encoders its children used."""
+    run = client.get_run(parent_id)
+    name = run.data.tags.get("lq.experiment")
+    if name not in EXPERIMENTS:
+        raise ValueError(f"run {parent_id} is not an lq experiment's parent run (tag lq.experiment={name!r})")
+    encoders = run.data.params.get("encoders")
+    return EXPERIMENTS[name](*([encoders.split()] if encoders else []))
+
+
+def write_local(tables: dict[str, tuple[str, str]], out_dir: str | Path) -> None:
+    """Also keep the tables as files (written to a temporary file, then renamed)."""
+    for name, (md, csv) in tables.items():
+        for suffix, text in ((".md", md), (".csv", csv)):
+            with atomic_open(Path(out_dir) / f"{name}{suffix}", "w", encoding="utf-8") as f:
+                f.write(text)

@@ -1,0 +1,236 @@
+"""Running an experiment: what its stages need first, one child run per configuration and seed under a parent
+run (resumable), and the baselines' children."""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from lq.experiments.reporting import _client, _print, build_tables, children, experiment_id, parent_runs
+from lq.experiments.specs import ENCODERS, Config, Experiment
+from lq.lit.cli import DEFAULT_TRACKING_URI
+
+
+def outputs_for(data_dir: str | Path) -> str:
+    """Where a dataset's checkpoints go: ``outputs/`` for the default data, ``outputs/<folder name>/`` for any other
+    (the Makefile's OUT), so that a partner, DM or agent trained on one dataset is never picked up for another."""
+    return "outputs" if Path(data_dir) == Path("data/default") else f"outputs/{Path(data_dir).resolve().name}"
+
+
+@dataclass
+class Setup:
+    """Where things are and how big they are trained."""
+
+    profile: str = "tiny"
+    seeds: Sequence[int] = (0, 1, 2)
+    data_dir: str = "data/default"
+    tracking_uri: str = DEFAULT_TRACKING_URI
+    outputs: str = ""  # default: outputs_for(data_dir)
+    eval_seeds: int = 1
+    extra_args: dict[str, Sequence[str]] = field(default_factory=dict)  # per stage ("rl", ...; "*": every stage)
+
+    def __post_init__(self) -> None:
+        self.outputs = self.outputs or outputs_for(self.data_dir)
+
+    @property
+    def env_encoder(self) -> str:
+        """The environment's partner and DM: small poly-encoders on the CPU profile, MiniLM-sized otherwise."""
+        return "small" if self.profile == "tiny" else "general"
+
+    def profile_config(self, stage: str) -> str:
+        if stage in ("rl", "bc"):
+            name = f"{stage}-{self.profile}"
+        else:
+            name = f"env-{self.profile}" if stage in ("partner", "dm") else self.profile
+        path = Path("conf/profile") / f"{name}.yaml"
+        if not path.exists():
+            raise FileNotFoundError(f"{path}: no such profile for the {stage} stage (PROFILE={self.profile})")
+        return str(path)
+
+
+def _lq(*args: str) -> None:
+    """Run ``python -m lq ARGS`` and fail loudly with the command if it fails."""
+    cmd = [sys.executable, "-m", "lq", *args]
+    _print("$ " + " ".join(cmd))
+    done = subprocess.run(cmd, check=False)
+    if done.returncode != 0:
+        raise RuntimeError(f"exit status {done.returncode}: {' '.join(cmd)}")
+
+
+def stage_args(config: Config, setup: Setup, seed: int, out_dir: str | None = None) -> list[str]:
+    """The command line of one stage run (``lq STAGE fit ...``) of ``config`` with ``seed``."""
+    stage = config.stage
+    args = [
+        stage,
+        "fit",
+        "--config",
+        f"conf/{stage}.yaml",
+        "--config",
+        f"conf/encoder/{config.encoder}.yaml",
+        "--config",
+        setup.profile_config(stage),
+        "--seed_everything",
+        str(seed),
+        "--trainer.logger.init_args.tracking_uri",
+        setup.tracking_uri,
+        "--out_dir",
+        out_dir or f"{setup.outputs}/{stage}",
+    ]
+    if stage in ("pretrain", "partner", "dm"):  # the poly-encoder stages read a DataModule
+        args += ["--data.data_dir", setup.data_dir]
+    else:
+        args += [
+            "--model.data_dir",
+            setup.data_dir,
+            "--model.ability",
+            config.ability,
+            "--model.switch",
+            config.switch,
+            "--model.seed",
+            str(seed),
+            "--eval_seeds",
+            str(setup.eval_seeds),
+            "--pretrain_dir",
+            f"{setup.outputs}/pretrain",
+            "--model.partner_checkpoint",
+            f"{setup.outputs}/partner/{setup.env_encoder}/best.ckpt",
+            "--model.dm_checkpoint",
+            f"{setup.outputs}/dm/{setup.env_encoder}/best.ckpt",
+        ]
+    return args + [*setup.extra_args.get("*", ()), *setup.extra_args.get(stage, ())]
+
+
+def prepare(configs: Sequence[Config], setup: Setup) -> None:
+    """Make what the configurations need and the outputs lack: data, partner, DM, pretrained encoders."""
+    if not (Path(setup.data_dir) / "manifest.json").exists():
+        _lq("data", "generate", setup.data_dir)
+    if any(c.stage != "pretrain" for c in configs):
+        for stage in ("partner", "dm"):
+            if not Path(f"{setup.outputs}/{stage}/{setup.env_encoder}/best.ckpt").exists():
+                _lq(*stage_args(Config(stage, setup.env_encoder), setup, 0))
+    needed = {c.encoder for c in configs if c.stage in ("rl", "bc") and c.encoder != "scratch"}
+    if "adaptive" in needed:
+        needed.add("general")
+    for encoder in sorted(needed, key=ENCODERS.index):  # general before adaptive
+        if not Path(f"{setup.outputs}/pretrain/{encoder}/best.ckpt").exists():
+            _lq(*stage_args(Config("pretrain", encoder), setup, 0), *_init_from(encoder, f"{setup.outputs}/pretrain"))
+
+
+def _init_from(encoder: str, pretrain_dir: str) -> list[str]:
+    return ["--model.encoder.init_from", f"{pretrain_dir}/general/best.ckpt"] if encoder == "adaptive" else []
+
+
+def resumable_parent(client, experiment: Experiment, setup: Setup) -> str | None:
+    """The newest parent run of ``experiment`` with ``setup``'s profile that did not finish (None if none)."""
+    runs = parent_runs(client, experiment.name, f"and tags.`lq.profile` = '{setup.profile}'")
+    unfinished = [r for r in runs if r.info.status != "FINISHED"]
+    return unfinished[0].info.run_id if unfinished else None
+
+
+def _reopen(client, pid: str, experiment: Experiment, setup: Setup) -> set[tuple[str, str]]:
+    """Reopen an unfinished parent: check it ran the same seeds and encoders, mark its children that died
+    unfinished as KILLED, and return the (configuration, seed) pairs whose children finished."""
+    run = client.get_run(pid)
+    params = run.data.params
+    for key, wanted in (("seeds", " ".join(map(str, setup.seeds))), ("encoders", " ".join(experiment.encoders))):
+        if params.get(key) != wanted:
+            raise ValueError(
+                f"parent run {pid} ran {key} '{params.get(key)}', not '{wanted}': resume with the same "
+                f"{key}, or run without --resume for a new parent"
+            )
+    for child in client.search_runs([run.info.experiment_id], filter_string=f"tags.mlflow.parentRunId = '{pid}'"):
+        if child.info.status == "RUNNING":  # its process is gone: it will be trained again
+            client.set_terminated(child.info.run_id, "KILLED")
+    client.update_run(pid, status="RUNNING")
+    return {(r.data.tags.get("lq.config"), r.data.tags.get("lq.seed")) for r in children(client, pid)}
+
+
+def run_experiment(
+    experiment: Experiment, setup: Setup, log: Callable[[str], None] = _print, resume: bool = False
+) -> tuple[str, dict[str, tuple[str, str]]]:
+    """Train every configuration of ``experiment`` per seed as children of a parent run, then build its tables;
+    returns the parent's run id and the tables (Markdown, CSV). ``resume``: continue the newest unfinished parent
+    of this experiment and profile (an interrupted run), training only the children that did not finish."""
+    prepare(experiment.configs, setup)
+    client = _client(setup.tracking_uri)
+    exp_id = experiment_id(client, experiment.name)
+    pid = resumable_parent(client, experiment, setup) if resume else None
+    done: set[tuple[str, str]] = set()
+    if pid is not None:
+        done = _reopen(client, pid, experiment, setup)
+        log(f"[{experiment.name}] resuming parent run {pid}: {len(done)} children finished before")
+    else:
+        if resume:
+            log(f"[{experiment.name}] no unfinished parent run to resume: starting a new one")
+        parent = client.create_run(
+            exp_id,
+            run_name=f"{experiment.name}-{setup.profile}",
+            tags={"lq.experiment": experiment.name, "lq.profile": setup.profile, "lq.role": "parent"},
+        )
+        pid = parent.info.run_id
+        client.log_param(pid, "seeds", " ".join(map(str, setup.seeds)))
+        client.log_param(pid, "encoders", " ".join(experiment.encoders))
+        client.log_param(pid, "configurations", len(experiment.configs))
+    try:
+        for config in experiment.configs:
+            for seed in setup.seeds:
+                if (config.key, str(seed)) in done:
+                    continue
+                log(f"[{experiment.name}] {config.key} seed {seed}")
+                tags = {"mlflow.parentRunId": pid, "lq.config": config.key, "lq.seed": str(seed)}
+                if config.stage == "baselines":
+                    run_baselines(client, exp_id, config, setup, seed, tags)
+                    continue
+                out_dir = None
+                extra: list[str] = []
+                if config.stage == "pretrain":  # one encoder per seed, kept apart from the agents' encoders
+                    out_dir = f"{setup.outputs}/experiments/{experiment.name}/seed-{seed}"
+                    extra = _init_from(config.encoder, out_dir)
+                _lq(
+                    *stage_args(config, setup, seed, out_dir),
+                    *extra,
+                    "--trainer.logger.init_args.experiment_name",
+                    f"lq-{experiment.name}",
+                    "--trainer.logger.init_args.tags",
+                    json.dumps(tags),
+                )
+        tables = build_tables(experiment, pid, setup.tracking_uri, log)
+    except BaseException:
+        client.set_terminated(pid, "FAILED")
+        raise
+    client.set_terminated(pid, "FINISHED")
+    return pid, tables
+
+
+def run_baselines(client, exp_id: str, config: Config, setup: Setup, seed: int, tags: dict[str, str]) -> str:
+    """A child run with the baselines and the ceiling of ``config``'s ability and switch: the RL stage's agent module
+    as ``setup`` configures it (its environment, switch, spaces and evaluation), each rule in place of the agent
+    (``baselines/<rule>/<goal>_rate``); returns its run id."""
+    from lq.lit.checkpoints import baseline_results
+    from lq.lit.cli import STAGES, stage_classes
+
+    args = stage_args(Config("rl", "scratch", config.ability, config.switch), setup, seed)[2:]  # not "rl fit"
+    cli = STAGES["rl"](*stage_classes("rl"), args=args, parse_only=True)
+    module = cli.parser.instantiate_classes(cli.config).model
+    run_id = client.create_run(exp_id, run_name=f"{config.key}-s{seed}", tags={**tags, "lq.stage": "baselines"})
+    run_id = run_id.info.run_id
+    try:
+        results = baseline_results(module, "test", [seed])
+        for key, [result] in results.items():
+            rates = {
+                "act_goal_rate": result.act_goal_rate,
+                "speech_goal_rate": result.speech_goal_rate,
+                "act_and_speech_goal_rate": result.act_and_speech_rate,
+            }
+            for name, value in rates.items():
+                if value == value:  # the ceiling has no speech columns (NaN)
+                    client.log_metric(run_id, f"baselines/{key}/{name}", value)
+    except BaseException:
+        client.set_terminated(run_id, "FAILED")
+        raise
+    client.set_terminated(run_id, "FINISHED")
+    return run_id

@@ -1,0 +1,190 @@
+"""What each of the paper's ablation experiments trains and tabulates: configurations, cells, tables (Tables 1, 2,
+4, 5 and 7, each agent experiment with its baselines)."""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass, field
+
+from lq.lit.checkpoints import BASELINES, CEILING
+
+ENCODERS = ("scratch", "general", "light", "general_light", "adaptive")
+ENCODER_TITLES = {
+    "scratch": "Scratch",
+    "general": "General",
+    "light": "Light",
+    "general_light": "General+Light",
+    "adaptive": "Adaptive",
+}
+ABILITY_TITLES = {
+    "act_speech": "Act+Speech",
+    "act": "Act Only",
+    "speech": "Speech Only",
+    "speech_no_speech_goals": "Speech Only, no speech goals",
+}
+SWITCH_TITLES = {"ratio": "Learned switch", "hardcoded": "Hardcoded switch"}
+GOALS = (
+    ("Act goals", "test/act_goal_rate"),
+    ("Speech goals", "test/speech_goal_rate"),
+    ("Act & Speech", "test/act_and_speech_goal_rate"),
+)
+TIMELINE_COLUMNS = (
+    ("All Hits@1", "all_hits_at_1"),
+    ("All Hits@5", "all_hits_at_5"),
+    ("All Hits@10", "all_hits_at_10"),
+    ("Easiest Hits@1", "easiest_hits_at_1"),
+    ("Leave easiest out Hits@1", "leave_easiest_out_hits_at_1"),
+)
+MOTIVATION_TITLES = {"none": "No motivations", "short": "Short motivations", "long_mid": "Long & mid motivations"}
+# what each stage's learning curves plot (Figures 5 and 15 to 17 for RL, 13 and 14 for pretraining)
+CURVES = {
+    "rl": ("rl/act_goal_rate", "rl/speech_goal_rate", "rl/return"),
+    "bc": ("val/loss", "val/action_accuracy"),
+    "pretrain": ("val/hits_at_1",),
+}
+
+
+@dataclass(frozen=True)
+class Config:
+    """One configuration of a stage: trained once per seed, each a child run."""
+
+    stage: str  # "rl", "bc", "pretrain", "baselines" (and "partner", "dm": the environment's models)
+    encoder: str = ""  # none for the baselines: they read no encoder
+    ability: str = "act_speech"
+    switch: str = "hardcoded"
+
+    @property
+    def key(self) -> str:
+        if self.stage == "pretrain":
+            return f"pretrain-{self.encoder}"
+        if self.stage == "baselines":
+            return f"baselines-{self.ability}-{self.switch}"
+        return f"{self.stage}-{self.encoder}-{self.ability}-{self.switch}"
+
+
+@dataclass(frozen=True)
+class Cell:
+    config: Config
+    metric: str
+
+
+@dataclass
+class Table:
+    name: str  # artifact name: tables/<name>.md and .csv
+    title: str
+    rows: list[tuple[str, dict[str, Cell]]]  # row title -> column title -> cell
+
+    @property
+    def configs(self) -> list[Config]:
+        return list(dict.fromkeys(c.config for _, cells in self.rows for c in cells.values()))
+
+
+@dataclass
+class Experiment:
+    name: str  # also the MLflow experiment name, lq-<name>
+    title: str
+    tables: list[Table]
+    encoders: Sequence[str] = ()
+    configs: list[Config] = field(init=False)
+
+    def __post_init__(self) -> None:
+        self.configs = list(dict.fromkeys(c for t in self.tables for c in t.configs))
+
+
+def baselines_table(name: str, configs: Sequence[Config]) -> Table:
+    """The baselines of the agent configurations' abilities and switches, run through the same actor and environment
+    as the agents (random among the valid candidates and among the whole spaces, word overlap), and the ceiling."""
+    settings = list(dict.fromkeys((c.ability, c.switch) for c in configs if c.stage in ("rl", "bc")))
+    rows = []
+    for ability, switch in settings:
+        config = Config("baselines", ability=ability, switch=switch)
+        where = f", {ABILITY_TITLES[ability]}, {SWITCH_TITLES[switch].lower()}" if len(settings) > 1 else ""
+        for key, title, *_ in (*BASELINES, CEILING):
+            goals = GOALS[:1] if key == CEILING[0] else GOALS
+            rows.append((f"{title}{where}", {g: Cell(config, f"baselines/{key}/{m.split('/')[1]}") for g, m in goals}))
+    title = "Baselines (the same actor, switch and environment; the ceiling: goal in the action space)"
+    return Table(name, title, rows)
+
+
+def _with_baselines(name: str, title: str, rows: list, encoders: Sequence[str]) -> Experiment:
+    """An agent experiment: its table ``name`` and the baselines of its configurations (``<name>_baselines``)."""
+    table = Table(name, title, rows)
+    return Experiment(name, title, [table, baselines_table(f"{name}_baselines", table.configs)], encoders)
+
+
+def _check_encoders(encoders: Sequence[str]) -> None:
+    unknown = [e for e in encoders if e not in ENCODERS]
+    if unknown:
+        raise ValueError(f"unknown encoder {', '.join(unknown)}: choose from {', '.join(ENCODERS)}")
+
+
+def table1(encoders: Sequence[str] = ENCODERS) -> Experiment:
+    """Encoder types: RL act, speech, act & speech goals and BC act & speech goals (paper Table 1)."""
+    _check_encoders(encoders)
+    rows = []
+    for e in encoders:
+        cells = {f"RL {title}": Cell(Config("rl", e), metric) for title, metric in GOALS}
+        cells["BC Act & Speech"] = Cell(Config("bc", e), "test/act_and_speech_goal_rate")
+        rows.append((ENCODER_TITLES[e], cells))
+    return _with_baselines("table1", "Table 1: encoder types", rows, encoders)
+
+
+def table2(encoders: Sequence[str] = ("scratch", "adaptive")) -> Experiment:
+    """Ability types: act and speak, act only, speak only, speak only without speech goals (paper Table 2)."""
+    _check_encoders(encoders)
+    rows = [
+        (
+            title,
+            {
+                f"{ENCODER_TITLES[e]} {g}": Cell(Config("rl", e, ability=ability), metric)
+                for e in encoders
+                for g, metric in GOALS
+            },
+        )
+        for ability, title in ABILITY_TITLES.items()
+    ]
+    return _with_baselines("table2", "Table 2: ability types", rows, encoders)
+
+
+def table7(encoders: Sequence[str] = ("scratch", "adaptive")) -> Experiment:
+    """Switch types: the learned ratio switch and the hardcoded one (paper Table 7, Figures 16 and 17)."""
+    _check_encoders(encoders)
+    rows = [
+        (
+            f"{ENCODER_TITLES[e]}, {title}",
+            {g: Cell(Config("rl", e, switch=switch), metric) for g, metric in GOALS},
+        )
+        for e in encoders
+        for switch, title in SWITCH_TITLES.items()
+    ]
+    return _with_baselines("table7", "Table 7: switch types", rows, encoders)
+
+
+def table45(encoders: Sequence[str] = ("general", "light", "general_light", "adaptive")) -> Experiment:
+    """Supervised timeline prediction, Hits@k of 100 (paper Tables 4 and 5, Figures 13 and 14)."""
+    _check_encoders(encoders)
+    if "scratch" in encoders:
+        raise ValueError("Tables 4/5 compare pretrained encoders: scratch is not pretrained")
+    tables = []
+    for name, title in (
+        ("table4", "Table 4: sequential timeline prediction"),
+        ("table5", "Table 5: bag-of-actions timeline prediction"),
+    ):
+        rows = [
+            (
+                f"{ENCODER_TITLES[e]}, {mtitle}",
+                {ctitle: Cell(Config("pretrain", e), f"{name}/{m}/{col}") for ctitle, col in TIMELINE_COLUMNS},
+            )
+            for e in encoders
+            for m, mtitle in MOTIVATION_TITLES.items()
+        ]
+        tables.append(Table(name, title, rows))
+    return Experiment("table45", "Tables 4 and 5: supervised timeline prediction", tables, encoders)
+
+
+EXPERIMENTS: dict[str, Callable[..., Experiment]] = {
+    "table1": table1,
+    "table2": table2,
+    "table7": table7,
+    "table45": table45,
+}

@@ -1,0 +1,63 @@
+"""Progress lines for log files and the wall-time split of a stage."""
+
+import io
+
+import lightning as L
+import torch
+from torch.utils.data import DataLoader, TensorDataset
+
+from lq.lit.callbacks import LogProgress, StageTimer, wants_log_progress
+
+
+class _Tiny(L.LightningModule):
+    def __init__(self):
+        super().__init__()
+        self.layer = torch.nn.Linear(2, 1)
+
+    def training_step(self, batch, batch_idx):
+        loss = self.layer(batch[0]).pow(2).mean()
+        self.log("train/loss", loss, prog_bar=True)
+        return loss
+
+    def validation_step(self, batch, batch_idx):
+        self.log("val/loss", self.layer(batch[0]).pow(2).mean())
+
+    def configure_optimizers(self):
+        return torch.optim.SGD(self.parameters(), lr=0.1)
+
+
+def _loader(n):
+    return DataLoader(TensorDataset(torch.randn(n, 2)), batch_size=1)
+
+
+def test_log_progress_prints_a_line_per_tenth_of_an_epoch_and_per_validation(capsys):
+    timer = StageTimer()
+    trainer = L.Trainer(
+        max_epochs=2,
+        callbacks=[LogProgress(), timer],
+        logger=False,
+        enable_checkpointing=False,
+        enable_model_summary=False,
+        num_sanity_val_steps=0,
+    )
+    assert isinstance(trainer.progress_bar_callback, LogProgress)  # it is the trainer's bar, not a second one
+    trainer.fit(_Tiny(), _loader(20), _loader(3))
+    lines = [line for line in capsys.readouterr().out.splitlines() if line]
+    epoch1 = [line for line in lines if line.startswith("epoch 1/2:")]
+    assert [line.split(":")[1].split()[0] for line in epoch1] == [f"{2 * i}/20" for i in range(1, 11)]
+    assert "train/loss" in epoch1[-1] and "\r" not in "".join(lines)
+    assert [line.split(":")[0] for line in lines if line.startswith("validation")] == [
+        "validation after epoch 1",
+        "validation after epoch 2",
+    ]
+    line = timer.report(trainer)
+    assert timer.seconds["train"] > 0 and timer.seconds["validation"] > 0 and timer.seconds["test"] == 0
+    assert line.startswith("wall time: train ") and line in capsys.readouterr().out
+
+
+def test_log_progress_only_where_stdout_is_not_a_terminal():
+    class Terminal(io.StringIO):
+        def isatty(self):
+            return True
+
+    assert wants_log_progress(io.StringIO()) and not wants_log_progress(Terminal())
