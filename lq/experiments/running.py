@@ -215,7 +215,7 @@ def run_baselines(client, exp_id: str, config: Config, setup: Setup, seed: int, 
 
     args = stage_args(Config("rl", "scratch", config.ability, config.switch), setup, seed)[2:]  # not "rl fit"
     cli = STAGES["rl"](*stage_classes("rl"), args=args, parse_only=True)
-    module = cli.parser.instantiate_classes(cli.config).model
+    module = cli.parser.instantiate(cli.config).model
     run_id = client.create_run(exp_id, run_name=f"{config.key}-s{seed}", tags={**tags, "lq.stage": "baselines"})
     run_id = run_id.info.run_id
     try:
