@@ -79,10 +79,11 @@ def _cmd_data_generate(args: argparse.Namespace) -> int:
 
 def _cmd_data_atomic_light(args: argparse.Namespace) -> int:
     from lq.data.atomic import load_atomic_csv
-    from lq.data.atomic_light import build_atomic_light, light_nouns, write_atomic_light
+    from lq.data.atomic_light import write_atomic_light
     from lq.data.default_db import load_default_db
     from lq.data.io import atomic_dir
     from lq.data.light_db import load_light_db
+    from lq.tasks.atomic_light import build_atomic_light, light_nouns
 
     db = load_light_db(args.light_db) if args.light_db else load_default_db()
     events = [e for path in args.atomic for e in load_atomic_csv(path)]

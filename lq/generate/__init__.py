@@ -24,7 +24,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from lq.data.atomic import write_atomic_csv
-from lq.data.atomic_light import build_atomic_light, engine_triples, light_nouns, write_atomic_light
+from lq.data.atomic_light import write_atomic_light
 from lq.data.atomic_seed import seed_events
 from lq.data.default_db import load_default_db
 from lq.data.demos import Demonstration, write_demos
@@ -36,6 +36,7 @@ from lq.generate.chitchat import generate_conversation
 from lq.generate.demos import generate_demo, generate_episode
 from lq.generate.quests import generate_quest
 from lq.generate.worlds import Pools
+from lq.tasks.atomic_light import build_atomic_light, engine_triples, light_nouns
 
 
 @dataclass(frozen=True)

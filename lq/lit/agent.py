@@ -66,15 +66,42 @@ def readable_texts(data_dir: str | Path) -> set[str]:
 
 
 class AgentModule(L.LightningModule):
-    """Base of :class:`lq.lit.bc.BCModule` and :class:`lq.lit.rl.RLModule`; subclasses save the hyperparameters.
+    """Base of :class:`lq.lit.bc.BCModule` and :class:`lq.lit.rl.RLModule`, which add their own hyperparameters and
+    pass these on (``**kwargs``; LightningCLI and ``save_hyperparameters`` see both).
 
     The hyperparameters every agent has: ``encoder`` / ``pretrained_checkpoint`` (the frozen encoder; none for
     scratch), ``data_dir``, the environment's ``partner_checkpoint`` and ``dm_checkpoint``, ``switch`` and
-    ``switch_every``, ``ability``, ``restrict`` (choose among valid candidates only), ``context_length``,
+    ``switch_every``, ``ability``, ``restrict`` (choose among valid candidates only), ``lr``, ``context_length``,
     ``candidate_dim``, ``agent`` (Table 6 sizes), ``eval_max_steps``, ``eval_batch_size``, ``seed``.
     """
 
     stage = "agent"
+
+    def __init__(
+        self,
+        encoder: EncoderConfig = SCRATCH,
+        pretrained_checkpoint: str | None = None,
+        data_dir: str = "data/default",
+        partner_checkpoint: str = PARTNER_CHECKPOINT,
+        dm_checkpoint: str = DM_CHECKPOINT,
+        switch: str = "hardcoded",
+        switch_every: int = 3,
+        ability: str = "act_speech",
+        restrict: bool = True,
+        lr: float = 1e-4,
+        context_length: int = 256,
+        candidate_dim: int = 256,
+        agent: AgentConfig = AgentConfig(),  # noqa: B008 (a dataclass default, never mutated)
+        eval_max_steps: int | None = None,
+        eval_batch_size: int = 32,
+        seed: int = 0,
+    ):
+        super().__init__()
+        self.check_choices(switch, ability)
+        # the subclass's own arguments too: the frames of every __init__ on the way here are read
+        self.save_hyperparameters(ignore=["encoder", "agent", "coefficients"])
+        self.store_configs(encoder, agent)
+        self.agent = None
 
     def check_choices(self, switch: str, ability: str) -> None:
         if ability not in ABILITIES:

@@ -21,9 +21,7 @@ from torch.utils.data import DataLoader
 from lq.data.dataset import load_dataset
 from lq.envs.episode import instances_from_data
 from lq.envs.replay import demonstration_turns
-from lq.lit.agent import DM_CHECKPOINT, PARTNER_CHECKPOINT, SCRATCH, AgentModule
-from lq.models.agent import AgentConfig
-from lq.models.encoder import EncoderConfig
+from lq.lit.agent import AgentModule
 from lq.rl.acting import choice_mask, valid_mask
 from lq.rl.losses import masked
 
@@ -39,31 +37,9 @@ class Episode:
 class BCModule(AgentModule):
     stage = "bc"
 
-    def __init__(
-        self,
-        encoder: EncoderConfig = SCRATCH,
-        pretrained_checkpoint: str | None = None,
-        data_dir: str = "data/default",
-        partner_checkpoint: str = PARTNER_CHECKPOINT,
-        dm_checkpoint: str = DM_CHECKPOINT,
-        switch: str = "hardcoded",
-        switch_every: int = 3,
-        ability: str = "act_speech",
-        restrict: bool = True,
-        batch_size: int = 16,
-        lr: float = 1e-4,
-        context_length: int = 256,
-        candidate_dim: int = 256,
-        agent: AgentConfig = AgentConfig(),  # noqa: B008 (a dataclass default, never mutated)
-        eval_max_steps: int | None = None,
-        eval_batch_size: int = 32,
-        seed: int = 0,
-    ):
-        super().__init__()
-        self.check_choices(switch, ability)
-        self.save_hyperparameters(ignore=["encoder", "agent"])
-        self.store_configs(encoder, agent)
-        self.agent = None
+    def __init__(self, batch_size: int = 16, **kwargs):
+        """``batch_size``: demonstrations per update; the rest as :class:`AgentModule`."""
+        super().__init__(**kwargs)
         self.episodes: dict[str, list[Episode]] = {}
 
     def setup(self, stage: str) -> None:

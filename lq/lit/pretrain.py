@@ -18,11 +18,11 @@ from torch.utils.data import DataLoader, WeightedRandomSampler
 
 from lq.data.context import MOTIVATION_LEVELS
 from lq.data.dataset import dataset_id
-from lq.data.tasks import ENV_TASKS, NUM_CANDIDATES, TASKS, Example, build_task
 from lq.lit.metrics import HitsAtK
 from lq.models.encoder import EncoderConfig, EncoderSpec
 from lq.models.poly_encoder import CandidateMemo, PolyEncoder, TextBatcher, distinct_candidates
 from lq.models.pretrained import load_tokenizer
+from lq.tasks import ENV_TASKS, NUM_CANDIDATES, TASKS, Example, build_task
 
 HITS_AT = (1, 5, 10)
 

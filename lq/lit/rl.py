@@ -15,9 +15,7 @@ import torch
 from torch.utils.data import DataLoader
 
 from lq.envs.build import build_env
-from lq.lit.agent import DM_CHECKPOINT, PARTNER_CHECKPOINT, SCRATCH, AgentModule
-from lq.models.agent import AgentConfig
-from lq.models.encoder import EncoderConfig
+from lq.lit.agent import AgentModule
 from lq.rl.a2c import RolloutState, a2c_losses, collect
 from lq.rl.losses import LossCoefficients
 from lq.rl.priority import PrioritySampler
@@ -29,43 +27,25 @@ class RLModule(AgentModule):
 
     def __init__(
         self,
-        encoder: EncoderConfig = SCRATCH,
-        pretrained_checkpoint: str | None = None,
-        data_dir: str = "data/default",
-        partner_checkpoint: str = PARTNER_CHECKPOINT,
-        dm_checkpoint: str = DM_CHECKPOINT,
-        switch: str = "hardcoded",
-        switch_every: int = 3,
-        ability: str = "act_speech",
-        restrict: bool = True,
         num_envs: int = 32,
         rollout_steps: int = 8,
         max_steps: int | None = 100,
         gamma: float = 0.99,
-        lr: float = 1e-4,
         temperature: float = 1.0,
-        context_length: int = 256,
-        candidate_dim: int = 256,
         coefficients: LossCoefficients = LossCoefficients(),  # noqa: B008 (frozen dataclass)
-        agent: AgentConfig = AgentConfig(),  # noqa: B008
-        eval_max_steps: int | None = None,
-        eval_batch_size: int = 32,
         updates_per_epoch: int = 50,
-        seed: int = 0,
         top_k_every_repeat: bool = False,
         priority_mix: float = 0.5,
         recent_episodes: int = 200,
         normalize_advantages: bool = True,
+        **kwargs,
     ):
-        super().__init__()
-        self.check_choices(switch, ability)
-        self.save_hyperparameters(ignore=["encoder", "coefficients", "agent"])
-        self.store_configs(encoder, agent)
+        """The rollout and A2C hyperparameters (Table 6); the rest as :class:`AgentModule`."""
+        super().__init__(**kwargs)
         self.coef = coefficients if isinstance(coefficients, LossCoefficients) else LossCoefficients(**coefficients)
         self.hparams["coefficients"] = asdict(self.coef)
         self.automatic_optimization = False
         self.env = None
-        self.agent = None
 
     # -- building ------------------------------------------------------------------------------------
 

@@ -15,10 +15,10 @@ from collections.abc import Sequence
 
 import torch
 
-from lq.data.tasks import Example, build_task
 from lq.eval import markdown_table
 from lq.lit.metrics import rank_of_gold
 from lq.models.poly_encoder import CandidateMemo, PolyEncoder, TextBatcher, distinct_candidates
+from lq.tasks import Example, build_task
 
 MOTIVATION_SETTINGS = {"none": (), "short": ("short",), "long_mid": ("long", "mid")}
 TABLES = {

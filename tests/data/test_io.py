@@ -16,8 +16,8 @@ def test_crash_during_write_keeps_the_old_file_and_leaves_no_temp(tmp_path):
 
 def test_jsonl_readers_name_the_line(tmp_path):
     from lq.data.atomic_light import load_atomic_light
+    from lq.data.chitchat import load_chitchat
     from lq.data.errors import DataFormatError
-    from lq.data.tasks import load_chitchat
 
     (tmp_path / "chat.jsonl").write_text('{"dialogue": ["hi", "hello"]}\n\n{"dialogue": "hi"}\n')
     with pytest.raises(DataFormatError) as info:

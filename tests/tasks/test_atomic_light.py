@@ -6,10 +6,11 @@ from transformers import AutoTokenizer, BertConfig, BertForMaskedLM
 
 from lq.cli import main
 from lq.data.atomic import RELATIONS, AtomicEvent, write_atomic_csv
-from lq.data.atomic_light import build_atomic_light, engine_triples, light_characters, light_nouns, load_atomic_light
+from lq.data.atomic_light import load_atomic_light
 from lq.data.default_db import load_default_db
 from lq.models.mlm_fill import MASK, MaskedLMFiller
 from lq.models.pretrained import minilm_dir
+from lq.tasks.atomic_light import build_atomic_light, engine_triples, light_characters, light_nouns
 
 DB = load_default_db()
 

@@ -15,11 +15,11 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from lq.data.atomic_light import AtomicLightSample, load_atomic_light
+from lq.data.chitchat import load_chitchat
 from lq.data.context import MOTIVATION_LEVELS, demo_context, partner_context, quest_context, timeline_prefix
 from lq.data.dataset import load_dataset
 from lq.data.demos import PARTNER, SELF, Demonstration, load_demos
 from lq.data.errors import DataFormatError
-from lq.data.io import read_jsonl
 from lq.data.quests import GOAL_INDEX, Quest
 from lq.data.splits import SPLITS, Splits
 
@@ -192,22 +192,6 @@ def seq_timeline_examples(
                     easiest=k == GOAL_INDEX,
                 )
             )
-    return out
-
-
-def load_chitchat(path: str | Path) -> list[list[str]]:
-    out = []
-    for i, obj in read_jsonl(path, 'a chit-chat corpus, JSONL of {"dialogue": [...]}'):
-        turns = obj.get("dialogue") if isinstance(obj, dict) else None
-        if not isinstance(turns, list) or len(turns) < 2 or not all(isinstance(t, str) for t in turns):
-            raise DataFormatError(
-                path,
-                'expected {"dialogue": [at least two strings]}',
-                record=f"line {i}",
-                field="dialogue",
-                fix="write each conversation as a list of its turns",
-            )
-        out.append(turns)
     return out
 
 
