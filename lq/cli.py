@@ -322,7 +322,8 @@ TRAINING_STAGES = ("pretrain", "partner", "dm", "bc", "rl")
 def main(argv: Sequence[str] | None = None) -> int:
     """Run a command; a user's mistake (bad file, unknown name, no network) prints one line, not a traceback.
 
-    Training stages (``lq pretrain fit --config ...``) hand the rest of the command line to LightningCLI.
+    Training stages (``lq pretrain fit --config ...``) hand the rest of the command line to LightningCLI
+    (``fit`` through :func:`lq.lit.cli.fit_stage`).
     """
     from lq.data.download import DownloadError
     from lq.data.errors import DataFormatError
@@ -331,10 +332,13 @@ def main(argv: Sequence[str] | None = None) -> int:
 
     argv = list(sys.argv[1:] if argv is None else argv)
     if argv and argv[0] in TRAINING_STAGES:
-        from lq.lit.cli import stage_main
+        from lq.lit.cli import fit_stage, stage_main
 
         try:
-            stage_main(argv[0], argv[1:])
+            if argv[1:2] == ["fit"]:  # train, then the stage's own work after fitting (lq.lit.cli.fit_stage)
+                fit_stage(argv[0], argv[2:])
+            else:  # LightningCLI's other commands (validate, test, --help ...)
+                stage_main(argv[0], argv[1:])
         except (DataFormatError, FileNotFoundError, ValueError) as err:
             print(f"error: {err}", file=sys.stderr)
             return 1

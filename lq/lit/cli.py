@@ -46,16 +46,24 @@ def _checkpoint_dir(out_dir: str, encoder_name: str) -> str:
     return f"{out_dir.rstrip('/')}/{encoder_name}"
 
 
-class StageCLI(LightningCLI):
-    """A LightningCLI with lq's conventions: MLflow by default, checkpoints per encoder, test after fit.
+def _floats(metrics: dict) -> dict[str, float]:
+    return {k: float(v) for k, v in metrics.items()}
 
-    ``parse_only=True`` parses and validates the configs without building anything (for tests).
+
+class StageCLI(LightningCLI):
+    """A LightningCLI with lq's conventions: MLflow by default, checkpoints per encoder, after fitting the stage's own
+    work (:meth:`finish`: test, tables, zero-shot evaluation) and where the wall time went.
+
+    ``run=False`` builds the model, data and trainer without running: :meth:`fit` then trains (what
+    :func:`fit_stage` and ``lq STAGE fit`` do). ``parse_only=True`` parses and validates the configs without
+    building anything (for tests).
     """
 
     stage = "pretrain"
 
     def __init__(self, *args, parse_only: bool = False, **kwargs):
         self.parse_only = parse_only
+        self.subcommands_run = kwargs.get("run", True) and not parse_only  # LightningCLI's fit/validate/... commands
         kwargs.setdefault("save_config_callback", LogConfigToMLflow)
         kwargs.setdefault("save_config_kwargs", {"overwrite": True})
         kwargs.setdefault(
@@ -78,6 +86,8 @@ class StageCLI(LightningCLI):
             "--tables.max_quests", type=int | None, default=None, help="test quests per Table 4/5 row (all if unset)"
         )
         parser.add_argument("--tables.enabled", type=bool, default=True, help="write the Table 4/5 artifacts")
+        if not self.subcommands_run:  # LightningCLI's own fit command has it
+            parser.add_argument("--ckpt_path", type=str | None, default=None, help="resume from this checkpoint")
         parser.add_lightning_class_args(ModelCheckpoint, "checkpoint")
         parser.set_defaults(
             {
@@ -104,8 +114,20 @@ class StageCLI(LightningCLI):
             for i in bars:
                 callbacks[i] = LogProgress()
 
+    @property
+    def stage_config(self):
+        """The parsed config of this run (of its subcommand where LightningCLI runs one)."""
+        return self.config[self.subcommand] if self.subcommand else self.config
+
+    def fit(self) -> dict[str, float]:
+        """Train, then the stage's own work after fitting; returns the run's metrics (the last logged, the test and
+        evaluation figures, ``time/*_s``)."""
+        self.before_fit()
+        self.trainer.fit(self.model, datamodule=self.datamodule, ckpt_path=self.stage_config.ckpt_path)
+        return self.after_fit()
+
     def before_fit(self) -> None:
-        name = self.config[self.subcommand].model.encoder.name
+        name = self.stage_config.model.encoder.name
         for logger in self.trainer.loggers:
             if isinstance(logger, MLFlowLogger):  # the run is created lazily: naming it now is in time
                 logger.tags = {
@@ -115,21 +137,24 @@ class StageCLI(LightningCLI):
                     "lq.encoder": name,
                 }
 
-    def after_fit(self) -> None:
-        """What a stage does after fitting (:meth:`finish`), then where the wall time went."""
+    def after_fit(self) -> dict[str, float]:
+        """What a stage does after fitting (:meth:`finish`), then where the wall time went; returns the metrics."""
         for logger in self.trainer.loggers:
             if isinstance(logger, MLFlowLogger):
                 mark_model_training(logger.experiment, logger.experiment_id)
+        metrics = _floats(self.trainer.callback_metrics)
         if self.trainer.interrupted:  # Ctrl-C: nothing more
-            return
-        self.finish()
+            return metrics
+        metrics.update(self.finish())
         self.timer.report(self.trainer)
+        return metrics | {f"time/{part}_s": s for part, s in self.timer.seconds.items()}
 
-    def finish(self) -> None:
+    def finish(self) -> dict[str, float]:
         """Test the best checkpoint in the same run, so the MLflow run holds val and test figures."""
         callback = self.trainer.checkpoint_callback
         ckpt = "best" if callback is not None and callback.best_model_path else None
-        self.trainer.test(self.model, datamodule=self.datamodule, ckpt_path=ckpt)
+        results = self.trainer.test(self.model, datamodule=self.datamodule, ckpt_path=ckpt)
+        return {k: v for per_loader in results for k, v in _floats(per_loader).items()}
 
 
 class PretrainCLI(StageCLI):
@@ -140,16 +165,18 @@ class PretrainCLI(StageCLI):
         parser.link_arguments("model.encoder.tasks", "data.tasks")
         parser.link_arguments("model.encoder.spec.tokenizer", "data.tokenizer")
 
-    def finish(self) -> None:
-        super().finish()
-        if self.config[self.subcommand].tables.enabled:
+    def finish(self) -> dict[str, float]:
+        metrics = super().finish()
+        if self.stage_config.tables.enabled:
             started = time.perf_counter()
-            self.log_tables()
+            metrics.update(self.log_tables())
             self.timer.add("tables", time.perf_counter() - started)
+        return metrics
 
-    def log_tables(self) -> None:
-        """Tables 4 and 5 of the best checkpoint, as Markdown and CSV artifacts and as metrics."""
-        config = self.config[self.subcommand]
+    def log_tables(self) -> dict[str, float]:
+        """Tables 4 and 5 of the best checkpoint, as Markdown and CSV artifacts and as metrics (returned)."""
+        config = self.stage_config
+        metrics = {}
         from lq.lit.timeline_tables import TABLES, timeline_table, to_csv, to_markdown
 
         for task, title in TABLES.items():
@@ -164,19 +191,20 @@ class PretrainCLI(StageCLI):
             name = {"seq_timeline": "table4_seq_timeline", "boa_timeline": "table5_boa_timeline"}[task]
             markdown = to_markdown(rows, f"{title} ({config.model.encoder.name})")
             print(markdown)
+            # the cells as metrics too, so that experiment tables are rebuilt from the store alone
+            cells = {
+                f"{name.split('_')[0]}/{row['motivations']}/{key}": value
+                for row in rows
+                for key, value in row.items()
+                if key not in ("motivations", "examples") and value == value  # not NaN
+            }
+            metrics.update(cells)
             for logger in self.trainer.loggers:
                 if isinstance(logger, MLFlowLogger):
                     logger.experiment.log_text(logger.run_id, markdown, f"tables/{name}.md")
                     logger.experiment.log_text(logger.run_id, to_csv(rows), f"tables/{name}.csv")
-                    # the cells as metrics too, so that experiment tables are rebuilt from the store alone
-                    logger.log_metrics(
-                        {
-                            f"{name.split('_')[0]}/{row['motivations']}/{key}": value
-                            for row in rows
-                            for key, value in row.items()
-                            if key not in ("motivations", "examples") and value == value  # not NaN
-                        }
-                    )
+                    logger.log_metrics(cells)
+        return metrics
 
 
 class EnvModelCLI(StageCLI):
@@ -227,7 +255,7 @@ class AgentCLI(StageCLI):
 
     def before_fit(self) -> None:
         super().before_fit()
-        model = self.config[self.subcommand].model
+        model = self.stage_config.model
         for logger in self.trainer.loggers:
             if isinstance(logger, MLFlowLogger):
                 logger.tags = {
@@ -238,39 +266,43 @@ class AgentCLI(StageCLI):
                     "lq.seed": str(model.seed),
                 }
 
-    def finish(self) -> None:
+    def finish(self) -> dict[str, float]:
         started = time.perf_counter()
-        self.evaluate()
-        self.timer.add("zero-shot evaluation", time.perf_counter() - started)
+        metrics = self.evaluate()
+        self.timer.add("evaluation", time.perf_counter() - started)
         if self.stage == "rl":
             self.log_curves()
+        return metrics
 
-    def evaluate(self) -> None:
-        """Zero-shot test episodes of the kept checkpoint, once per evaluation seed: rates and transcripts."""
-        config = self.config[self.subcommand]
+    def evaluate(self) -> dict[str, float]:
+        """Zero-shot test episodes of the kept checkpoint, once per evaluation seed: rates and transcripts; returns
+        the rates' means over the evaluation seeds."""
+        config = self.stage_config
         callback = self.trainer.checkpoint_callback
         module = self.model
         if callback is not None and callback.best_model_path:  # evaluate the checkpoint that was kept
             from lq.lit.checkpoints import load_agent
 
             module = load_agent(callback.best_model_path)
+        rates: list[dict[str, float]] = []
         for seed in range(config.eval_seeds):
             result = module.evaluate("test", seed=seed)
             print(
                 f"zero-shot test (seed {seed}): act goals {result.act_goal_rate:.3f}, speech goals "
                 f"{result.speech_goal_rate:.3f}, both {result.act_and_speech_rate:.3f}"
             )
+            rates.append(
+                {
+                    "test/act_goal_rate": result.act_goal_rate,
+                    "test/speech_goal_rate": result.speech_goal_rate,
+                    "test/act_and_speech_goal_rate": result.act_and_speech_rate,
+                }
+            )
             for logger in self.trainer.loggers:
                 if isinstance(logger, MLFlowLogger):
-                    logger.log_metrics(
-                        {
-                            "test/act_goal_rate": result.act_goal_rate,
-                            "test/speech_goal_rate": result.speech_goal_rate,
-                            "test/act_and_speech_goal_rate": result.act_and_speech_rate,
-                        },
-                        step=seed,
-                    )
+                    logger.log_metrics(rates[-1], step=seed)
                     logger.experiment.log_text(logger.run_id, result.transcripts(), f"transcripts/test_seed{seed}.txt")
+        return {k: sum(r[k] for r in rates) / len(rates) for k in rates[0]} if rates else {}
 
     def log_curves(self) -> None:
         """The run's own learning curves as ``curves/rl.png`` in MLflow."""
@@ -318,9 +350,41 @@ STAGES: dict[str, type[StageCLI]] = {
 
 
 def stage_main(stage: str, args: Sequence[str] | None = None) -> StageCLI:
+    """``lq STAGE COMMAND ...`` with LightningCLI's commands (fit, validate, test, predict)."""
     return STAGES[stage](
         *stage_classes(stage), args=list(args) if args is not None else None, seed_everything_default=0
     )
+
+
+def fit_stage(stage: str, args: Sequence[str] | dict) -> dict[str, float]:
+    """Train one stage as ``lq STAGE fit ARGS`` does, with its work after fitting (the pretraining stages' test and
+    Table 4/5 artifacts, the agents' zero-shot evaluation), and return its metrics. ``args``: the command line after
+    ``fit`` (``["--config", "conf/rl.yaml", ...]``) or the same as a dict."""
+    args = args if isinstance(args, dict) else list(args)
+    return STAGES[stage](*stage_classes(stage), args=args, run=False, seed_everything_default=0).fit()
+
+
+def fit_pretrain(args: Sequence[str] | dict) -> dict[str, float]:
+    """:func:`fit_stage` of the pretraining stage: Hits@k of validation and test, Tables 4/5 cells, wall times."""
+    return fit_stage("pretrain", args)
+
+
+def fit_partner(args: Sequence[str] | dict) -> dict[str, float]:
+    return fit_stage("partner", args)
+
+
+def fit_dm(args: Sequence[str] | dict) -> dict[str, float]:
+    return fit_stage("dm", args)
+
+
+def fit_bc(args: Sequence[str] | dict) -> dict[str, float]:
+    """:func:`fit_stage` of behaviour cloning: the last validation figures and the zero-shot test rates."""
+    return fit_stage("bc", args)
+
+
+def fit_rl(args: Sequence[str] | dict) -> dict[str, float]:
+    """:func:`fit_stage` of RL: the last training figures (``rl/*``, ``losses/*``) and the zero-shot test rates."""
+    return fit_stage("rl", args)
 
 
 def stage_classes(stage: str) -> tuple[type, type | None]:

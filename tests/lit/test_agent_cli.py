@@ -9,6 +9,7 @@ import mlflow
 import pytest
 
 from lq.cli import main
+from lq.lit.cli import fit_rl
 
 ROOT = Path(__file__).resolve().parents[2]
 TINY_AGENT = [
@@ -51,8 +52,10 @@ def _args(stage: str, root: Path, tmp_path: Path, *extra: str) -> list[str]:
 def test_bc_and_rl_fit_evaluate_and_compare(setup_dir, tmp_path, capsys):
     rl = ["--model.num_envs=4", "--model.rollout_steps=2", "--model.max_steps=4", "--model.updates_per_epoch=2"]
     assert main(_args("bc", setup_dir, tmp_path, "--model.batch_size=8", "--trainer.limit_train_batches=2")) == 0
-    assert main(_args("rl", setup_dir, tmp_path, *rl, "--model.seed=1", "--seed_everything=1")) == 0
+    # the stage as a plain callable (what `lq rl fit` calls): its metrics come back, as MLflow holds them
+    metrics = fit_rl(_args("rl", setup_dir, tmp_path, *rl, "--model.seed=1", "--seed_everything=1")[2:])
     assert "zero-shot test (seed 0): act goals" in capsys.readouterr().out
+    assert {"rl/act_goal_rate", "losses/total", "time/train_s", "time/evaluation_s"} <= set(metrics)
     bc_ckpt = tmp_path / "bc/scratch/act_speech-hardcoded/seed-0/best.ckpt"
     rl_ckpt = tmp_path / "rl/scratch/act_speech-hardcoded/seed-1/agent.ckpt"
     assert bc_ckpt.exists() and rl_ckpt.exists()
@@ -62,6 +65,9 @@ def test_bc_and_rl_fit_evaluate_and_compare(setup_dir, tmp_path, capsys):
     assert names == {"bc-scratch-act_speech-hardcoded-s0", "rl-scratch-act_speech-hardcoded-s1"}
     for run in runs:
         assert "test/act_goal_rate" in run.data.metrics
+        if run.info.run_name.startswith("rl-"):
+            for name in ("test/act_goal_rate", "test/speech_goal_rate", "rl/act_goal_rate", "time/evaluation_s"):
+                assert metrics[name] == pytest.approx(run.data.metrics[name]), name
         client = mlflow.tracking.MlflowClient()
         assert "transcripts" in {a.path for a in client.list_artifacts(run.info.run_id)}
     out = tmp_path / "eval" / "table"

@@ -9,7 +9,7 @@ from lightning.pytorch.callbacks import ModelCheckpoint
 
 from lq.cli import main
 from lq.generate import generate_dataset
-from lq.lit.cli import STAGES, stage_classes
+from lq.lit.cli import STAGES, fit_pretrain, stage_classes
 from lq.lit.metrics import HitsAtK
 from lq.lit.pretrain import PretrainDataModule, PretrainModule
 from lq.models.encoder import EncoderConfig
@@ -204,7 +204,10 @@ def test_lq_pretrain_end_to_end_logs_to_mlflow(data_dir, tmp_path):
         "--trainer.logger.init_args.tracking_uri": uri,
     }
     args = [x for kv in overrides.items() for x in kv]
-    assert _lq_pretrain("general_light", data_dir, *TINY_ARGS, *args, profile="tiny") == 0
+    configs = [f"--config={ROOT / c}" for c in ("conf/pretrain.yaml", "conf/encoder/general_light.yaml")]
+    metrics = fit_pretrain(
+        [*configs, f"--config={ROOT / 'conf/profile/tiny.yaml'}", f"--data.data_dir={data_dir}", *TINY_ARGS, *args]
+    )
     assert (tmp_path / "out" / "general_light" / "last.ckpt").is_file()
     client = mlflow.MlflowClient(uri)
     [run] = client.search_runs([client.get_experiment_by_name("lq-pretrain").experiment_id])
@@ -218,6 +221,9 @@ def test_lq_pretrain_end_to_end_logs_to_mlflow(data_dir, tmp_path):
     parts = {m: v for m, v in run.data.metrics.items() if m.startswith("time/")}
     assert set(parts) == {"time/train_s", "time/validation_s", "time/test_s", "time/tables_s"}
     assert all(v > 0 for v in parts.values()), parts
+    # fit_pretrain returns what the run logged: the test figures, the Table 4/5 cells, the wall times
+    for name in ("test/hits_at_1", "test/seq_timeline/hits_at_5", "table4/short/all_hits_at_1", "time/tables_s"):
+        assert metrics[name] == pytest.approx(run.data.metrics[name]), name
     assert client.get_experiment_by_name("lq-pretrain").tags["mlflow.experimentKind"] == "custom_model_development"
     assert [a.path for a in client.list_artifacts(run.info.run_id)] == ["config.yaml", "tables"]
     text = Path(client.download_artifacts(run.info.run_id, "config.yaml", str(tmp_path))).read_text()
