@@ -9,6 +9,7 @@ seeded by rank). Quests are drawn by priority sampling (:class:`lq.rl.priority.P
 
 from __future__ import annotations
 
+import pickle
 from dataclasses import asdict
 
 import torch
@@ -79,8 +80,10 @@ class RLModule(AgentModule):
         self.recent: list[dict] = []  # the last ``recent_episodes`` episode summaries, for the training curves
 
     def train_dataloader(self) -> DataLoader:
-        """One item per update: the rollout itself is the data."""
-        return DataLoader(range(self.hparams.updates_per_epoch), batch_size=1)
+        """One item per update: the rollout itself is the data. Its own generator: a loader's iterator draws a seed,
+        and drawn from the global one it would shift the actions' random state between epochs (and differently in
+        a resumed run, whose first iterator Lightning makes before ``on_train_start``)."""
+        return DataLoader(range(self.hparams.updates_per_epoch), batch_size=1, generator=torch.Generator())
 
     def configure_optimizers(self):
         return torch.optim.Adam([p for p in self.parameters() if p.requires_grad], lr=self.hparams.lr)
@@ -123,12 +126,43 @@ class RLModule(AgentModule):
         if self.env is not None:
             checkpoint["lq_priority"] = self.sampler.state_dict()
             checkpoint["lq_env_rng"] = self.env.rng.getstate()
+            if self.trainer.world_size == 1:  # each DDP rank plays its own rollout: only a single one is kept
+                checkpoint["lq_rollout"] = self.rollout_snapshot()
+
+    def rollout_snapshot(self) -> torch.Tensor:
+        """What a resumed run needs to go on exactly where this one is: the episodes in play (their worlds,
+        histories and turns), the last observations and the actor's per-episode state, the recent episodes of the
+        training curves and the random state that samples the actions; pickled into a byte tensor (a checkpoint
+        stays loadable with ``weights_only=True``)."""
+        state = self.rollout_state
+        snapshot = {
+            "slots": self.env.slots,
+            "obs": state.obs,
+            "infos": state.infos,
+            "actor": {k: v.detach().cpu() if torch.is_tensor(v) else v for k, v in state.actor.items()},
+            "k_of": state.k_of,
+            "recent": self.recent,
+            "torch_rng": torch.get_rng_state(),
+        }
+        return torch.frombuffer(bytearray(pickle.dumps(snapshot)), dtype=torch.uint8)
+
+    def restore_rollout(self, blob: torch.Tensor) -> None:
+        snapshot = pickle.loads(blob.numpy().tobytes())
+        self.env.slots = snapshot["slots"]
+        actor = {k: v.to(self.device) if torch.is_tensor(v) else v for k, v in snapshot["actor"].items()}
+        self.rollout_state = RolloutState(snapshot["obs"], snapshot["infos"], actor, snapshot["k_of"])
+        self.recent = snapshot["recent"]
+        torch.set_rng_state(snapshot["torch_rng"])
 
     def on_load_checkpoint(self, checkpoint: dict) -> None:
         self._restore = checkpoint
 
     def on_train_start(self) -> None:
+        """Resuming (``--ckpt_path``): the priority table, the quest sampler's random state and, from a single-process
+        run, the rollout itself, so that the resumed run goes on as the uninterrupted one would have."""
         restore = getattr(self, "_restore", None)
         if restore and restore.get("lq_priority"):
             self.sampler.load_state_dict(restore["lq_priority"])
             self.env.rng.setstate(restore["lq_env_rng"])
+            if restore.get("lq_rollout") is not None and self.trainer.world_size == 1:
+                self.restore_rollout(restore["lq_rollout"])

@@ -40,36 +40,56 @@ def _trainer(tmp_path, epochs):
     )
 
 
-def test_rl_trains_logs_and_resumes_with_its_priority_table(setup_dir, tmp_path):
-    module = _module(setup_dir)
-    trainer = _trainer(tmp_path, 1)
-    trainer.fit(module)
+class _Record(L.Callback):
+    """Per update: the loss and the training curves' figures."""
+
+    def __init__(self):
+        self.steps = []
+
+    def on_train_batch_end(self, trainer, pl_module, outputs, batch, batch_idx):
+        m = trainer.callback_metrics
+        self.steps.append(tuple(float(m[k]) for k in ("losses/total", "rl/reward_per_step", "rl/return")))
+
+
+def _fit(root, tmp_path, epochs, ckpt_path=None):
+    L.seed_everything(0)
+    module, record = _module(root), _Record()
+    trainer = _trainer(tmp_path, epochs)
+    trainer.callbacks.append(record)
+    trainer.fit(module, ckpt_path=ckpt_path)
+    return module, trainer, record.steps
+
+
+def test_rl_trains_and_logs(setup_dir, tmp_path):
+    module, trainer, _ = _fit(setup_dir, tmp_path, 1)
     metrics = trainer.callback_metrics
     assert trainer.global_step == 2 and torch.isfinite(metrics["losses/total"])
     for name in ("valid_action", "valid_speech", "action_entropy", "speech_entropy", "value"):
         assert f"losses/{name}" in metrics
-    assert sum(module.sampler.plays) >= 1  # 6 agent turns at most: episodes ended and were recorded
-    saved = torch.load(tmp_path / "last.ckpt", weights_only=False)
-    assert saved["lq_priority"]["plays"] == module.sampler.plays
-    assert saved["lq_priority"]["plays"] != [0] * len(module.sampler.plays)  # a table worth restoring
+    saved = torch.load(tmp_path / "last.ckpt", weights_only=True)  # the rollout is kept as bytes, safely loadable
+    assert saved["lq_priority"]["plays"] == module.sampler.plays != [0] * len(module.sampler.plays)
 
-    class AtStart(L.Callback):  # what the resumed run starts from, before its first update
-        table = None
 
-        def on_train_batch_start(self, trainer, pl_module, batch, batch_idx):
-            if self.table is None:  # (the module restores in its on_train_start, which runs after the callbacks')
-                self.table, self.rng = pl_module.sampler.state_dict(), pl_module.env.rng.getstate()
+def test_rl_resumes_exactly_where_an_interrupted_run_stopped(setup_dir, tmp_path):
+    """Killed after epoch 1 and resumed from its last checkpoint, a run goes on as the uninterrupted one of the same
+    seed: the same losses and curves at every later update, the same priority table, quest sampler and weights."""
+    whole, _, steps = _fit(setup_dir, tmp_path / "whole", 2)
+    _fit(setup_dir, tmp_path / "killed", 1)
+    checkpoint = tmp_path / "killed" / "last.ckpt"
+    resumed, trainer, resumed_steps = _fit(setup_dir, tmp_path / "resumed", 2, ckpt_path=str(checkpoint))
+    assert trainer.global_step == 4 and len(steps) == 4 and len(resumed_steps) == 2
+    assert resumed_steps == steps[2:]
+    assert resumed.sampler.state_dict() == whole.sampler.state_dict()
+    assert resumed.env.rng.getstate() == whole.env.rng.getstate()
+    for (name, p), q in zip(whole.state_dict().items(), resumed.state_dict().values(), strict=True):
+        assert torch.equal(p, q), name
 
-    at_start = AtStart()
-    resumed = _module(setup_dir)
-    trainer = _trainer(tmp_path, 2)
-    trainer.callbacks.append(at_start)
-    trainer.fit(resumed, ckpt_path=str(tmp_path / "last.ckpt"))
-    assert trainer.global_step == 4
-    assert at_start.table == saved["lq_priority"] and at_start.rng == saved["lq_env_rng"]
-    fresh = _module(setup_dir)
-    fresh.setup("fit")  # without the checkpoint: another table and another random state
-    assert fresh.sampler.state_dict() != saved["lq_priority"] and fresh.env.rng.getstate() != saved["lq_env_rng"]
+    # without the rollout (only the priority table and the sampler's state), it does not: the test can fail
+    saved = torch.load(checkpoint, weights_only=True)
+    del saved["lq_rollout"]
+    torch.save(saved, tmp_path / "partial.ckpt")
+    _, _, partial_steps = _fit(setup_dir, tmp_path / "partial", 2, ckpt_path=str(tmp_path / "partial.ckpt"))
+    assert partial_steps != steps[2:]
 
 
 @pytest.mark.parametrize(
