@@ -27,6 +27,7 @@ from lq.experiments.reporting import (
     experiment_for,
     experiment_id,
     latest_parent,
+    log_best_transcripts,
     parent_runs,
     render,
     write_local,
@@ -43,6 +44,7 @@ from lq.experiments.running import (
 from lq.experiments.specs import (
     ENCODERS,
     EXPERIMENTS,
+    GOALS,
     Cell,
     Config,
     Experiment,
@@ -57,6 +59,7 @@ from lq.experiments.specs import (
 __all__ = [
     "ENCODERS",
     "EXPERIMENTS",
+    "GOALS",
     "Cell",
     "Config",
     "Experiment",
@@ -71,6 +74,7 @@ __all__ = [
     "experiment_for",
     "experiment_id",
     "latest_parent",
+    "log_best_transcripts",
     "outputs_for",
     "parent_runs",
     "prepare",

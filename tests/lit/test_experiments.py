@@ -115,6 +115,8 @@ def test_resume_trains_only_the_children_an_interrupted_parent_lacks(tmp_path, m
     experiment = X.table1(["scratch"])
     calls = []
     monkeypatch.setattr(X.running, "_lq", lambda *args: calls.append(args))
+    baselines = []
+    monkeypatch.setattr(X.running, "run_baselines", lambda *args: baselines.append(args[4]))
 
     # an interrupted run: the parent and one child still RUNNING (their process died), one child finished
     exp_id = X.experiment_id(client, "table1")
@@ -137,6 +139,7 @@ def test_resume_trains_only_the_children_an_interrupted_parent_lacks(tmp_path, m
         ("conf/encoder/scratch.yaml", "1"),
     ]
     assert [a[0] for a in calls] == ["rl", "bc", "bc"]
+    assert baselines == [0, 1]  # their children had not finished either
     assert client.get_run(dead.info.run_id).info.status == "KILLED"
     assert client.get_run(pid).info.status == "FINISHED"
     # nothing left to resume: a new parent
