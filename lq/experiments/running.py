@@ -4,8 +4,10 @@ run (resumable), and the baselines' children."""
 from __future__ import annotations
 
 import json
+import os
 import subprocess
 import sys
+import threading
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -61,6 +63,40 @@ def _lq(*args: str) -> None:
         raise RuntimeError(f"exit status {done.returncode}: {' '.join(cmd)}")
 
 
+def _lq_together(commands: Sequence[Sequence[str]]) -> None:
+    """Run independent ``lq`` commands at once, the cores shared among them (``OMP_NUM_THREADS``), each output line
+    prefixed with its stage; fail loudly, after all have ended, if any failed. Small models (the environment's
+    partner and DM) spend much of a step outside matrix products: two of them on a core each take about as long
+    as one on both."""
+    if len(commands) < 2:
+        for args in commands:
+            _lq(*args)
+        return
+    threads = max(1, (os.cpu_count() or 1) // len(commands))
+    env = {**os.environ, "OMP_NUM_THREADS": str(threads)}
+    running = []
+    for args in commands:
+        cmd = [sys.executable, "-m", "lq", *args]
+        _print(f"$ OMP_NUM_THREADS={threads} " + " ".join(cmd))
+        process = subprocess.Popen(cmd, env=env, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
+        relay = threading.Thread(target=_relay, args=(process, f"[{args[0]}] "), daemon=True)
+        relay.start()
+        running.append((cmd, process, relay))
+    failed = []
+    for cmd, process, relay in running:
+        process.wait()
+        relay.join()
+        if process.returncode != 0:
+            failed.append(f"exit status {process.returncode}: {' '.join(cmd)}")
+    if failed:
+        raise RuntimeError("; ".join(failed))
+
+
+def _relay(process: subprocess.Popen, prefix: str) -> None:
+    for line in process.stdout:
+        _print(prefix + line.rstrip("\n"))
+
+
 def stage_args(config: Config, setup: Setup, seed: int, out_dir: str | None = None) -> list[str]:
     """The command line of one stage run (``lq STAGE fit ...``) of ``config`` with ``seed``."""
     stage = config.stage
@@ -108,10 +144,10 @@ def prepare(configs: Sequence[Config], setup: Setup) -> None:
     """Make what the configurations need and the outputs lack: data, partner, DM, pretrained encoders."""
     if not (Path(setup.data_dir) / "manifest.json").exists():
         _lq("data", "generate", setup.data_dir)
-    if any(c.stage != "pretrain" for c in configs):
-        for stage in ("partner", "dm"):
-            if not Path(f"{setup.outputs}/{stage}/{setup.env_encoder}/best.ckpt").exists():
-                _lq(*stage_args(Config(stage, setup.env_encoder), setup, 0))
+    if any(c.stage != "pretrain" for c in configs):  # the partner and the DM, side by side
+        env_models = [Config(stage, setup.env_encoder) for stage in ("partner", "dm")]
+        missing = [c for c in env_models if not Path(f"{setup.outputs}/{c.stage}/{c.encoder}/best.ckpt").exists()]
+        _lq_together([stage_args(c, setup, 0) for c in missing])
     needed = {c.encoder for c in configs if c.stage in ("rl", "bc") and c.encoder != "scratch"}
     if "adaptive" in needed:
         needed.add("general")
