@@ -105,9 +105,11 @@ ENV_ARGS = --model.partner_checkpoint $(OUT)/partner/$(ENV_MODEL)/best.ckpt --mo
 	--pretrain_dir $(OUT)/pretrain
 # what an agent needs: the dataset, the partner and the DM, and (but for scratch) its pretrained encoder
 env-models: dataset
-	@# the partner and the DM side by side, the cores shared between them (small models: about twice as fast)
+	@# the partner and the DM side by side, the cores shared between them (small models: about twice as fast);
+	@# the default MLflow store is made first: two processes creating it at once collide
 	@missing=""; for m in partner dm; do test -f $(OUT)/$$m/$(ENV_MODEL)/best.ckpt || missing="$$missing $$m"; done; \
 	test -z "$$missing" || { threads=$$(( $$(getconf _NPROCESSORS_ONLN) / $$(echo $$missing | wc -w) )); \
+		$(BIN)/python -c "import mlflow; mlflow.MlflowClient('sqlite:///mlflow.db').search_experiments()"; \
 		OMP_NUM_THREADS=$$(( threads > 0 ? threads : 1 )) \
 		$(MAKE) -j2 --output-sync=line $$missing ENCODER=$(ENV_MODEL) PROFILE=$(PROFILE); }
 	@test "$(ENCODER)" = scratch || test -f $(OUT)/pretrain/$(ENCODER)/best.ckpt || \

@@ -144,6 +144,7 @@ def prepare(configs: Sequence[Config], setup: Setup) -> None:
     """Make what the configurations need and the outputs lack: data, partner, DM, pretrained encoders."""
     if not (Path(setup.data_dir) / "manifest.json").exists():
         _lq("data", "generate", setup.data_dir)
+    _client(setup.tracking_uri).search_experiments(max_results=1)  # a new store's tables, made once, not in a race
     if any(c.stage != "pretrain" for c in configs):  # the partner and the DM, side by side
         env_models = [Config(stage, setup.env_encoder) for stage in ("partner", "dm")]
         missing = [c for c in env_models if not Path(f"{setup.outputs}/{c.stage}/{c.encoder}/best.ckpt").exists()]
