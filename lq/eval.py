@@ -59,7 +59,8 @@ def ceiling(env: QuestEnv) -> EvalResult:
 @torch.no_grad()
 def evaluate(env: QuestEnv, actor: Actor, seed: int = 0, progress: bool = True, greedy: bool = True) -> EvalResult:
     """Play every instance of ``env`` once (the env must not auto-reset), greedily or sampling at the actor's
-    temperature (a random rule always samples). ``progress``: a progress bar over the quests (on stderr)."""
+    temperature (a random rule always samples). ``progress``: a progress bar over the quests (on stderr, where it
+    is a terminal)."""
     if env.auto_reset:
         raise ValueError("evaluation plays each quest once: build the environment with auto_reset=False")
     torch.manual_seed(seed)
@@ -70,7 +71,9 @@ def evaluate(env: QuestEnv, actor: Actor, seed: int = 0, progress: bool = True, 
     actor.cache_candidates()
     episodes: list[dict] = []
     order = list(range(len(env.instances)))
-    bar = tqdm(total=len(order), desc="zero-shot episodes", unit="quest", disable=not progress, leave=False)
+    # disable=None: no bar where stderr is not a terminal (a log file would fill with carriage returns)
+    quiet = None if progress else True
+    bar = tqdm(total=len(order), desc="zero-shot episodes", unit="quest", disable=quiet, leave=False)
     for start in range(0, len(order), env.batch_size):
         chunk = order[start : start + env.batch_size]
         obs, infos = env.reset(chunk)

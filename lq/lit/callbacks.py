@@ -134,7 +134,7 @@ class StageTimer(Callback):
     def report(self, trainer: L.Trainer) -> str:
         for logger in trainer.loggers:
             logger.log_metrics({f"time/{part}_s": s for part, s in self.seconds.items()})
-        parts = ", ".join(f"{part} {s:.1f} s" for part, s in self.seconds.items())
+        parts = ", ".join(f"{part} {s:.1f} s" for part, s in self.seconds.items() if s > 0)  # logged all the same
         line = f"wall time: {parts} (total {sum(self.seconds.values()):.1f} s)"
         if trainer.is_global_zero:
             print(line, flush=True)

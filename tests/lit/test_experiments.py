@@ -146,6 +146,16 @@ def test_resume_trains_only_the_children_an_interrupted_parent_lacks(tmp_path, m
     assert X.run_experiment(experiment, setup, log=lambda _: None, resume=True)[0] != pid
 
 
+def test_independent_stages_run_side_by_side_with_their_output_prefixed(tmp_path, capsys):
+    first, second = tmp_path / "a", tmp_path / "b"
+    X.running._lq_together([["data", "generate", str(d), "--scale", "tiny"] for d in (first, second)])
+    assert (first / "manifest.json").is_file() and (second / "manifest.json").is_file()
+    out = capsys.readouterr().out
+    assert "$ OMP_NUM_THREADS=" in out and "\n[data] " in out  # each line of a child under its stage's name
+    with pytest.raises(RuntimeError, match=r"exit status \d+: .* data generate .*"):  # one fails: said after both end
+        X.running._lq_together([["data", "generate", str(first), "--scale", "tiny"], ["data", "stats", str(second)]])
+
+
 def test_a_missing_cell_reads_n_a_and_bad_names_are_refused(tmp_path):
     table = X.table7(["scratch"]).tables[0]
     md, csv = X.render(table, {("Scratch, Learned switch", "Act goals"): [0.5]})
