@@ -43,14 +43,17 @@ $(STAMP): pyproject.toml
 	touch $(STAMP)
 
 QUICK_ENCODERS ?= scratch general_light
+# agent runs (RL, BC) of an experiment trained side by side, the cores shared among them
+JOBS ?= 2
 quickstart: $(STAMP) ## from nothing: data, partner, DM, pretraining, BC and RL, zero-shot Table 1 (scratch vs general_light, 1 seed)
-	$(BIN)/lq experiment run table1 --encoders $(QUICK_ENCODERS) --seeds 0 --profile $(PROFILE) --data $(DATA)
+	$(BIN)/lq experiment run table1 --encoders $(QUICK_ENCODERS) --seeds 0 --profile $(PROFILE) --data $(DATA) --jobs $(JOBS)
 	@echo "Browse the runs: make ui, then open http://127.0.0.1:5000 (experiment lq-table1: the parent run, its children, tables/ and curves/)"
 
 EXPERIMENTS ?= table1 table2 table7 table45
 RESUME ?=
 ablations: $(STAMP) ## the paper's tables as MLflow parent/child runs: make ablations [PROFILE=tiny] [SEEDS="0 1 2"] [EXPERIMENTS=...] [RESUME=1]
-	$(BIN)/lq experiment run $(EXPERIMENTS) --seeds $(SEEDS) --profile $(PROFILE) --data $(DATA) $(if $(RESUME),--resume)
+	$(BIN)/lq experiment run $(EXPERIMENTS) --seeds $(SEEDS) --profile $(PROFILE) --data $(DATA) --jobs $(JOBS) \
+		$(if $(RESUME),--resume)
 
 tables: $(STAMP) ## rebuild every table and curve from the MLflow store alone (no training) into outputs/tables/
 	$(BIN)/lq experiment tables $(EXPERIMENTS)

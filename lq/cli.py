@@ -148,6 +148,7 @@ def _cmd_experiment(args: argparse.Namespace) -> int:
         data_dir=args.data,
         tracking_uri=args.tracking_uri,
         eval_seeds=args.eval_seeds,
+        jobs=args.jobs,
         extra_args={"*": args.args.split()} if args.args else {},
     )
     names = args.names or list(X.EXPERIMENTS)
@@ -209,6 +210,9 @@ def build_parser() -> argparse.ArgumentParser:
     xp.add_argument("--profile", default="tiny", help="conf/profile/PROFILE.yaml and {rl,bc}-PROFILE.yaml")
     xp.add_argument("--seeds", type=int, nargs="+", default=[0, 1, 2], help="training seeds per configuration")
     xp.add_argument("--eval-seeds", type=int, default=1, help="zero-shot evaluations per trained agent")
+    xp.add_argument(
+        "--jobs", type=int, default=1, help="agent runs (RL, BC) trained side by side, the cores shared among them"
+    )
     xp.add_argument("--data", default="data/default", help="dataset folder (generated if missing)")
     xp.add_argument("--tracking-uri", default="sqlite:///mlflow.db", help="MLflow store or tracking server")
     xp.add_argument("--parent", help="tables: this parent run instead of the latest")

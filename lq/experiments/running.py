@@ -8,6 +8,7 @@ import os
 import subprocess
 import sys
 import threading
+import time
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -33,6 +34,7 @@ class Setup:
     tracking_uri: str = DEFAULT_TRACKING_URI
     outputs: str = ""  # default: outputs_for(data_dir)
     eval_seeds: int = 1
+    jobs: int = 1  # agent children trained side by side, the cores shared among them
     extra_args: dict[str, Sequence[str]] = field(default_factory=dict)  # per stage ("rl", ...; "*": every stage)
 
     def __post_init__(self) -> None:
@@ -63,33 +65,43 @@ def _lq(*args: str) -> None:
         raise RuntimeError(f"exit status {done.returncode}: {' '.join(cmd)}")
 
 
-def _lq_together(commands: Sequence[Sequence[str]]) -> None:
-    """Run independent ``lq`` commands at once, the cores shared among them (``OMP_NUM_THREADS``), each output line
-    prefixed with its stage; fail loudly, after all have ended, if any failed. Small models (the environment's
-    partner and DM) spend much of a step outside matrix products: two of them on a core each take about as long
-    as one on both."""
-    if len(commands) < 2:
-        for args in commands:
+def _lq_pool(commands: Sequence[tuple[str, Sequence[str]]], jobs: int) -> None:
+    """Run independent ``lq`` commands (``(label, args)``), up to ``jobs`` at once, the cores shared among them
+    (``OMP_NUM_THREADS``), each output line prefixed with its label; once one fails no other starts, and the
+    failures are raised after the running ones have ended. Small models spend much of a step outside matrix
+    products: two of them on a core each take about as long as one on both."""
+    if jobs <= 1 or len(commands) < 2:
+        for _, args in commands:
             _lq(*args)
         return
-    threads = max(1, (os.cpu_count() or 1) // len(commands))
+    threads = max(1, (os.cpu_count() or 1) // min(jobs, len(commands)))
     env = {**os.environ, "OMP_NUM_THREADS": str(threads)}
-    running = []
-    for args in commands:
-        cmd = [sys.executable, "-m", "lq", *args]
-        _print(f"$ OMP_NUM_THREADS={threads} " + " ".join(cmd))
-        process = subprocess.Popen(cmd, env=env, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
-        relay = threading.Thread(target=_relay, args=(process, f"[{args[0]}] "), daemon=True)
-        relay.start()
-        running.append((cmd, process, relay))
-    failed = []
-    for cmd, process, relay in running:
-        process.wait()
-        relay.join()
-        if process.returncode != 0:
-            failed.append(f"exit status {process.returncode}: {' '.join(cmd)}")
+    queue, running, failed = list(commands), [], []
+    while queue or running:
+        while queue and len(running) < jobs and not failed:
+            label, args = queue.pop(0)
+            cmd = [sys.executable, "-m", "lq", *args]
+            _print(f"$ OMP_NUM_THREADS={threads} " + " ".join(cmd))
+            process = subprocess.Popen(cmd, env=env, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
+            relay = threading.Thread(target=_relay, args=(process, f"[{label}] "), daemon=True)
+            relay.start()
+            running.append((cmd, process, relay))
+        if failed:
+            queue.clear()
+        for item in [r for r in running if r[1].poll() is not None]:
+            cmd, process, relay = item
+            relay.join()
+            running.remove(item)
+            if process.returncode != 0:
+                failed.append(f"exit status {process.returncode}: {' '.join(cmd)}")
+        time.sleep(0.2)
     if failed:
         raise RuntimeError("; ".join(failed))
+
+
+def _lq_together(commands: Sequence[Sequence[str]]) -> None:
+    """Independent ``lq`` commands all at once (:func:`_lq_pool`), each labelled by its stage."""
+    _lq_pool([(args[0], args) for args in commands], len(commands))
 
 
 def _relay(process: subprocess.Popen, prefix: str) -> None:
@@ -213,28 +225,37 @@ def run_experiment(
         client.log_param(pid, "encoders", " ".join(experiment.encoders))
         client.log_param(pid, "configurations", len(experiment.configs))
     try:
+        agents = []  # run side by side (setup.jobs) once the rest is done
         for config in experiment.configs:
             for seed in setup.seeds:
                 if (config.key, str(seed)) in done:
                     continue
-                log(f"[{experiment.name}] {config.key} seed {seed}")
                 tags = {"mlflow.parentRunId": pid, "lq.config": config.key, "lq.seed": str(seed)}
                 if config.stage == "baselines":
+                    log(f"[{experiment.name}] {config.key} seed {seed}")
                     run_baselines(client, exp_id, config, setup, seed, tags)
                     continue
                 out_dir = None
                 extra: list[str] = []
                 if config.stage == "pretrain":  # one encoder per seed, kept apart from the agents' encoders
                     out_dir = f"{setup.outputs}/experiments/{experiment.name}/seed-{seed}"
-                    extra = _init_from(config.encoder, out_dir)
-                _lq(
+                    extra = _init_from(config.encoder, out_dir)  # adaptive after general: these run in order
+                args = [
                     *stage_args(config, setup, seed, out_dir),
                     *extra,
                     "--trainer.logger.init_args.experiment_name",
                     f"lq-{experiment.name}",
                     "--trainer.logger.init_args.tags",
                     json.dumps(tags),
-                )
+                ]
+                if config.stage in ("rl", "bc"):
+                    agents.append((f"{config.key} s{seed}", args))
+                else:
+                    log(f"[{experiment.name}] {config.key} seed {seed}")
+                    _lq(*args)
+        if agents:
+            log(f"[{experiment.name}] {len(agents)} agent runs, {min(setup.jobs, len(agents))} at a time")
+        _lq_pool(agents, setup.jobs)
         tables = build_tables(experiment, pid, setup.tracking_uri, log)
     except BaseException:
         client.set_terminated(pid, "FAILED")

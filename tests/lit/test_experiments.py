@@ -195,7 +195,8 @@ def test_the_paper_tables_have_their_configurations():
 
 
 def test_run_experiment_trains_children_under_a_parent_and_tabulates(setup_dir, tmp_path, monkeypatch):
-    """Table 1 for the scratch encoder, two seeds: RL and BC children of one parent, then the table and curves."""
+    """Table 1 for the scratch encoder, two seeds: RL and BC children of one parent (two at a time), then the table
+    and curves."""
     monkeypatch.chdir(ROOT)
     outputs = tmp_path / "outputs"
     for name in ("partner", "dm"):
@@ -208,6 +209,7 @@ def test_run_experiment_trains_children_under_a_parent_and_tabulates(setup_dir, 
         data_dir=str(setup_dir / "data"),
         tracking_uri=uri,
         outputs=str(outputs),
+        jobs=2,  # the agent runs two at a time, both logging to one sqlite store
         extra_args={
             "*": TINY_AGENT,
             "rl": [
