@@ -27,6 +27,15 @@ class EvalResult:
     act_and_speech_rate: float
     episodes: list[dict] = field(default_factory=list, repr=False)
 
+    def metrics(self, prefix: str = "") -> dict[str, float]:
+        """The three rates under their MLflow names (``<prefix>act_goal_rate``, ``...speech_goal_rate``,
+        ``...act_and_speech_goal_rate``)."""
+        return {
+            f"{prefix}act_goal_rate": self.act_goal_rate,
+            f"{prefix}speech_goal_rate": self.speech_goal_rate,
+            f"{prefix}act_and_speech_goal_rate": self.act_and_speech_rate,
+        }
+
     def transcripts(self) -> str:
         """Every episode as the paper's appendix shows them (the quest, then each turn, the agent's to the right),
         grouped as there: the agent reached the act goal itself, the partner reached it, neither did. Within a group,

@@ -78,7 +78,7 @@ def _lq_pool(commands: Sequence[tuple[str, Sequence[str]]], jobs: int) -> None:
     env = {**os.environ, "OMP_NUM_THREADS": str(threads)}
     queue, running, failed = list(commands), [], []
     while queue or running:
-        while queue and len(running) < jobs and not failed:
+        while queue and len(running) < jobs:
             label, args = queue.pop(0)
             cmd = [sys.executable, "-m", "lq", *args]
             _print(f"$ OMP_NUM_THREADS={threads} " + " ".join(cmd))
@@ -86,14 +86,13 @@ def _lq_pool(commands: Sequence[tuple[str, Sequence[str]]], jobs: int) -> None:
             relay = threading.Thread(target=_relay, args=(process, f"[{label}] "), daemon=True)
             relay.start()
             running.append((cmd, process, relay))
-        if failed:
-            queue.clear()
         for item in [r for r in running if r[1].poll() is not None]:
             cmd, process, relay = item
             relay.join()
             running.remove(item)
             if process.returncode != 0:
                 failed.append(f"exit status {process.returncode}: {' '.join(cmd)}")
+                queue.clear()  # no other starts
         time.sleep(0.2)
     if failed:
         raise RuntimeError("; ".join(failed))
@@ -279,14 +278,9 @@ def run_baselines(client, exp_id: str, config: Config, setup: Setup, seed: int, 
     try:
         results = baseline_results(module, "test", [seed])
         for key, [result] in results.items():
-            rates = {
-                "act_goal_rate": result.act_goal_rate,
-                "speech_goal_rate": result.speech_goal_rate,
-                "act_and_speech_goal_rate": result.act_and_speech_rate,
-            }
-            for name, value in rates.items():
+            for name, value in result.metrics(f"baselines/{key}/").items():
                 if value == value:  # the ceiling has no speech columns (NaN)
-                    client.log_metric(run_id, f"baselines/{key}/{name}", value)
+                    client.log_metric(run_id, name, value)
     except BaseException:
         client.set_terminated(run_id, "FAILED")
         raise

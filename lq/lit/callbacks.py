@@ -11,6 +11,8 @@ from __future__ import annotations
 
 import sys
 import time
+from collections.abc import Iterator
+from contextlib import contextmanager
 
 import lightning as L
 from lightning.pytorch.callbacks import Callback
@@ -76,20 +78,20 @@ class LogProgress(ProgressBar):
         self._eval_started = _clock()
 
     def on_validation_end(self, trainer: L.Trainer, pl_module: L.LightningModule) -> None:
-        if trainer.sanity_checking:
-            return
-        shown = {k: v for k, v in trainer.callback_metrics.items() if k.startswith("val/") and k.count("/") == 1}
-        values = ", ".join(f"{k} {float(v):.4g}" for k, v in shown.items())
-        seconds = _clock() - self._eval_started
-        self._line(f"validation after epoch {trainer.current_epoch + 1}: {seconds:.0f} s, {values}")
+        if not trainer.sanity_checking:
+            self._eval_line(trainer, f"validation after epoch {trainer.current_epoch + 1}", "val/")
 
     def on_test_start(self, trainer: L.Trainer, pl_module: L.LightningModule) -> None:
         self._eval_started = _clock()
 
     def on_test_end(self, trainer: L.Trainer, pl_module: L.LightningModule) -> None:
-        shown = {k: v for k, v in trainer.callback_metrics.items() if k.startswith("test/") and k.count("/") == 1}
-        values = ", ".join(f"{k} {float(v):.4g}" for k, v in shown.items())
-        self._line(f"test: {_clock() - self._eval_started:.0f} s" + (f", {values}" if values else ""))
+        self._eval_line(trainer, "test", "test/")
+
+    def _eval_line(self, trainer: L.Trainer, what: str, prefix: str) -> None:
+        """``what``: its seconds and the pass's summary figures (``<prefix>name``, not the per-task ones)."""
+        shown = [(k, v) for k, v in trainer.callback_metrics.items() if k.startswith(prefix) and k.count("/") == 1]
+        values = "".join(f", {k} {float(v):.4g}" for k, v in shown)
+        self._line(f"{what}: {_clock() - self._eval_started:.0f} s{values}")
 
 
 def wants_log_progress(stream=None) -> bool:
@@ -101,8 +103,8 @@ def wants_log_progress(stream=None) -> bool:
 class StageTimer(Callback):
     """Wall seconds spent training, validating and testing (validation during fit is not counted as training).
 
-    ``add(part, seconds)`` books what a stage does after fitting (e.g. ``tables``). :meth:`report` logs
-    ``time/<part>_s`` to the trainer's loggers and returns the line it prints.
+    ``with timer.timed(part):`` books what a stage does after fitting (e.g. ``tables``). :meth:`report` logs
+    ``time/<part>_s`` to the trainer's loggers, prints a line and returns those metrics.
     """
 
     def __init__(self) -> None:
@@ -111,6 +113,14 @@ class StageTimer(Callback):
 
     def add(self, part: str, seconds: float) -> None:
         self.seconds[part] = self.seconds.get(part, 0.0) + seconds
+
+    @contextmanager
+    def timed(self, part: str) -> Iterator[None]:
+        started = _clock()
+        try:
+            yield
+        finally:
+            self.add(part, _clock() - started)
 
     def on_fit_start(self, trainer: L.Trainer, pl_module: L.LightningModule) -> None:
         self._fit, self._val_in_fit = _clock(), self.seconds["validation"]
@@ -131,11 +141,11 @@ class StageTimer(Callback):
     def on_test_end(self, trainer: L.Trainer, pl_module: L.LightningModule) -> None:
         self.add("test", _clock() - self._test)
 
-    def report(self, trainer: L.Trainer) -> str:
+    def report(self, trainer: L.Trainer) -> dict[str, float]:
+        metrics = {f"time/{part}_s": s for part, s in self.seconds.items()}
         for logger in trainer.loggers:
-            logger.log_metrics({f"time/{part}_s": s for part, s in self.seconds.items()})
+            logger.log_metrics(metrics)
         parts = ", ".join(f"{part} {s:.1f} s" for part, s in self.seconds.items() if s > 0)  # logged all the same
-        line = f"wall time: {parts} (total {sum(self.seconds.values()):.1f} s)"
         if trainer.is_global_zero:
-            print(line, flush=True)
-        return line
+            print(f"wall time: {parts} (total {sum(self.seconds.values()):.1f} s)", flush=True)
+        return metrics

@@ -9,7 +9,6 @@ fails with a sqlite tracking URI: Lightning issues 19441 and 20273).
 
 from __future__ import annotations
 
-import time
 from collections.abc import Sequence
 
 from lightning.pytorch.callbacks import ModelCheckpoint
@@ -146,8 +145,7 @@ class StageCLI(LightningCLI):
         if self.trainer.interrupted:  # Ctrl-C: nothing more
             return metrics
         metrics.update(self.finish())
-        self.timer.report(self.trainer)
-        return metrics | {f"time/{part}_s": s for part, s in self.timer.seconds.items()}
+        return metrics | self.timer.report(self.trainer)
 
     def finish(self) -> dict[str, float]:
         """Test the best checkpoint in the same run, so the MLflow run holds val and test figures."""
@@ -168,9 +166,8 @@ class PretrainCLI(StageCLI):
     def finish(self) -> dict[str, float]:
         metrics = super().finish()
         if self.stage_config.tables.enabled:
-            started = time.perf_counter()
-            metrics.update(self.log_tables())
-            self.timer.add("tables", time.perf_counter() - started)
+            with self.timer.timed("tables"):
+                metrics.update(self.log_tables())
         return metrics
 
     def log_tables(self) -> dict[str, float]:
@@ -267,9 +264,8 @@ class AgentCLI(StageCLI):
                 }
 
     def finish(self) -> dict[str, float]:
-        started = time.perf_counter()
-        metrics = self.evaluate()
-        self.timer.add("evaluation", time.perf_counter() - started)
+        with self.timer.timed("evaluation"):
+            metrics = self.evaluate()
         if self.stage == "rl":
             self.log_curves()
         return metrics
@@ -291,13 +287,7 @@ class AgentCLI(StageCLI):
                 f"zero-shot test (seed {seed}): act goals {result.act_goal_rate:.3f}, speech goals "
                 f"{result.speech_goal_rate:.3f}, both {result.act_and_speech_rate:.3f}"
             )
-            rates.append(
-                {
-                    "test/act_goal_rate": result.act_goal_rate,
-                    "test/speech_goal_rate": result.speech_goal_rate,
-                    "test/act_and_speech_goal_rate": result.act_and_speech_rate,
-                }
-            )
+            rates.append(result.metrics("test/"))
             for logger in self.trainer.loggers:
                 if isinstance(logger, MLFlowLogger):
                     logger.log_metrics(rates[-1], step=seed)

@@ -253,11 +253,9 @@ class PretrainModule(L.LightningModule):
 
     def on_validation_epoch_end(self) -> None:
         self._log_epoch("val")
-        self.memo.clear()
 
     def on_test_epoch_end(self) -> None:
         self._log_epoch("test")
-        self.memo.clear()
 
     def configure_optimizers(self):
         optimizer = torch.optim.AdamW(self.parameters(), lr=self.lr, weight_decay=self.weight_decay)

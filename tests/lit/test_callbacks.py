@@ -50,9 +50,11 @@ def test_log_progress_prints_a_line_per_tenth_of_an_epoch_and_per_validation(cap
         "validation after epoch 1",
         "validation after epoch 2",
     ]
-    line = timer.report(trainer)
+    metrics = timer.report(trainer)
     assert timer.seconds["train"] > 0 and timer.seconds["validation"] > 0 and timer.seconds["test"] == 0
-    assert line.startswith("wall time: train ") and line in capsys.readouterr().out
+    assert metrics == {f"time/{part}_s": s for part, s in timer.seconds.items()}
+    [line] = capsys.readouterr().out.splitlines()
+    assert line.startswith("wall time: train ") and "test" not in line  # a part that did not run is not printed
 
 
 def test_log_progress_only_where_stdout_is_not_a_terminal():
