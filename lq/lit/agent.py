@@ -144,6 +144,7 @@ class AgentModule(L.LightningModule):
             self.agent_config,
             dim=h.candidate_dim,
             vocabulary=pieces,
+            store_dir=Path(h.pretrained_checkpoint).parent / "candidates" if pretrained is not None else None,
         )
         self.switch = HardcodedSwitch(h.switch_every) if h.switch == "hardcoded" else RatioSwitch(self.demos.train)
         self.actor = self.make_actor()

@@ -22,6 +22,7 @@ from __future__ import annotations
 
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
+from pathlib import Path
 
 import torch
 import torch.nn.functional as F
@@ -286,14 +287,16 @@ class CandidateEmbeddings(nn.Module):
         poly: PolyEncoder | None = None,
         words: nn.Embedding | None = None,
         rows: Callable[[torch.Tensor], torch.Tensor] | None = None,
+        store: str | Path | None = None,
     ):
-        """``rows``: tokenizer ids as rows of ``words`` (the scratch encoder's :meth:`StateEncoder.rows`)."""
+        """``rows``: tokenizer ids as rows of ``words`` (the scratch encoder's :meth:`StateEncoder.rows`).
+        ``store``: a file keeping the frozen poly-encoder vectors between runs (:class:`CandidateCache`)."""
         super().__init__()
         if (poly is None) == (words is None):
             raise ValueError("candidates are embedded by a poly-encoder or by word-piece embeddings: give one")
         self.words = words
         if poly is not None:
-            cache = CandidateCache(poly, batcher, texts)
+            cache = CandidateCache(poly, batcher, texts, store=store)
             self.register_buffer("frozen", cache.embeddings.detach().clone())
             self.project = nn.Linear(self.frozen.shape[1], dim)
         else:
@@ -346,9 +349,12 @@ class SwitchAgent(nn.Module):
         config: AgentConfig | None = None,
         dim: int = 256,
         vocabulary: Vocabulary | None = None,
+        store_dir: str | Path | None = None,
     ) -> SwitchAgent:
         """``vocabulary``: the scratch encoder's word pieces (:meth:`Vocabulary.of_texts` of every text the agent can
-        read); None: the whole tokenizer's. A pretrained encoder has its own."""
+        read); None: the whole tokenizer's. A pretrained encoder has its own. ``store_dir``: where a pretrained
+        encoder's vectors of the two spaces are kept between runs (``agent-actions.pt``, ``agent-utterances.pt``):
+        every agent of that encoder, and every evaluation of one, encodes the spaces once in all, not at each start."""
         config = config or AgentConfig()
         if pretrained is not None:
             encoder = StateEncoder(pretrained.context_encoder, trainable_base=False, config=config)
@@ -357,10 +363,14 @@ class SwitchAgent(nn.Module):
             base = build_encoder(config.scratch, batcher.tokenizer, vocabulary)
             encoder = StateEncoder(base, trainable_base=True, config=config, vocabulary=vocabulary)
             words = encoder.base.get_input_embeddings()
+
+        def store(space: str) -> Path | None:
+            return Path(store_dir) / f"agent-{space}.pt" if store_dir is not None and pretrained is not None else None
+
         return cls(
             encoder,
-            CandidateEmbeddings(action_space, batcher, dim, pretrained, words, encoder.rows),
-            CandidateEmbeddings(utterance_space, batcher, dim, pretrained, words, encoder.rows),
+            CandidateEmbeddings(action_space, batcher, dim, pretrained, words, encoder.rows, store("actions")),
+            CandidateEmbeddings(utterance_space, batcher, dim, pretrained, words, encoder.rows, store("utterances")),
             config,
             dim,
             content_piece_ids(action_space, batcher.tokenizer) if config.exact_match else None,

@@ -164,3 +164,20 @@ def test_a_frozen_encoder_reads_each_line_once(batcher):
     agent.load_state_dict(agent.state_dict())  # new weights: the kept lines are forgotten
     encoder.frozen_states(ids, mask, lines)
     assert len(calls) == 1
+
+
+def test_a_pretrained_agent_reads_its_spaces_vectors_from_the_store(batcher, tmp_path):
+    torch.manual_seed(0)
+    poly = PolyEncoder.from_spec(TINY, n_codes=2).eval()
+    first = SwitchAgent.build(ACTIONS, UTTERANCES, batcher, poly, CONFIG, dim=8, store_dir=tmp_path)
+    for space, texts in (("actions", ACTIONS), ("utterances", UTTERANCES)):
+        store = tmp_path / f"agent-{space}.pt"
+        saved = torch.load(store)
+        assert saved["embeddings"].shape[0] == len(texts)
+        torch.save({"key": saved["key"], "embeddings": torch.zeros_like(saved["embeddings"])}, store)
+    again = SwitchAgent.build(ACTIONS, UTTERANCES, batcher, poly, CONFIG, dim=8, store_dir=tmp_path)
+    assert first.actions.frozen.any() and not again.actions.frozen.any()  # read back, not encoded again
+    assert not again.utterances.frozen.any()
+    scratch_dir = tmp_path / "scratch"
+    SwitchAgent.build(ACTIONS, UTTERANCES, batcher, None, CONFIG, dim=8, store_dir=scratch_dir)
+    assert not scratch_dir.exists()  # a scratch agent's candidates train with it: nothing to keep
