@@ -46,9 +46,9 @@ def test_tables_are_means_and_stds_over_the_children_and_rebuild_from_the_store(
     )
     tables = X.build_tables(experiment, parent, uri, log=lambda _: None)
     md, csv = tables["table1"]
-    assert "| Scratch | 0.300 ± 0.100 | 0.050 ± 0.050 | 0.000 ± 0.000 | 0.000 ± 0.000 | 2 |" in md
+    assert "| Scratch | 0.300 ± 0.100 | 0.050 ± 0.050 | 0.000 ± 0.000 | 0.300 ± 0.100 | 0.000 ± 0.000 | 2 |" in md
     assert "| General+Light |" in md
-    assert csv.splitlines()[1] == '"Scratch",0.3000,0.1000,0.0500,0.0500,0.0000,0.0000,0.0000,0.0000,2'
+    assert csv.splitlines()[1] == '"Scratch",0.3000,0.1000,0.0500,0.0500,0.0000,0.0000,0.3000,0.1000,0.0000,0.0000,2'
     artifacts = {a.path for a in client.list_artifacts(parent, "tables")} | {
         a.path for a in client.list_artifacts(parent, "curves")
     }
@@ -61,7 +61,8 @@ def test_tables_are_means_and_stds_over_the_children_and_rebuild_from_the_store(
     assert metrics["table1/scratch/rl_act_goals/mean"] == pytest.approx(0.3)
     assert metrics["table1/scratch/rl_act_goals/std"] == pytest.approx(0.1)
     assert metrics["table1/general_light/rl_speech_goals/mean"] == pytest.approx(0.05)
-    assert len(metrics) == 2 * 2 * 4  # rows x columns x (mean, std); the baselines' children logged no baselines/*
+    assert metrics["table1/general_light/bc_act_goals/mean"] == pytest.approx(0.3)
+    assert len(metrics) == 2 * 2 * 5  # rows x columns x (mean, std); the baselines' children logged no baselines/*
     assert client.get_experiment(client.get_run(parent).info.experiment_id).tags["mlflow.experimentKind"] == (
         "custom_model_development"
     )
