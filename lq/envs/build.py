@@ -13,7 +13,7 @@ from lq.envs.episode import instances_from_data
 from lq.envs.models import load_poly_encoder
 from lq.envs.partner import PolyEncoderPartner
 from lq.envs.quest_env import QuestEnv
-from lq.models.poly_encoder import TextBatcher
+from lq.models.poly_encoder import TextBatcher, stores_beside
 from lq.models.pretrained import load_tokenizer
 
 
@@ -53,7 +53,7 @@ def build_env(
         TextBatcher(load_tokenizer(partner_spec.tokenizer), context_length),
         utterances,
         actions,
-        store_dir=Path(partner_checkpoint).parent / "candidates",
+        store_dir=stores_beside(partner_checkpoint),
     )
     dm = DungeonMaster(
         dm_model,
@@ -61,7 +61,7 @@ def build_env(
         utterances,
         top_k=top_k,
         num_valid=num_valid_utterances,
-        store=Path(dm_checkpoint).parent / "candidates" / "dm-utterances.pt",
+        store=stores_beside(dm_checkpoint) / "dm-utterances.pt",
     )
     instances = instances_from_data(quests.all(), demos[split])
     return QuestEnv(

@@ -23,7 +23,7 @@ from lq.envs.models import load_poly_encoder
 from lq.eval import EvalResult, evaluate
 from lq.models.agent import AgentConfig, SwitchAgent
 from lq.models.encoder import EncoderConfig, EncoderSpec, Vocabulary
-from lq.models.poly_encoder import TextBatcher
+from lq.models.poly_encoder import TextBatcher, stores_beside
 from lq.models.pretrained import load_tokenizer
 from lq.rl.acting import ABILITIES, Actor
 from lq.rl.switch import HardcodedSwitch, RatioSwitch
@@ -144,7 +144,7 @@ class AgentModule(L.LightningModule):
             self.agent_config,
             dim=h.candidate_dim,
             vocabulary=pieces,
-            store_dir=Path(h.pretrained_checkpoint).parent / "candidates" if pretrained is not None else None,
+            store_dir=stores_beside(h.pretrained_checkpoint) if pretrained is not None else None,
         )
         self.switch = HardcodedSwitch(h.switch_every) if h.switch == "hardcoded" else RatioSwitch(self.demos.train)
         self.actor = self.make_actor()

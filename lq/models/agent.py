@@ -290,7 +290,8 @@ class CandidateEmbeddings(nn.Module):
         store: str | Path | None = None,
     ):
         """``rows``: tokenizer ids as rows of ``words`` (the scratch encoder's :meth:`StateEncoder.rows`).
-        ``store``: a file keeping the frozen poly-encoder vectors between runs (:class:`CandidateCache`)."""
+        ``store``: a file keeping the frozen poly-encoder vectors between runs (:class:`CandidateCache`); word-piece
+        candidates train with the agent and keep none."""
         super().__init__()
         if (poly is None) == (words is None):
             raise ValueError("candidates are embedded by a poly-encoder or by word-piece embeddings: give one")
@@ -365,7 +366,7 @@ class SwitchAgent(nn.Module):
             words = encoder.base.get_input_embeddings()
 
         def store(space: str) -> Path | None:
-            return Path(store_dir) / f"agent-{space}.pt" if store_dir is not None and pretrained is not None else None
+            return Path(store_dir) / f"agent-{space}.pt" if store_dir is not None else None
 
         return cls(
             encoder,

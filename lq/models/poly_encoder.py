@@ -216,6 +216,12 @@ class TextBatcher:
         return self._encode(texts, self.candidate_length, "right")
 
 
+def stores_beside(checkpoint: str | Path) -> Path:
+    """Where the candidate vectors of a model loaded from ``checkpoint`` are kept between runs (the ``store`` files
+    of :class:`CandidateCache`): ``candidates/`` beside it."""
+    return Path(checkpoint).parent / "candidates"
+
+
 class CandidateCache:
     """A fixed candidate set encoded once (for the partner, the Dungeon Master, the action and utterance spaces).
 
