@@ -11,6 +11,7 @@ import threading
 import time
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
+from functools import partial
 from pathlib import Path
 
 from lq.experiments.reporting import _client, _print, build_tables, children, experiment_id, parent_runs
@@ -65,37 +66,75 @@ def _lq(*args: str) -> None:
         raise RuntimeError(f"exit status {done.returncode}: {' '.join(cmd)}")
 
 
-def _lq_pool(commands: Sequence[tuple[str, Sequence[str]]], jobs: int) -> None:
-    """Run independent ``lq`` commands (``(label, args)``), up to ``jobs`` at once, the cores shared among them
-    (``OMP_NUM_THREADS``), each output line prefixed with its label; once one fails no other starts, and the
-    failures are raised after the running ones have ended. Small models spend much of a step outside matrix
-    products: two of them on a core each take about as long as one on both."""
+Job = Sequence[str] | Callable[[], object]  # the arguments of an ``lq`` command, or a function to run here
+
+
+def _lq_pool(commands: Sequence[tuple[str, Job]], jobs: int) -> None:
+    """Run independent jobs (``(label, job)``: ``lq`` arguments for a child process, each output line prefixed with
+    its label; or a function, run in a thread of this process), up to ``jobs`` at once, the cores shared among them
+    (``OMP_NUM_THREADS``; a function's torch threads); once one fails no other starts, and the failures are raised
+    after the running ones have ended. Small models spend much of a step outside matrix products: two of them on a
+    core each take about as long as one on both."""
     if jobs <= 1 or len(commands) < 2:
-        for _, args in commands:
-            _lq(*args)
+        for _, job in commands:
+            job() if callable(job) else _lq(*job)
         return
     threads = max(1, (os.cpu_count() or 1) // min(jobs, len(commands)))
-    env = {**os.environ, "OMP_NUM_THREADS": str(threads)}
     queue, running, failed = list(commands), [], []
     while queue or running:
         while queue and len(running) < jobs:
-            label, args = queue.pop(0)
-            cmd = [sys.executable, "-m", "lq", *args]
-            _print(f"$ OMP_NUM_THREADS={threads} " + " ".join(cmd))
-            process = subprocess.Popen(cmd, env=env, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
-            relay = threading.Thread(target=_relay, args=(process, f"[{label}] "), daemon=True)
-            relay.start()
-            running.append((cmd, process, relay))
-        for item in [r for r in running if r[1].poll() is not None]:
-            cmd, process, relay = item
-            relay.join()
+            running.append(_start(*queue.pop(0), threads))
+        for item in [r for r in running if r.poll() is not None]:
+            item.join()
             running.remove(item)
-            if process.returncode != 0:
-                failed.append(f"exit status {process.returncode}: {' '.join(cmd)}")
+            if item.poll() != 0:
+                failed.append(item.failure())
                 queue.clear()  # no other starts
         time.sleep(0.2)
     if failed:
         raise RuntimeError("; ".join(failed))
+
+
+@dataclass
+class _Started:
+    """A job of :func:`_lq_pool` under way: ``poll`` is its exit status once it ended (None before)."""
+
+    name: str
+    poll: Callable[[], int | None]
+    join: Callable[[], None]
+    error: list[BaseException] = field(default_factory=list)
+
+    def failure(self) -> str:
+        return f"{self.name}: {self.error[0]!r}" if self.error else f"exit status {self.poll()}: {self.name}"
+
+
+def _start(label: str, job: Job, threads: int) -> _Started:
+    if callable(job):
+        import torch
+
+        torch.set_num_threads(threads)
+        _print(f"$ {label}: in this process, {threads} thread(s)")
+        status: list[int] = []
+        started = _Started(label, lambda: status[0] if status else None, lambda: thread.join())
+
+        def run() -> None:
+            try:
+                job()
+                status.append(0)
+            except BaseException as e:  # raised by the pool, after the others end
+                started.error.append(e)
+                status.append(1)
+
+        thread = threading.Thread(target=run, daemon=True)
+        thread.start()
+        return started
+    cmd = [sys.executable, "-m", "lq", *job]
+    _print(f"$ OMP_NUM_THREADS={threads} " + " ".join(cmd))
+    env = {**os.environ, "OMP_NUM_THREADS": str(threads)}
+    process = subprocess.Popen(cmd, env=env, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
+    relay = threading.Thread(target=_relay, args=(process, f"[{label}] "), daemon=True)
+    relay.start()
+    return _Started(" ".join(cmd), process.poll, relay.join)
 
 
 def _lq_together(commands: Sequence[Sequence[str]]) -> None:
@@ -165,7 +204,9 @@ def prepare(configs: Sequence[Config], setup: Setup) -> None:
         needed.add("general")
     for encoder in sorted(needed, key=ENCODERS.index):  # general before adaptive
         if not Path(f"{setup.outputs}/pretrain/{encoder}/best.ckpt").exists():
-            _lq(*stage_args(Config("pretrain", encoder), setup, 0), *_init_from(encoder, f"{setup.outputs}/pretrain"))
+            # the agents read its checkpoint only; its Table 4/5 is `make pretrain`'s and the table45 experiment's
+            args = stage_args(Config("pretrain", encoder), setup, 0)
+            _lq(*args, *_init_from(encoder, f"{setup.outputs}/pretrain"), "--tables.enabled", "false")
 
 
 def _init_from(encoder: str, pretrain_dir: str) -> list[str]:
@@ -224,15 +265,16 @@ def run_experiment(
         client.log_param(pid, "encoders", " ".join(experiment.encoders))
         client.log_param(pid, "configurations", len(experiment.configs))
     try:
-        agents = []  # run side by side (setup.jobs) once the rest is done
+        agents, baselines = [], []  # run side by side (setup.jobs) once the rest is done
         for config in experiment.configs:
             for seed in setup.seeds:
                 if (config.key, str(seed)) in done:
                     continue
                 tags = {"mlflow.parentRunId": pid, "lq.config": config.key, "lq.seed": str(seed)}
-                if config.stage == "baselines":
-                    log(f"[{experiment.name}] {config.key} seed {seed}")
-                    run_baselines(client, exp_id, config, setup, seed, tags)
+                if config.stage == "baselines":  # after the agents, in the slot the shorter ones leave free
+                    baselines.append(
+                        (f"{config.key} s{seed}", partial(run_baselines, client, exp_id, config, setup, seed, tags))
+                    )
                     continue
                 out_dir = None
                 extra: list[str] = []
@@ -252,9 +294,12 @@ def run_experiment(
                 else:
                     log(f"[{experiment.name}] {config.key} seed {seed}")
                     _lq(*args)
-        if agents:
-            log(f"[{experiment.name}] {len(agents)} agent runs, {min(setup.jobs, len(agents))} at a time")
-        _lq_pool(agents, setup.jobs)
+        if agents or baselines:
+            log(
+                f"[{experiment.name}] {len(agents)} agent runs and {len(baselines)} of the baselines, "
+                f"{max(1, min(setup.jobs, len(agents) + len(baselines)))} at a time"
+            )
+        _lq_pool(agents + baselines, setup.jobs)
         tables = build_tables(experiment, pid, setup.tracking_uri, log)
     except BaseException:
         client.set_terminated(pid, "FAILED")

@@ -1,9 +1,11 @@
 """Experiment drivers: parent and child MLflow runs, tables from the store, learning curves."""
 
+import os
 import shutil
 from pathlib import Path
 
 import pytest
+import torch
 from mlflow.tracking import MlflowClient
 
 from lq import experiments as X
@@ -155,6 +157,25 @@ def test_independent_stages_run_side_by_side_with_their_output_prefixed(tmp_path
     assert "$ OMP_NUM_THREADS=" in out and "\n[data] " in out  # each line of a child under its stage's name
     with pytest.raises(RuntimeError, match=r"exit status \d+: .* data generate .*"):  # one fails: said after both end
         X.running._lq_together([["data", "generate", str(first), "--scale", "tiny"], ["data", "stats", str(second)]])
+
+
+def test_a_function_takes_a_slot_of_the_pool_beside_the_commands(tmp_path, capsys):
+    data, threads = tmp_path / "a", []
+    X.running._lq_pool(
+        [
+            ("data", ["data", "generate", str(data), "--scale", "tiny"]),
+            ("f", lambda: threads.append(torch.get_num_threads())),
+        ],
+        2,
+    )
+    assert (data / "manifest.json").is_file() and threads == [max(1, (os.cpu_count() or 1) // 2)]  # the cores shared
+
+    def fails() -> None:
+        raise ValueError("no quests")
+
+    with pytest.raises(RuntimeError, match=r"^f: ValueError\('no quests'\)$"):  # said once the command has ended
+        X.running._lq_pool([("f", fails), ("data", ["data", "stats", str(data)])], 2)
+    assert "\n[data] " in capsys.readouterr().out
 
 
 def test_a_missing_cell_reads_n_a_and_bad_names_are_refused(tmp_path):
