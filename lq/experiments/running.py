@@ -114,18 +114,15 @@ def _start(label: str, job: Job, threads: int) -> _Started:
 
         torch.set_num_threads(threads)
         _print(f"$ {label}: in this process, {threads} thread(s)")
-        status: list[int] = []
-        started = _Started(label, lambda: status[0] if status else None, lambda: thread.join())
 
         def run() -> None:
             try:
                 job()
-                status.append(0)
             except BaseException as e:  # raised by the pool, after the others end
                 started.error.append(e)
-                status.append(1)
 
         thread = threading.Thread(target=run, daemon=True)
+        started = _Started(label, lambda: None if thread.is_alive() else int(bool(started.error)), thread.join)
         thread.start()
         return started
     cmd = [sys.executable, "-m", "lq", *job]
