@@ -46,10 +46,12 @@ $(STAMP): pyproject.toml
 	touch $(STAMP)
 
 QUICK_ENCODERS ?= scratch general_light
+# tiny's data, partner, DM and pretrained encoder; its agents trained for less (conf/profile/{rl,bc}-quick.yaml)
+QUICK_PROFILE ?= quick
 # agent runs (RL, BC) of an experiment trained side by side, the cores shared among them
 JOBS ?= 2
-quickstart: $(STAMP) ## from nothing: data, partner, DM, pretraining, BC and RL, zero-shot Table 1 (scratch vs general_light, 1 seed)
-	$(BIN)/lq experiment run table1 --encoders $(QUICK_ENCODERS) --seeds 0 --profile $(PROFILE) --data $(DATA) --jobs $(JOBS)
+quickstart: $(STAMP) ## from nothing: data, partner, DM, pretraining, BC and RL, zero-shot Table 1 (scratch vs general_light, 1 seed, QUICK_PROFILE=quick)
+	$(BIN)/lq experiment run table1 --encoders $(QUICK_ENCODERS) --seeds 0 --profile $(QUICK_PROFILE) --data $(DATA) --jobs $(JOBS)
 	@echo "Browse the runs: make ui, then open http://127.0.0.1:5000 (experiment lq-table1: the parent run, its children, tables/ and curves/)"
 
 EXPERIMENTS ?= table1 table2 table7 table45
@@ -59,7 +61,7 @@ ablations: $(STAMP) ## the paper's tables as MLflow parent/child runs: make abla
 		$(if $(RESUME),--resume)
 
 tables: $(STAMP) ## rebuild every table and curve from the MLflow store alone (no training) into outputs/tables/
-	$(BIN)/lq experiment tables $(EXPERIMENTS)
+	$(BIN)/lq experiment tables $(EXPERIMENTS) --profile $(PROFILE)
 
 ui-screenshot: $(STAMP) ## screenshots of the MLflow UI by headless chromium (apt-get install chromium): outputs/ui/*.png
 	$(BIN)/python experiments/ui_screenshot.py --experiment $(firstword $(EXPERIMENTS)) --out outputs/ui

@@ -143,7 +143,7 @@ def _cmd_experiment(args: argparse.Namespace) -> int:
     from lq import experiments as X
 
     setup = X.Setup(
-        profile=args.profile,
+        profile=args.profile or "tiny",
         seeds=args.seeds,
         data_dir=args.data,
         tracking_uri=args.tracking_uri,
@@ -166,12 +166,14 @@ def _cmd_experiment(args: argparse.Namespace) -> int:
 
         client = MlflowClient(setup.tracking_uri)
         for name in names:
-            parent = args.parent or X.latest_parent(setup.tracking_uri, name)
+            parent = args.parent or X.latest_parent(setup.tracking_uri, name, args.profile)
             if parent is None:
-                print(f"{name}: no finished parent run in {setup.tracking_uri} (run: lq experiment run {name})")
+                of = f" of profile {args.profile}" if args.profile else ""
+                print(f"{name}: no finished parent run{of} in {setup.tracking_uri} (run: lq experiment run {name})")
                 continue
             experiment = X.experiment_for(client, parent)
-            print(f"{experiment.title}: from parent run {parent} (no training)")
+            profile = client.get_run(parent).data.tags.get("lq.profile", "?")
+            print(f"{experiment.title}: from parent run {parent}, profile {profile} (no training)")
             X.write_local(X.build_tables(experiment, parent, setup.tracking_uri), args.out)
     print(f"tables in {args.out}/ and on the parent runs; browse them with: make ui (http://127.0.0.1:5000)")
     return 0
@@ -207,7 +209,11 @@ def build_parser() -> argparse.ArgumentParser:
     xp.add_argument("action", choices=["run", "tables"], help="run: train and tabulate; tables: from the store only")
     xp.add_argument("names", nargs="*", help="table1, table2, table7, table45 (default: all)")
     xp.add_argument("--encoders", nargs="+", help="encoder types to include (default: the paper's for that table)")
-    xp.add_argument("--profile", default="tiny", help="conf/profile/PROFILE.yaml and {rl,bc}-PROFILE.yaml")
+    xp.add_argument(
+        "--profile",
+        help="run: conf/profile/PROFILE.yaml, env-PROFILE.yaml and {rl,bc}-PROFILE.yaml (default tiny; quick: tiny's "
+        "agents trained for less); tables: the newest parent run of this profile (default: of any)",
+    )
     xp.add_argument("--seeds", type=int, nargs="+", default=[0, 1, 2], help="training seeds per configuration")
     xp.add_argument("--eval-seeds", type=int, default=1, help="zero-shot evaluations per trained agent")
     xp.add_argument(

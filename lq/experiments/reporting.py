@@ -200,9 +200,10 @@ def build_tables(
     return out
 
 
-def latest_parent(tracking_uri: str, name: str) -> str | None:
-    """The newest finished parent run of experiment ``name`` in the store, if any."""
-    runs = parent_runs(_client(tracking_uri), name, "and attributes.status = 'FINISHED'")
+def latest_parent(tracking_uri: str, name: str, profile: str | None = None) -> str | None:
+    """The newest finished parent run of experiment ``name`` in the store (of ``profile``, if given), if any."""
+    where = "and attributes.status = 'FINISHED'" + (f" and tags.`lq.profile` = '{profile}'" if profile else "")
+    runs = parent_runs(_client(tracking_uri), name, where)
     return runs[0].info.run_id if runs else None
 
 

@@ -25,6 +25,11 @@ def outputs_for(data_dir: str | Path) -> str:
     return "outputs" if Path(data_dir) == Path("data/default") else f"outputs/{Path(data_dir).resolve().name}"
 
 
+# profiles that train only the agents differently: their base's partner, DM and pretrained encoders (the same
+# checkpoints), then conf/profile/{rl,bc}-PROFILE.yaml read after the base's
+OVERLAYS = {"quick": "tiny"}
+
+
 @dataclass
 class Setup:
     """Where things are and how big they are trained."""
@@ -42,19 +47,31 @@ class Setup:
         self.outputs = self.outputs or outputs_for(self.data_dir)
 
     @property
+    def base(self) -> str:
+        """The profile whose environment models, encoders and agent sizes this one uses (itself, or the one an
+        overlay profile such as ``quick`` trains its agents less than)."""
+        return OVERLAYS.get(self.profile, self.profile)
+
+    @property
     def env_encoder(self) -> str:
         """The environment's partner and DM: small poly-encoders on the CPU profile, MiniLM-sized otherwise."""
-        return "small" if self.profile == "tiny" else "general"
+        return "small" if self.base == "tiny" else "general"
 
-    def profile_config(self, stage: str) -> str:
+    def agent_outputs(self, stage: str) -> str:
+        """Where the agents' checkpoints go: an overlay profile's apart from its base's."""
+        return f"{self.outputs}/{stage}" if self.base == self.profile else f"{self.outputs}/{self.profile}/{stage}"
+
+    def profile_config(self, stage: str) -> list[str]:
+        """The profile's config files of a stage, in order: the base's, then an overlay's own for the agents."""
         if stage in ("rl", "bc"):
-            name = f"{stage}-{self.profile}"
+            names = [f"{stage}-{p}" for p in dict.fromkeys((self.base, self.profile))]
         else:
-            name = f"env-{self.profile}" if stage in ("partner", "dm") else self.profile
-        path = Path("conf/profile") / f"{name}.yaml"
-        if not path.exists():
-            raise FileNotFoundError(f"{path}: no such profile for the {stage} stage (PROFILE={self.profile})")
-        return str(path)
+            names = [f"env-{self.base}" if stage in ("partner", "dm") else self.base]
+        paths = [Path("conf/profile") / f"{name}.yaml" for name in names]
+        for path in paths:
+            if not path.exists():
+                raise FileNotFoundError(f"{path}: no such profile for the {stage} stage (PROFILE={self.profile})")
+        return [str(path) for path in paths]
 
 
 def _lq(*args: str) -> None:
@@ -154,14 +171,13 @@ def stage_args(config: Config, setup: Setup, seed: int, out_dir: str | None = No
         f"conf/{stage}.yaml",
         "--config",
         f"conf/encoder/{config.encoder}.yaml",
-        "--config",
-        setup.profile_config(stage),
+        *(arg for path in setup.profile_config(stage) for arg in ("--config", path)),
         "--seed_everything",
         str(seed),
         "--trainer.logger.init_args.tracking_uri",
         setup.tracking_uri,
         "--out_dir",
-        out_dir or f"{setup.outputs}/{stage}",
+        out_dir or (setup.agent_outputs(stage) if stage in ("rl", "bc") else f"{setup.outputs}/{stage}"),
     ]
     if stage in ("pretrain", "partner", "dm"):  # the poly-encoder stages read a DataModule
         args += ["--data.data_dir", setup.data_dir]
@@ -241,7 +257,9 @@ def run_experiment(
     """Train every configuration of ``experiment`` per seed as children of a parent run, then build its tables;
     returns the parent's run id and the tables (Markdown, CSV). ``resume``: continue the newest unfinished parent
     of this experiment and profile (an interrupted run), training only the children that did not finish."""
+    started = time.monotonic()
     prepare(experiment.configs, setup)
+    prepared = time.monotonic()
     client = _client(setup.tracking_uri)
     exp_id = experiment_id(client, experiment.name)
     pid = resumable_parent(client, experiment, setup) if resume else None
@@ -297,7 +315,13 @@ def run_experiment(
                 f"{max(1, min(setup.jobs, len(agents) + len(baselines)))} at a time"
             )
         _lq_pool(agents + baselines, setup.jobs)
+        trained = time.monotonic()
         tables = build_tables(experiment, pid, setup.tracking_uri, log)
+        log(
+            f"[{experiment.name}] wall time: data, environment models and encoders {prepared - started:.0f} s, "
+            f"child runs {trained - prepared:.0f} s, tables {time.monotonic() - trained:.0f} s "
+            f"(total {time.monotonic() - started:.0f} s)"
+        )
     except BaseException:
         client.set_terminated(pid, "FAILED")
         raise

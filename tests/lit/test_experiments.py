@@ -71,6 +71,7 @@ def test_tables_are_means_and_stds_over_the_children_and_rebuild_from_the_store(
 
     # `lq experiment tables`: the latest parent, its experiment read back from the run, the same table
     assert X.latest_parent(uri, "table1") == parent
+    assert X.latest_parent(uri, "table1", profile="quick") is None  # the parent has no profile tag
     again = X.build_tables(X.experiment_for(client, parent), parent, uri, log=lambda _: None)
     assert again == tables
     out = tmp_path / "tables"
@@ -214,6 +215,25 @@ def test_the_paper_tables_have_their_configurations():
     # another dataset's checkpoints are kept apart, under its folder's name
     agent = X.stage_args(X.Config("rl", "scratch"), X.Setup(data_dir="data/release", profile="paper"), 0)
     assert agent[agent.index("--model.partner_checkpoint") + 1] == "outputs/release/partner/general/best.ckpt"
+
+
+def test_the_quick_profile_trains_tiny_agents_for_less_on_tiny_environment_models_and_encoders(monkeypatch):
+    monkeypatch.chdir(ROOT)
+    from lq.lit.cli import STAGES, stage_classes
+
+    quick, tiny = X.Setup(profile="quick"), X.Setup(profile="tiny")
+    for stage in ("partner", "dm", "pretrain"):  # the same runs, the same checkpoints: made once for both
+        assert X.stage_args(X.Config(stage, "small"), quick, 0) == X.stage_args(X.Config(stage, "small"), tiny, 0)
+    args = X.stage_args(X.Config("rl", "scratch"), quick, 0)
+    configs = [args[i + 1] for i, a in enumerate(args) if a == "--config"]
+    assert configs[-2:] == ["conf/profile/rl-tiny.yaml", "conf/profile/rl-quick.yaml"]
+    assert args[args.index("--model.partner_checkpoint") + 1] == "outputs/partner/small/best.ckpt"
+    assert args[args.index("--out_dir") + 1] == "outputs/quick/rl"  # not over the tiny agents
+    for stage, epochs in (("rl", 2), ("bc", 2)):
+        args = X.stage_args(X.Config(stage, "scratch"), quick, 0)[2:]
+        config = STAGES[stage](*stage_classes(stage), args=args, parse_only=True).config
+        assert config.trainer.max_epochs == epochs and config.model.context_length == 64  # tiny's sizes
+    assert X.Setup(profile="paper").profile_config("rl") == ["conf/profile/rl-paper.yaml"]
 
 
 def test_run_experiment_trains_children_under_a_parent_and_tabulates(setup_dir, tmp_path, monkeypatch):
