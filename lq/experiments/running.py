@@ -93,8 +93,12 @@ def _lq_pool(commands: Sequence[tuple[str, Job]], jobs: int) -> None:
     after the running ones have ended. Small models spend much of a step outside matrix products: two of them on a
     core each take about as long as one on both."""
     if jobs <= 1 or len(commands) < 2:
-        for _, job in commands:
-            job() if callable(job) else _lq(*job)
+        for label, job in commands:
+            if callable(job):
+                _print(f"$ {label}: in this process")
+                job()
+            else:
+                _lq(*job)
         return
     threads = max(1, (os.cpu_count() or 1) // min(jobs, len(commands)))
     queue, running, failed = list(commands), [], []
@@ -151,11 +155,6 @@ def _start(label: str, job: Job, threads: int) -> _Started:
     return _Started(" ".join(cmd), process.poll, relay.join)
 
 
-def _lq_together(commands: Sequence[Sequence[str]]) -> None:
-    """Independent ``lq`` commands all at once (:func:`_lq_pool`), each labelled by its stage."""
-    _lq_pool([(args[0], args) for args in commands], len(commands))
-
-
 def _relay(process: subprocess.Popen, prefix: str) -> None:
     for line in process.stdout:
         _print(prefix + line.rstrip("\n"))
@@ -204,22 +203,49 @@ def stage_args(config: Config, setup: Setup, seed: int, out_dir: str | None = No
 
 
 def prepare(configs: Sequence[Config], setup: Setup) -> None:
-    """Make what the configurations need and the outputs lack: data, partner, DM, pretrained encoders."""
+    """Make what the configurations need and the outputs lack: data, pretrained encoders, partner, DM, and each
+    pretrained encoder's vectors of the agents' action and utterance spaces."""
     if not (Path(setup.data_dir) / "manifest.json").exists():
         _lq("data", "generate", setup.data_dir)
     _client(setup.tracking_uri).search_experiments(max_results=1)  # a new store's tables, made once, not in a race
-    if any(c.stage != "pretrain" for c in configs):  # the partner and the DM, side by side
-        env_models = [Config(stage, setup.env_encoder) for stage in ("partner", "dm")]
-        missing = [c for c in env_models if not Path(f"{setup.outputs}/{c.stage}/{c.encoder}/best.ckpt").exists()]
-        _lq_together([stage_args(c, setup, 0) for c in missing])
     needed = {c.encoder for c in configs if c.stage in ("rl", "bc") and c.encoder != "scratch"}
     if "adaptive" in needed:
         needed.add("general")
-    for encoder in sorted(needed, key=ENCODERS.index):  # general before adaptive
+    for encoder in sorted(needed, key=ENCODERS.index):  # general before adaptive; each on every core
         if not Path(f"{setup.outputs}/pretrain/{encoder}/best.ckpt").exists():
             # the agents read its checkpoint only; its Table 4/5 is `make pretrain`'s and the table45 experiment's
             args = stage_args(Config("pretrain", encoder), setup, 0)
             _lq(*args, *_init_from(encoder, f"{setup.outputs}/pretrain"), "--tables.enabled", "false")
+    if all(c.stage == "pretrain" for c in configs):
+        return
+    # then, a core each: the partner and the DM, and in the slot the shorter leaves free the encoders' vectors of
+    # the agents' spaces (each agent would otherwise encode them at its start, on its one core)
+    env_models = [Config(stage, setup.env_encoder) for stage in ("partner", "dm")]
+    jobs: list[tuple[str, Job]] = [
+        (c.stage, stage_args(c, setup, 0))
+        for c in env_models
+        if not Path(f"{setup.outputs}/{c.stage}/{c.encoder}/best.ckpt").exists()
+    ]
+    jobs += [
+        (f"{encoder} vectors of the agents' spaces", partial(_encode_agent_spaces, encoder, setup))
+        for encoder in sorted(needed, key=ENCODERS.index)
+    ]
+    _lq_pool(jobs, 2)
+
+
+def _rl_module(config: Config, setup: Setup, seed: int):
+    """The RL stage's agent module as ``setup`` configures it for ``config`` (not set up: nothing built yet)."""
+    from lq.lit.cli import STAGES, stage_classes
+
+    args = stage_args(Config("rl", config.encoder or "scratch", config.ability, config.switch), setup, seed)[2:]
+    cli = STAGES["rl"](*stage_classes("rl"), args=args, parse_only=True)  # not "rl fit"
+    return cli.parser.instantiate(cli.config).model
+
+
+def _encode_agent_spaces(encoder: str, setup: Setup) -> None:
+    """A pretrained encoder's vectors of the agents' action and utterance spaces, stored beside its checkpoint (a
+    store already there with the same weights and texts is read, not encoded again)."""
+    _rl_module(Config("rl", encoder), setup, 0).build_agent()
 
 
 def _init_from(encoder: str, pretrain_dir: str) -> list[str]:
@@ -334,11 +360,8 @@ def run_baselines(client, exp_id: str, config: Config, setup: Setup, seed: int, 
     as ``setup`` configures it (its environment, switch, spaces and evaluation), each rule in place of the agent
     (``baselines/<rule>/<goal>_rate``); returns its run id."""
     from lq.lit.checkpoints import baseline_results
-    from lq.lit.cli import STAGES, stage_classes
 
-    args = stage_args(Config("rl", "scratch", config.ability, config.switch), setup, seed)[2:]  # not "rl fit"
-    cli = STAGES["rl"](*stage_classes("rl"), args=args, parse_only=True)
-    module = cli.parser.instantiate(cli.config).model
+    module = _rl_module(config, setup, seed)
     run_id = client.create_run(exp_id, run_name=f"{config.key}-s{seed}", tags={**tags, "lq.stage": "baselines"})
     run_id = run_id.info.run_id
     try:

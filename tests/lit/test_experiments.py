@@ -152,12 +152,14 @@ def test_resume_trains_only_the_children_an_interrupted_parent_lacks(tmp_path, m
 
 def test_independent_stages_run_side_by_side_with_their_output_prefixed(tmp_path, capsys):
     first, second = tmp_path / "a", tmp_path / "b"
-    X.running._lq_together([["data", "generate", str(d), "--scale", "tiny"] for d in (first, second)])
+    X.running._lq_pool([("data", ["data", "generate", str(d), "--scale", "tiny"]) for d in (first, second)], 2)
     assert (first / "manifest.json").is_file() and (second / "manifest.json").is_file()
     out = capsys.readouterr().out
     assert "$ OMP_NUM_THREADS=" in out and "\n[data] " in out  # each line of a child under its stage's name
     with pytest.raises(RuntimeError, match=r"exit status \d+: .* data generate .*"):  # one fails: said after both end
-        X.running._lq_together([["data", "generate", str(first), "--scale", "tiny"], ["data", "stats", str(second)]])
+        X.running._lq_pool(
+            [("data", ["data", "generate", str(first), "--scale", "tiny"]), ("data", ["data", "stats", str(second)])], 2
+        )
 
 
 def test_a_function_takes_a_slot_of_the_pool_beside_the_commands(tmp_path, capsys):
@@ -234,6 +236,32 @@ def test_the_quick_profile_trains_tiny_agents_for_less_on_tiny_environment_model
         config = STAGES[stage](*stage_classes(stage), args=args, parse_only=True).config
         assert config.trainer.max_epochs == epochs and config.model.context_length == 64  # tiny's sizes
     assert X.Setup(profile="paper").profile_config("rl") == ["conf/profile/rl-paper.yaml"]
+
+
+def test_prepare_encodes_the_agents_spaces_once_for_every_agent_of_a_pretrained_encoder(
+    setup_dir, tmp_path, monkeypatch, capsys
+):
+    """With the partner, the DM and a pretrained encoder there, preparing trains nothing and leaves the encoder's
+    vectors of the action and utterance spaces beside its checkpoint, where the agents' build reads them."""
+    monkeypatch.chdir(ROOT)
+    outputs = tmp_path / "outputs"
+    for name, target in (("partner", "partner/small"), ("dm", "dm/small"), ("partner", "pretrain/general_light")):
+        (outputs / target).mkdir(parents=True)
+        checkpoint = torch.load(setup_dir / f"{name}.ckpt", weights_only=False)
+        checkpoint["hyper_parameters"]["encoder"]["name"] = target.split("/")[1]
+        torch.save(checkpoint, outputs / target / "best.ckpt")
+    setup = X.Setup(seeds=(0,), data_dir=str(setup_dir / "data"), outputs=str(outputs), extra_args={"*": TINY_AGENT})
+    X.prepare(X.table1(["general_light"]).configs, setup)
+    out = capsys.readouterr().out
+    assert "$ general_light vectors of the agents' spaces: in this process" in out and " fit " not in out
+    stores = outputs / "pretrain" / "general_light" / "candidates"
+    assert sorted(p.name for p in stores.iterdir()) == ["agent-actions.pt", "agent-utterances.pt"]
+    written = {p.name: p.stat().st_mtime_ns for p in stores.iterdir()}
+    module = X.running._rl_module(X.Config("bc", "general_light"), setup, 0)
+    module.build_agent()  # an agent of that encoder: its key matches, so it reads the stores and writes none
+    assert {p.name: p.stat().st_mtime_ns for p in stores.iterdir()} == written
+    saved = torch.load(stores / "agent-actions.pt", weights_only=True)["embeddings"]
+    assert torch.equal(module.agent.actions.frozen, saved) and len(saved) == len(module.action_space)
 
 
 def test_run_experiment_trains_children_under_a_parent_and_tabulates(setup_dir, tmp_path, monkeypatch):
