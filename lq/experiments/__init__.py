@@ -9,8 +9,9 @@ as PNG. ``lq experiment tables`` calls the same :func:`build_tables` on the late
 experiment: the tables come from the store alone, with no training.
 
 What the agent stages need and the store lacks is made first, outside the parent run and reused by
-every experiment: the dataset, the environment's partner and Dungeon Master, and the pretrained
-encoders (``general`` before ``adaptive``). Every agent experiment also has a child per seed holding the
+every experiment: the dataset, the pretrained encoders (``general`` before ``adaptive``), the
+environment's partner and Dungeon Master, and each pretrained encoder's vectors of the agents' action
+and utterance spaces. Every agent experiment also has a child per seed holding the
 baselines of its abilities and switches (``<name>_baselines`` table).
 
 - :mod:`lq.experiments.specs`: what each experiment trains and tabulates;
