@@ -31,7 +31,7 @@ ARGS ?=
 WORLD ?= ../shared/data/light_worlds/dragon-village.json
 AS ?=
 
-.PHONY: help venv test test-fast quickstart ablations tables ui-screenshot data download stats dataset pretrain partner dm env-models bc rl eval play bench ui clean
+.PHONY: stage-profile help venv test test-fast quickstart ablations tables ui-screenshot data download stats dataset pretrain partner dm env-models bc rl eval play bench ui clean
 
 help: ## show this help
 	@grep -hE '^[a-zA-Z_.-]+:.*?## ' $(MAKEFILE_LIST) | awk 'BEGIN {FS = ":.*?## "}; {printf "  \033[36mmake %-12s\033[0m %s\n", $$1, $$2}'
@@ -93,17 +93,24 @@ dataset: $(STAMP)
 	@test -d $(DATA) || { test "$(DATA)" = data/default && $(MAKE) data; } || \
 		{ echo "no dataset in $(DATA): make data writes data/default; lq data download DEST fetches the release"; exit 1; }
 
+# the stage targets read conf/profile/{,env-,rl-,bc-}PROFILE.yaml alone; quick is an overlay the experiment driver
+# reads after tiny's (make quickstart), never alone
+stage-profile:
+	@test "$(PROFILE)" != quick || { echo "error: PROFILE=quick is the quickstart's experiment profile (lq experiment \
+	run --profile quick); the stage targets take PROFILE=tiny or paper (make rl PROFILE=tiny ARGS='--trainer.max_epochs 2' \
+	trains an RL agent as quick does)"; exit 1; }
+
 INIT_FROM = $(if $(filter adaptive,$(ENCODER)),--model.encoder.init_from $(OUT)/pretrain/general/best.ckpt)
-pretrain: dataset ## pretrain a poly-encoder: make pretrain ENCODER=general_light PROFILE=tiny [ARGS=...] (adaptive: general first)
+pretrain: stage-profile dataset ## pretrain a poly-encoder: make pretrain ENCODER=general_light PROFILE=tiny [ARGS=...] (adaptive: general first)
 	@test "$(ENCODER)" != adaptive || test -f $(OUT)/pretrain/general/best.ckpt || $(MAKE) pretrain ENCODER=general
 	$(BIN)/lq pretrain fit --config conf/pretrain.yaml --config conf/encoder/$(ENCODER).yaml \
 		--config conf/profile/$(PROFILE).yaml --data.data_dir $(DATA) --out_dir $(OUT)/pretrain $(INIT_FROM) $(ARGS)
 
-partner: dataset ## train the environment's partner agent: make partner [PROFILE=tiny] (small; PROFILE=paper: general)
+partner: stage-profile dataset ## train the environment's partner agent: make partner [PROFILE=tiny] (small; PROFILE=paper: general)
 	$(BIN)/lq partner fit --config conf/partner.yaml --config conf/encoder/$(ENV_ENCODER).yaml \
 		--config conf/profile/env-$(PROFILE).yaml --data.data_dir $(DATA) --out_dir $(OUT)/partner $(ARGS)
 
-dm: dataset ## train the environment's Dungeon Master: make dm [PROFILE=tiny] (small; PROFILE=paper: general)
+dm: stage-profile dataset ## train the environment's Dungeon Master: make dm [PROFILE=tiny] (small; PROFILE=paper: general)
 	$(BIN)/lq dm fit --config conf/dm.yaml --config conf/encoder/$(ENV_ENCODER).yaml \
 		--config conf/profile/env-$(PROFILE).yaml --data.data_dir $(DATA) --out_dir $(OUT)/dm $(ARGS)
 
@@ -114,7 +121,7 @@ AGENT = $(ENCODER)/$(ABILITY)-$(SWITCH)
 ENV_ARGS = --model.partner_checkpoint $(OUT)/partner/$(ENV_MODEL)/best.ckpt --model.dm_checkpoint $(OUT)/dm/$(ENV_MODEL)/best.ckpt \
 	--pretrain_dir $(OUT)/pretrain
 # what an agent needs: the dataset, the partner and the DM, and (but for scratch) its pretrained encoder
-env-models: dataset
+env-models: stage-profile dataset
 	@# the partner and the DM side by side, the cores shared between them (small models: about twice as fast);
 	@# the default MLflow store is made first: two processes creating it at once collide
 	@missing=""; for m in partner dm; do test -f $(OUT)/$$m/$(ENV_MODEL)/best.ckpt || missing="$$missing $$m"; done; \
