@@ -233,13 +233,19 @@ def prepare(configs: Sequence[Config], setup: Setup) -> None:
     _lq_pool(jobs, 2)
 
 
+# jsonargparse changes the process's working directory while it reads a config file: function jobs of the pool
+# parse their command lines one at a time (their relative paths would otherwise resolve against another's folder)
+_PARSING = threading.Lock()
+
+
 def _rl_module(config: Config, setup: Setup, seed: int):
     """The RL stage's agent module as ``setup`` configures it for ``config`` (not set up: nothing built yet)."""
     from lq.lit.cli import STAGES, stage_classes
 
-    args = stage_args(Config("rl", config.encoder or "scratch", config.ability, config.switch), setup, seed)[2:]
-    cli = STAGES["rl"](*stage_classes("rl"), args=args, parse_only=True)  # not "rl fit"
-    return cli.parser.instantiate(cli.config).model
+    with _PARSING:
+        args = stage_args(Config("rl", config.encoder or "scratch", config.ability, config.switch), setup, seed)[2:]
+        cli = STAGES["rl"](*stage_classes("rl"), args=args, parse_only=True)  # not "rl fit"
+        return cli.parser.instantiate(cli.config).model
 
 
 def _encode_agent_spaces(encoder: str, setup: Setup) -> None:

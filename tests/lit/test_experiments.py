@@ -264,6 +264,17 @@ def test_prepare_encodes_the_agents_spaces_once_for_every_agent_of_a_pretrained_
     assert torch.equal(module.agent.actions.frozen, saved) and len(saved) == len(module.action_space)
 
 
+def test_function_jobs_build_their_modules_side_by_side(setup_dir, monkeypatch):
+    """jsonargparse changes the working directory while it reads a config file: threads building modules at once
+    must not resolve each other's relative paths (conf/...) against it."""
+    monkeypatch.chdir(ROOT)
+    setup = X.Setup(seeds=(0,), data_dir=str(setup_dir / "data"), extra_args={"*": TINY_AGENT})
+    built = []
+    jobs = [(f"b{i}", lambda: built.append(X.running._rl_module(X.Config("baselines"), setup, 0))) for i in range(4)]
+    X.running._lq_pool(jobs, 4)
+    assert len(built) == 4 and Path.cwd() == ROOT
+
+
 def test_run_experiment_trains_children_under_a_parent_and_tabulates(setup_dir, tmp_path, monkeypatch):
     """Table 1 for the scratch encoder, two seeds: RL and BC children of one parent (two at a time), then the table
     and curves."""

@@ -8,6 +8,7 @@ import torch
 from lightning.pytorch.callbacks import ModelCheckpoint
 
 from lq.cli import main
+from lq.experiments.running import OVERLAYS
 from lq.generate import generate_dataset
 from lq.lit.cli import STAGES, fit_pretrain, stage_classes
 from lq.lit.metrics import HitsAtK
@@ -153,11 +154,14 @@ def test_every_encoder_config_parses_with_every_stage_and_profile(encoder):
         agent_stage = stage in ("bc", "rl")
         # the agent stages and the environment's models (partner, DM) have profiles of their own
         family = stage if agent_stage else "env" if stage in ("partner", "dm") else ""  # profile/<family>-<size>.yaml
-        profiles = sorted(
-            p for p in glob.glob(str(ROOT / "conf/profile/*.yaml")) if Path(p).stem.rpartition("-")[0] == family
-        )
-        assert len(profiles) == 2, (stage, profiles)
-        for profile in profiles:
+        sizes = {
+            Path(p).stem.rpartition("-")[2]
+            for p in glob.glob(str(ROOT / "conf/profile/*.yaml"))
+            if Path(p).stem.rpartition("-")[0] == family
+        }
+        assert sizes - set(OVERLAYS) == {"tiny", "paper"}, (stage, sizes)
+        for size in sorted(sizes):  # an overlay (quick) read after its base (tiny)
+            profiles = [f"{family}-{s}".lstrip("-") for s in dict.fromkeys((OVERLAYS.get(size, size), size))]
             cli = cli_class(
                 *stage_classes(stage),
                 parse_only=True,
@@ -166,8 +170,7 @@ def test_every_encoder_config_parses_with_every_stage_and_profile(encoder):
                     str(ROOT / f"conf/{stage}.yaml"),
                     "--config",
                     str(ROOT / f"conf/encoder/{encoder}.yaml"),
-                    "--config",
-                    profile,
+                    *(a for p in profiles for a in ("--config", str(ROOT / f"conf/profile/{p}.yaml"))),
                 ],
             )
             assert cli.config.model.encoder.name == encoder
