@@ -211,7 +211,8 @@ def prepare(configs: Sequence[Config], setup: Setup) -> None:
     needed = {c.encoder for c in configs if c.stage in ("rl", "bc") and c.encoder != "scratch"}
     if "adaptive" in needed:
         needed.add("general")
-    for encoder in sorted(needed, key=ENCODERS.index):  # general before adaptive; each on every core
+    pretrained = sorted(needed, key=ENCODERS.index)  # general before adaptive
+    for encoder in pretrained:  # each on every core
         if not Path(f"{setup.outputs}/pretrain/{encoder}/best.ckpt").exists():
             # the agents read its checkpoint only; its Table 4/5 is `make pretrain`'s and the table45 experiment's
             args = stage_args(Config("pretrain", encoder), setup, 0)
@@ -228,7 +229,7 @@ def prepare(configs: Sequence[Config], setup: Setup) -> None:
     ]
     jobs += [
         (f"{encoder} vectors of the agents' spaces", partial(_encode_agent_spaces, encoder, setup))
-        for encoder in sorted(needed, key=ENCODERS.index)
+        for encoder in pretrained
     ]
     _lq_pool(jobs, 2)
 

@@ -8,7 +8,7 @@ import torch
 from lightning.pytorch.callbacks import ModelCheckpoint
 
 from lq.cli import main
-from lq.experiments.running import OVERLAYS
+from lq.experiments.running import OVERLAYS, Setup
 from lq.generate import generate_dataset
 from lq.lit.cli import STAGES, fit_pretrain, stage_classes
 from lq.lit.metrics import HitsAtK
@@ -148,7 +148,8 @@ def test_resumes_from_last_ckpt(data_dir, tmp_path):
 
 
 @pytest.mark.parametrize("encoder", sorted(Path(p).stem for p in glob.glob(str(ROOT / "conf/encoder/*.yaml"))))
-def test_every_encoder_config_parses_with_every_stage_and_profile(encoder):
+def test_every_encoder_config_parses_with_every_stage_and_profile(encoder, monkeypatch):
+    monkeypatch.chdir(ROOT)  # profile_config's paths are the repository's
     assert {Path(p).stem for p in glob.glob(str(ROOT / "conf/*.yaml"))} == set(STAGES), "a stage config without a CLI"
     for stage, cli_class in STAGES.items():
         agent_stage = stage in ("bc", "rl")
@@ -160,8 +161,8 @@ def test_every_encoder_config_parses_with_every_stage_and_profile(encoder):
             if Path(p).stem.rpartition("-")[0] == family
         }
         assert sizes - set(OVERLAYS) == {"tiny", "paper"}, (stage, sizes)
-        for size in sorted(sizes):  # an overlay (quick) read after its base (tiny)
-            profiles = [f"{family}-{s}".lstrip("-") for s in dict.fromkeys((OVERLAYS.get(size, size), size))]
+        for size in sorted(sizes):  # as the experiment driver reads them: an overlay (quick) after its base (tiny)
+            profiles = Setup(profile=size).profile_config(stage)
             cli = cli_class(
                 *stage_classes(stage),
                 parse_only=True,
@@ -170,7 +171,7 @@ def test_every_encoder_config_parses_with_every_stage_and_profile(encoder):
                     str(ROOT / f"conf/{stage}.yaml"),
                     "--config",
                     str(ROOT / f"conf/encoder/{encoder}.yaml"),
-                    *(a for p in profiles for a in ("--config", str(ROOT / f"conf/profile/{p}.yaml"))),
+                    *(a for p in profiles for a in ("--config", str(ROOT / p))),
                 ],
             )
             assert cli.config.model.encoder.name == encoder
