@@ -53,17 +53,18 @@ QUICK_PROFILE ?= quick
 # agent runs (RL, BC) of an experiment trained side by side, the cores shared among them
 JOBS ?= 2
 quickstart: $(STAMP) ## from nothing: data, partner, DM, pretraining, BC and RL, zero-shot Table 1 (scratch vs general_light, 1 seed, QUICK_PROFILE=quick)
-	$(BIN)/lq experiment run table1 --encoders $(QUICK_ENCODERS) --seeds 0 --profile $(QUICK_PROFILE) --data $(DATA) --jobs $(JOBS)
+	$(BIN)/lq experiment run table1 --encoders $(QUICK_ENCODERS) --seeds 0 --profile $(QUICK_PROFILE) --data $(DATA) --jobs $(JOBS) \
+		--protocol $(PROTOCOL)
 	@echo "Browse the runs: make ui, then open http://127.0.0.1:5000 (experiment lq-table1: the parent run, its children, tables/ and curves/)"
 
 EXPERIMENTS ?= table1 table2 table7 table45
 RESUME ?=
 ablations: $(STAMP) ## the paper's tables as MLflow parent/child runs: make ablations [PROFILE=tiny] [SEEDS="0 1 2"] [EXPERIMENTS=...] [RESUME=1]
-	$(BIN)/lq experiment run $(EXPERIMENTS) --seeds $(SEEDS) --profile $(PROFILE) --data $(DATA) --jobs $(JOBS) \
+	$(BIN)/lq experiment run $(EXPERIMENTS) --seeds $(SEEDS) --profile $(PROFILE) --protocol $(PROTOCOL) --data $(DATA) --jobs $(JOBS) \
 		$(if $(RESUME),--resume)
 
 tables: $(STAMP) ## rebuild every table and curve from the MLflow store alone (no training) into outputs/tables/
-	$(BIN)/lq experiment tables $(EXPERIMENTS) --profile $(PROFILE)
+	$(BIN)/lq experiment tables $(EXPERIMENTS) --profile $(PROFILE) --protocol $(PROTOCOL)
 
 ui-screenshot: $(STAMP) ## screenshots of the MLflow UI by headless chromium (apt-get install chromium): outputs/ui/*.png
 	$(BIN)/python experiments/ui_screenshot.py --experiment $(firstword $(EXPERIMENTS)) --out outputs/ui
@@ -116,6 +117,8 @@ dm: stage-profile dataset ## train the environment's Dungeon Master: make dm [PR
 
 ABILITY ?= act_speech
 SWITCH ?= hardcoded
+# how agents are trained and evaluated (conf/protocol/): paper (the paper's and its released code's) or restricted
+PROTOCOL ?= paper
 SEEDS ?= 0 1 2
 AGENT = $(ENCODER)/$(ABILITY)-$(SWITCH)
 ENV_ARGS = --model.partner_checkpoint $(OUT)/partner/$(ENV_MODEL)/best.ckpt --model.dm_checkpoint $(OUT)/dm/$(ENV_MODEL)/best.ckpt \
@@ -135,7 +138,8 @@ env-models: stage-profile dataset
 bc: env-models ## behaviour cloning, one agent per seed: make bc ENCODER=scratch [ABILITY] [SWITCH] [PROFILE] [SEEDS="0 1 2"]
 	@for seed in $(SEEDS); do \
 		$(BIN)/lq bc fit --config conf/bc.yaml --config conf/encoder/$(ENCODER).yaml \
-			--config conf/profile/bc-$(PROFILE).yaml --model.data_dir $(DATA) --model.ability $(ABILITY) \
+			--config conf/profile/bc-$(PROFILE).yaml --config conf/protocol/$(PROTOCOL).yaml \
+			--model.data_dir $(DATA) --model.ability $(ABILITY) \
 			--model.switch $(SWITCH) --seed_everything $$seed --model.seed $$seed --eval_seeds 0 $(ENV_ARGS) \
 			--out_dir $(OUT)/bc $(ARGS) || exit 1; \
 	done
@@ -143,7 +147,8 @@ bc: env-models ## behaviour cloning, one agent per seed: make bc ENCODER=scratch
 rl: env-models ## RL agents per seed, then RL, BC (trained if missing) and random side by side: make rl ENCODER=scratch [ABILITY] [SWITCH] [PROFILE] [SEEDS]
 	@for seed in $(SEEDS); do \
 		$(BIN)/lq rl fit --config conf/rl.yaml --config conf/encoder/$(ENCODER).yaml \
-			--config conf/profile/rl-$(PROFILE).yaml --model.data_dir $(DATA) --model.ability $(ABILITY) \
+			--config conf/profile/rl-$(PROFILE).yaml --config conf/protocol/$(PROTOCOL).yaml \
+			--model.data_dir $(DATA) --model.ability $(ABILITY) \
 			--model.switch $(SWITCH) --seed_everything $$seed --model.seed $$seed --eval_seeds 0 $(ENV_ARGS) \
 			--out_dir $(OUT)/rl $(ARGS) || exit 1; \
 		test -f $(OUT)/bc/$(AGENT)/seed-$$seed/best.ckpt || $(MAKE) bc SEEDS=$$seed || exit 1; \

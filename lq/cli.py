@@ -124,6 +124,10 @@ def _cmd_eval(args: argparse.Namespace) -> int:
     from lq.lit.checkpoints import evaluate_checkpoints, training_curves
 
     overrides = {"eval_max_steps": args.max_steps} if args.max_steps else {}
+    if args.protocol:
+        from lq.envs.protocol import protocol_of
+
+        overrides["protocol"] = protocol_of(args.protocol)
     rows = evaluate_checkpoints(args.checkpoints, args.baselines, args.split, sampled=not args.greedy_only, **overrides)
     markdown, csv = results_table(rows)
     print(f"\nZero-shot evaluation on the {args.split} quests (one episode per quest; mean ± std over seeds)")
@@ -144,6 +148,7 @@ def _cmd_experiment(args: argparse.Namespace) -> int:
 
     setup = X.Setup(
         profile=args.profile or "tiny",
+        protocol=args.protocol or "paper",
         seeds=args.seeds,
         data_dir=args.data,
         tracking_uri=args.tracking_uri,
@@ -166,14 +171,15 @@ def _cmd_experiment(args: argparse.Namespace) -> int:
 
         client = MlflowClient(setup.tracking_uri)
         for name in names:
-            parent = args.parent or X.latest_parent(setup.tracking_uri, name, args.profile)
+            parent = args.parent or X.latest_parent(setup.tracking_uri, name, args.profile, args.protocol)
             if parent is None:
                 of = f" of profile {args.profile}" if args.profile else ""
                 print(f"{name}: no finished parent run{of} in {setup.tracking_uri} (run: lq experiment run {name})")
                 continue
             experiment = X.experiment_for(client, parent)
-            profile = client.get_run(parent).data.tags.get("lq.profile", "?")
-            print(f"{experiment.title}: from parent run {parent}, profile {profile} (no training)")
+            tags = client.get_run(parent).data.tags
+            profile, protocol = tags.get("lq.profile", "?"), tags.get("lq.protocol", "restricted")
+            print(f"{experiment.title}: from parent run {parent}, profile {profile}, protocol {protocol} (no training)")
             X.write_local(X.build_tables(experiment, parent, setup.tracking_uri), args.out)
     print(f"tables in {args.out}/ and on the parent runs; browse them with: make ui (http://127.0.0.1:5000)")
     return 0
@@ -199,10 +205,12 @@ def build_parser() -> argparse.ArgumentParser:
         "ceiling",
     )
     ev.add_argument("--greedy-only", action="store_true", help="skip the sampled (temperature 1) evaluation")
-    ev.add_argument("--split", default="test", choices=["train", "valid", "test"])
     ev.add_argument(
-        "--max-steps", type=int, help="agent turns per episode (default: the checkpoint's; usually the demonstration's)"
+        "--protocol",
+        help="evaluate under this protocol (paper, restricted) instead of the one each agent trained under",
     )
+    ev.add_argument("--split", default="test", choices=["train", "valid", "test"])
+    ev.add_argument("--max-steps", type=int, help="agent turns per episode (default: the checkpoint's protocol's)")
     ev.add_argument("--out", type=Path, help="also write the table here (.md; a .csv beside it)")
     ev.set_defaults(func=_cmd_eval)
     xp = sub.add_parser("experiment", help="the paper's tables: train as MLflow parent/child runs, or rebuild tables")
@@ -213,6 +221,11 @@ def build_parser() -> argparse.ArgumentParser:
         "--profile",
         help="run: conf/profile/PROFILE.yaml, env-PROFILE.yaml and {rl,bc}-PROFILE.yaml (default tiny; quick: tiny's "
         "agents trained for less); tables: the newest parent run of this profile (default: of any)",
+    )
+    xp.add_argument(
+        "--protocol",
+        help="run: conf/protocol/PROTOCOL.yaml, how the agents are trained and evaluated (default paper; restricted: "
+        "lq's earlier one); tables: the newest parent run of this protocol (default: of any)",
     )
     xp.add_argument("--seeds", type=int, nargs="+", default=[0, 1, 2], help="training seeds per configuration")
     xp.add_argument("--eval-seeds", type=int, default=1, help="zero-shot evaluations per trained agent")

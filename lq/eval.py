@@ -1,10 +1,9 @@
-"""Zero-shot evaluation (paper 5): one episode per test quest, as long as its demonstration; act goal, speech goal
-and both; greedy or sampled (temperature 1) decoding.
+"""Zero-shot evaluation (paper 5): one episode per test quest under the environment's protocol
+(:mod:`lq.envs.protocol`); act goal, speech goal and both, and the share of act goals the partner reached; greedy or
+sampled (temperature 1) decoding.
 
-The same code path serves behaviour cloning and RL agents and the baselines (an :class:`lq.rl.acting.Actor`
-with a rule for a policy: random among the valid candidates or among the whole spaces, the word-overlap rule),
-all with the same switch in the same environment. :func:`ceiling` is the share of quests whose goal is in the
-action space at all: no agent choosing from that space can do better.
+The same code path serves behaviour cloning and RL agents and the baselines (an :class:`lq.rl.acting.Actor` with a
+rule of :mod:`lq.rl.baselines` for a policy), all with the same switch in the same environment.
 """
 
 from __future__ import annotations
@@ -18,6 +17,7 @@ from tqdm.auto import tqdm
 
 from lq.envs.quest_env import QuestEnv
 from lq.rl.acting import Actor
+from lq.rl.baselines import by_whom
 
 
 @dataclass
@@ -27,13 +27,30 @@ class EvalResult:
     act_and_speech_rate: float
     episodes: list[dict] = field(default_factory=list, repr=False)
 
+    @classmethod
+    def of(cls, episodes: list[dict]) -> EvalResult:
+        """The rates of played episodes (their summaries, :meth:`QuestEnv.episode_summary`)."""
+        n = max(len(episodes), 1)
+        return cls(
+            act_goal_rate=sum(e["act_goal"] for e in episodes) / n,
+            speech_goal_rate=sum(e["speech_goal"] for e in episodes) / n,
+            act_and_speech_rate=sum(e["act_goal"] and e["speech_goal"] for e in episodes) / n,
+            episodes=episodes,
+        )
+
+    @property
+    def partner_act_goal_rate(self) -> float:
+        """The share of episodes whose act goal the partner reached (NaN without episodes, e.g. the ceiling)."""
+        return by_whom(self.episodes, "partner") if self.episodes else float("nan")
+
     def metrics(self, prefix: str = "") -> dict[str, float]:
-        """The three rates under their MLflow names (``<prefix>act_goal_rate``, ``...speech_goal_rate``,
-        ``...act_and_speech_goal_rate``)."""
+        """The rates under their MLflow names (``<prefix>act_goal_rate``, ``...speech_goal_rate``,
+        ``...act_and_speech_goal_rate``, ``...partner_act_goal_rate``)."""
         return {
             f"{prefix}act_goal_rate": self.act_goal_rate,
             f"{prefix}speech_goal_rate": self.speech_goal_rate,
             f"{prefix}act_and_speech_goal_rate": self.act_and_speech_rate,
+            f"{prefix}partner_act_goal_rate": self.partner_act_goal_rate,
         }
 
     def transcripts(self) -> str:
@@ -56,13 +73,6 @@ class EvalResult:
                 for e in chosen
             ]
         return "\n\n".join(parts) + "\n"
-
-
-def ceiling(env: QuestEnv) -> EvalResult:
-    """The share of quests whose goal action is in the action space: the best act-goal rate an agent acting from
-    that space can reach by itself (speech columns do not apply: NaN)."""
-    reachable = sum(inst.quest.goal in env.action_index for inst in env.instances) / len(env.instances)
-    return EvalResult(reachable, float("nan"), float("nan"))
 
 
 @torch.no_grad()
@@ -100,13 +110,7 @@ def evaluate(env: QuestEnv, actor: Actor, seed: int = 0, progress: bool = True, 
     actor.cache_candidates(False)
     if agent is not None:
         agent.train(was_training)
-    n = max(len(episodes), 1)
-    return EvalResult(
-        act_goal_rate=sum(e["act_goal"] for e in episodes) / n,
-        speech_goal_rate=sum(e["speech_goal"] for e in episodes) / n,
-        act_and_speech_rate=sum(e["act_goal"] and e["speech_goal"] for e in episodes) / n,
-        episodes=episodes,
-    )
+    return EvalResult.of(episodes)
 
 
 def mean_std_of(values: Sequence[float]) -> tuple[float, float]:

@@ -4,6 +4,10 @@ from __future__ import annotations
 
 import copy
 
+import torch
+
+from lq.rl.rollout import Rollout
+
 
 def tiny_graph() -> dict:
     """A one-room LIGHT world graph in the engine's JSON: a dragon, a knight and a golden egg."""
@@ -160,3 +164,13 @@ def tiny_agent_config():
         critic_hidden=16,
         scratch=tiny_encoder_spec(),
     )
+
+
+def one_env_rollout(**given) -> Rollout:
+    """A rollout of one environment over ``steps`` steps from ``[steps, ...]`` tensors; every candidate a choice."""
+    a, u = given["action_logits"], given["speech_logits"]
+    given.setdefault("action_choices", torch.ones_like(a, dtype=torch.bool))
+    given.setdefault("speech_choices", torch.ones_like(u, dtype=torch.bool))
+    given.setdefault("rewards", torch.zeros(a.shape[0]))
+    given.setdefault("dones", torch.zeros(a.shape[0]))
+    return Rollout(**{k: v.unsqueeze(1) for k, v in given.items()})

@@ -8,10 +8,12 @@ from pathlib import Path
 
 from lq.data.dataset import load_dataset
 from lq.data.demos import Demonstration
+from lq.envs.calibration import calibrate_partner
 from lq.envs.dungeon_master import DungeonMaster
 from lq.envs.episode import instances_from_data
 from lq.envs.models import load_poly_encoder
 from lq.envs.partner import PolyEncoderPartner
+from lq.envs.protocol import PROTOCOLS, Protocol
 from lq.envs.quest_env import QuestEnv
 from lq.models.poly_encoder import TextBatcher, stores_beside
 from lq.models.pretrained import load_tokenizer
@@ -41,8 +43,12 @@ def build_env(
     seed: int = 0,
     device: str = "cpu",
     top_k_every_repeat: bool = False,
+    protocol: Protocol = PROTOCOLS["paper"],
+    speech_rewards: bool = True,
 ) -> QuestEnv:
-    """``max_steps``: agent turns per episode (``None``: as many as the quest's demonstration has self turns)."""
+    """``max_steps``: agent turns per episode in place of the protocol's. The partner's choice between acting and
+    speaking is calibrated on the training demonstrations (:meth:`PolyEncoderPartner.calibrate`, kept beside its
+    checkpoint)."""
     dataset = load_dataset(data_dir)
     quests, demos = dataset.quests, dataset.demos
     actions, utterances = demonstration_spaces(demos.all())
@@ -64,6 +70,8 @@ def build_env(
         store=stores_beside(dm_checkpoint) / "dm-utterances.pt",
     )
     instances = instances_from_data(quests.all(), demos[split])
+    train = instances if split == "train" else instances_from_data(quests.all(), demos["train"])
+    calibrate_partner(partner, dm, train, actions, partner_checkpoint)
     return QuestEnv(
         instances,
         partner,
@@ -71,8 +79,10 @@ def build_env(
         actions,
         batch_size=batch_size,
         max_steps=max_steps,
+        protocol=protocol,
         sampler=sampler,
         auto_reset=auto_reset,
         seed=seed,
         top_k_every_repeat=top_k_every_repeat,
+        speech_rewards=speech_rewards,
     )

@@ -9,11 +9,14 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 from pathlib import Path
-from typing import Protocol
+from typing import TYPE_CHECKING, Protocol
 
 import torch
 
 from lq.models.poly_encoder import CandidateCache, PolyEncoder, TextBatcher
+
+if TYPE_CHECKING:
+    from lq.envs.replay import DemoTurn
 
 Turn = tuple[str, str]  # ("speech" | "action", text)
 
@@ -41,29 +44,60 @@ class PolyEncoderPartner:
         self.actions = CandidateCache(model, batcher, actions, store=store("partner-actions.pt"))
 
     @torch.no_grad()
-    def act(self, contexts: Sequence[str], valid_actions: Sequence[Sequence[str]]) -> list[Turn]:
-        if not contexts:
-            return []
+    def choices(
+        self, contexts: Sequence[str], valid_actions: Sequence[Sequence[str]]
+    ) -> tuple[torch.Tensor, list[Turn], list[Turn | None]]:
+        """For each context: how much its best valid action outscores its best utterance (``-inf`` with no valid
+        action in the partner's space), that utterance, and that action."""
         device = self.model.codes.device
         ids, mask = self.batcher.contexts(contexts)
         ctx = self.model.encode_context(ids.to(device), mask.to(device))
-        speech_scores = self.utterances.score(ctx)
-        best_speech = speech_scores.max(dim=1)
+        best_speech = self.utterances.score(ctx).max(dim=1)
         action_scores = self.actions.score(ctx)
         valid = torch.zeros_like(action_scores, dtype=torch.bool)
         for i, options in enumerate(valid_actions):
             known = [self.actions.index[a] for a in options if a in self.actions.index]
             if known:
                 valid[i, known] = True
-        masked = action_scores.masked_fill(~valid, float("-inf"))
-        best_action = masked.max(dim=1)
-        out: list[Turn] = []
-        for i in range(len(contexts)):
-            if valid[i].any() and best_action.values[i] + self.action_bias > best_speech.values[i]:
-                out.append(("action", self.actions.texts[int(best_action.indices[i])]))
-            else:
-                out.append(("speech", self.utterances.texts[int(best_speech.indices[i])]))
-        return out
+        best_action = action_scores.masked_fill(~valid, float("-inf")).max(dim=1)
+        gaps = (best_action.values - best_speech.values).cpu()
+        speech = [("speech", self.utterances.texts[int(j)]) for j in best_speech.indices]
+        actions = [
+            ("action", self.actions.texts[int(j)]) if valid[i].any() else None
+            for i, j in enumerate(best_action.indices)
+        ]
+        return gaps, speech, actions
+
+    def act(self, contexts: Sequence[str], valid_actions: Sequence[Sequence[str]]) -> list[Turn]:
+        """Its best valid action where that outscores its best utterance by more than ``-action_bias``, else that
+        utterance."""
+        if not contexts:
+            return []
+        gaps, speech, actions = self.choices(contexts, valid_actions)
+        return [
+            action if action is not None and float(gap) + self.action_bias > 0 else utterance
+            for gap, utterance, action in zip(gaps, speech, actions, strict=True)
+        ]
+
+    def action_gaps(self, turns: Sequence[DemoTurn], batch_size: int = 64) -> torch.Tensor:
+        """:meth:`choices`' gaps at the given turns (the demonstrations' partner turns, as the partner saw them)."""
+        parts = [turns[i : i + batch_size] for i in range(0, len(turns), batch_size)]
+        gaps = [self.choices([t.context for t in part], [t.valid_actions for t in part])[0] for part in parts]
+        return torch.cat(gaps) if gaps else torch.empty(0)
+
+
+def bias_for_share(gaps: torch.Tensor, share: float) -> float:
+    """The action bias at which a partner acts on ``share`` of the turns whose gaps (best action minus best
+    utterance) are ``gaps``: halfway between the gap that acts last and the one that speaks first."""
+    ranked = gaps[torch.isfinite(gaps)].sort(descending=True).values
+    if len(ranked) == 0:
+        return 0.0
+    acting = round(share * len(ranked))
+    if acting <= 0:
+        return -float(ranked[0]) - 1e-3
+    if acting >= len(ranked):
+        return -float(ranked[-1]) + 1e-3
+    return -float(ranked[acting - 1] + ranked[acting]) / 2
 
 
 class ScriptedPartner:

@@ -9,13 +9,10 @@ action (self act completion) or by the partner's (partner act completion); speec
 this quest's demonstration and 1/(2n) for an utterance in the DM's top k, each paid once per distinct
 utterance (the literal paper reading, the top-k term on every repeat, is ``top_k_every_repeat=True``).
 
-An episode ends when the act goal is reached or after its turn limit: ``max_steps`` agent turns, or by
-default (``max_steps=None``) as many as the self character took in the quest's demonstration.
-
-The paper calls the naturalness objective the speech goal but gives no cut for "reached". Here the
-episode's *speech score* (the speech rewards, at most 1) reaches the speech goal at
-``speech_goal_threshold`` (0.5: as much as saying the whole demonstration, or n distinct utterances the
-DM ranks in its top k).
+When an episode ends and what reaches the speech goal is the :class:`lq.envs.protocol.Protocol`'s: under ``paper``
+a self act completion does not end it; it ends when both goals are reached, on a partner act completion, or after
+the protocol's turn limit, and the speech goal is one of the demonstration's self utterances said. Under
+``restricted`` it ends at the act goal and the speech goal is a speech score (the speech rewards, at most 1) of 0.5.
 
 The Dungeon Master's ranking (the M valid utterances, whose top k earn the bonus) is only needed before
 the agent speaks: it is asked for explicitly, ``valid_utterances(slots)``, as TextWorld asks for
@@ -30,6 +27,7 @@ from collections.abc import Callable, Sequence
 from lq.envs.dungeon_master import DungeonMaster
 from lq.envs.episode import QuestInstance, Slot, new_slot, play_turn, slot_context
 from lq.envs.partner import Partner, Turn
+from lq.envs.protocol import PROTOCOLS, Protocol
 from lq.envs.rewards import speech_reward
 from lq.world import valid_actions
 
@@ -46,16 +44,19 @@ class QuestEnv:
         batch_size: int = 32,
         max_steps: int | None = None,
         motivations: Sequence[str] = ("short", "mid", "long"),
-        speech_goal_threshold: float = 0.5,
+        protocol: Protocol = PROTOCOLS["paper"],
         auto_reset: bool = True,
         sampler: Callable[[random.Random], int] | None = None,
         seed: int = 0,
         top_k_every_repeat: bool = False,
+        speech_rewards: bool = True,
         default_turns: int = 20,
     ):
-        """``max_steps``: agent turns per episode, or ``None`` for the demonstration's own number of self turns
-        (``default_turns`` for a quest without one). ``top_k_every_repeat``: pay the DM's top-k bonus on every
-        repeat of an utterance (the paper's literal reading; farmable, see :mod:`lq.envs.rewards`)."""
+        """``max_steps``: agent turns per episode, in place of the protocol's (whose ``None`` is the demonstration's
+        own number of self turns, ``default_turns`` for a quest without one). ``top_k_every_repeat``: pay the DM's
+        top-k bonus on every repeat of an utterance (the paper's literal reading; farmable, see
+        :mod:`lq.envs.rewards`). ``speech_rewards=False``: the reward is the act reward alone (Table 2's "speech only
+        without speech goals"); the infos still say what speech earned."""
         if not instances:
             raise ValueError("no quests to play: QuestEnv needs quest instances with worlds")
         self.instances = list(instances)
@@ -64,10 +65,12 @@ class QuestEnv:
         self.utterance_index = dm.utterances.index
         self.action_space = list(action_space)
         self.action_index = {a: i for i, a in enumerate(self.action_space)}
-        self.batch_size, self.max_steps, self.default_turns = batch_size, max_steps, default_turns
+        self.protocol = protocol
+        self.max_steps = max_steps if max_steps is not None else protocol.max_turns
+        self.batch_size, self.default_turns = batch_size, default_turns
         self.motivations = tuple(motivations)
-        self.speech_goal_threshold = speech_goal_threshold
-        self.top_k_every_repeat = top_k_every_repeat
+        self.top_k_every_repeat, self.speech_rewards = top_k_every_repeat, speech_rewards
+        self._targets: dict[int, tuple[list[int], list[int]]] = {}
         self.auto_reset = auto_reset
         self.rng = random.Random(seed)
         self.sampler = sampler or (lambda rng: rng.randrange(len(self.instances)))
@@ -150,7 +153,7 @@ class QuestEnv:
             act, speech = self._agent_turn(slot, *turns[i])
             slot.steps += 1
             slot.speech_reward += speech
-            rewards[i] = act + speech
+            rewards[i] = act + speech if self.speech_rewards else act
             infos[i] = {"act_reward": act, "speech_reward": speech}
         playing = [i for i in live if not self._over(self.slots[i])]
         for i, partner_reward in zip(playing, self._partner_turns(playing), strict=True):
@@ -174,10 +177,29 @@ class QuestEnv:
         return obs, rewards, dones, infos
 
     def _over(self, slot: Slot) -> bool:
-        return slot.act_goal is not None or slot.steps >= self.turn_limit(slot)
+        """The protocol's end: the turn limit; a partner act completion; a self act completion where the protocol ends
+        there, or else once the speech goal is reached too."""
+        if slot.steps >= self.turn_limit(slot) or slot.act_goal == "partner":
+            return True
+        return slot.act_goal == "self" and (self.protocol.end_at_act_goal or self.speech_goal(slot))
 
     def speech_goal(self, slot: Slot) -> bool:
-        return slot.speech_score >= self.speech_goal_threshold - 1e-9
+        if self.protocol.speech_goal == "demonstration":
+            return bool(slot.speech.said)
+        return slot.speech_score >= self.protocol.speech_goal_threshold - 1e-9
+
+    def demonstration_targets(self, slot: Slot) -> tuple[list[int], list[int]]:
+        """Ids of the quest's goal action (in the action space) and of its demonstration's self utterances: the
+        positive targets the released code adds to the valid-output losses' (``generate_valid_masks``); empty where
+        the protocol does not."""
+        if not self.protocol.demonstration_targets:
+            return [], []
+        if slot.index not in self._targets or slot.index < 0:
+            goal = slot.instance.quest.goal
+            actions = [self.action_index[goal]] if goal in self.action_index else []
+            said = [self.utterance_index[u] for u in slot.instance.demo_utterances if u in self.utterance_index]
+            self._targets[slot.index] = (actions, list(dict.fromkeys(said)))
+        return self._targets[slot.index]
 
     def episode_summary(self, slot: Slot) -> dict:
         return {
@@ -204,6 +226,8 @@ class QuestEnv:
                 instance=slot.index,
                 valid_actions=engine_valid,
                 valid_action_ids=[self.action_index[a] for a in engine_valid if a in self.action_index],
+                target_action_ids=self.demonstration_targets(slot)[0],
+                target_utterance_ids=self.demonstration_targets(slot)[1],
                 act_goal=slot.act_goal is not None,
                 speech_goal=self.speech_goal(slot),
                 quest_id=slot.instance.quest.quest_id,

@@ -10,6 +10,7 @@ from collections.abc import Callable, Sequence
 from pathlib import Path
 
 from lq.data.io import atomic_open
+from lq.envs.protocol import protocol_of
 from lq.eval import cell, markdown_table, mean_std_of, plot_curves, run_series
 from lq.experiments.specs import CURVES, EXPERIMENTS, GOALS, Cell, Experiment, Table
 from lq.lit.cli import DEFAULT_TRACKING_URI, mark_model_training
@@ -120,9 +121,10 @@ def cell_metrics(table: Table, values: dict[tuple[str, str], list[float]]) -> di
     return out
 
 
-def render(table: Table, values: dict[tuple[str, str], list[float]]) -> tuple[str, str]:
+def render(table: Table, values: dict[tuple[str, str], list[float]], protocol: str = "") -> tuple[str, str]:
     """Markdown (mean ± std, and the number of seeds) and CSV of a table; a cell without runs reads "n/a", a column
-    that does not apply to a row (the ceiling's speech goals) "—"."""
+    that does not apply to a row (the ceiling's speech goals) "—". ``protocol``: the line under the title that says
+    how the agents were evaluated."""
     columns = list(dict.fromkeys(c for _, cells in table.rows for c in cells))
     md_rows, csv = [], ["row," + ",".join(f'"{c} mean","{c} std"' for c in columns) + ",seeds"]
     for row, cells in table.rows:
@@ -144,7 +146,8 @@ def render(table: Table, values: dict[tuple[str, str], list[float]]) -> tuple[st
         n = min(s for s in seeds) if seeds else 0
         md_rows.append([row, *shown, str(n)])
         csv.append(f'"{row}",' + ",".join(numbers) + f",{n}")
-    md = [f"**{table.title}** (mean ± std over seeds)", "", *markdown_table(["", *columns, "seeds"], md_rows)]
+    head = [f"**{table.title}** (mean ± std over seeds)", *([f"Evaluated under {protocol}."] if protocol else [])]
+    md = [*head, "", *markdown_table(["", *columns, "seeds"], md_rows)]
     return "\n".join(md) + "\n", "\n".join(csv) + "\n"
 
 
@@ -173,6 +176,7 @@ def build_tables(
 
     client = _client(tracking_uri)
     runs = children(client, parent_id)
+    protocol = protocol_line(client.get_run(parent_id).data.tags.get("lq.protocol"))
     timestamp = int(time.time() * 1000)
     out = {}
     with tempfile.TemporaryDirectory() as tmp:
@@ -182,7 +186,7 @@ def build_tables(
                 for row, cells in table.rows
                 for column, cell in cells.items()
             }
-            md, csv = render(table, values)
+            md, csv = render(table, values, protocol)
             metrics = cell_metrics(table, values)
             if metrics:
                 client.log_batch(parent_id, metrics=[Metric(k, v, timestamp, 0) for k, v in metrics.items()])
@@ -200,9 +204,16 @@ def build_tables(
     return out
 
 
-def latest_parent(tracking_uri: str, name: str, profile: str | None = None) -> str | None:
-    """The newest finished parent run of experiment ``name`` in the store (of ``profile``, if given), if any."""
+def protocol_line(name: str | None) -> str:
+    """What a parent run's protocol fixes, for its tables' titles (a parent from before protocols: ``restricted``)."""
+    return protocol_of(name or "restricted").describe()
+
+
+def latest_parent(tracking_uri: str, name: str, profile: str | None = None, protocol: str | None = None) -> str | None:
+    """The newest finished parent run of experiment ``name`` in the store (of ``profile`` and ``protocol``, if
+    given), if any."""
     where = "and attributes.status = 'FINISHED'" + (f" and tags.`lq.profile` = '{profile}'" if profile else "")
+    where += f" and tags.`lq.protocol` = '{protocol}'" if protocol else ""
     runs = parent_runs(_client(tracking_uri), name, where)
     return runs[0].info.run_id if runs else None
 

@@ -35,6 +35,7 @@ class Setup:
     """Where things are and how big they are trained."""
 
     profile: str = "tiny"
+    protocol: str = "paper"  # conf/protocol/PROTOCOL.yaml: how the agents are trained and evaluated
     seeds: Sequence[int] = (0, 1, 2)
     data_dir: str = "data/default"
     tracking_uri: str = DEFAULT_TRACKING_URI
@@ -71,7 +72,17 @@ class Setup:
         for path in paths:
             if not path.exists():
                 raise FileNotFoundError(f"{path}: no such profile for the {stage} stage (PROFILE={self.profile})")
+        if stage in ("rl", "bc"):
+            paths.append(self.protocol_config)
         return [str(path) for path in paths]
+
+    @property
+    def protocol_config(self) -> Path:
+        path = Path("conf/protocol") / f"{self.protocol}.yaml"
+        if not path.exists():
+            known = ", ".join(sorted(p.stem for p in path.parent.glob("*.yaml")))
+            raise FileNotFoundError(f"{path}: no such protocol (PROTOCOL={self.protocol}); choose from {known}")
+        return path
 
 
 def _lq(*args: str) -> None:
@@ -261,7 +272,8 @@ def _init_from(encoder: str, pretrain_dir: str) -> list[str]:
 
 def resumable_parent(client, experiment: Experiment, setup: Setup) -> str | None:
     """The newest parent run of ``experiment`` with ``setup``'s profile that did not finish (None if none)."""
-    runs = parent_runs(client, experiment.name, f"and tags.`lq.profile` = '{setup.profile}'")
+    where = f"and tags.`lq.profile` = '{setup.profile}' and tags.`lq.protocol` = '{setup.protocol}'"
+    runs = parent_runs(client, experiment.name, where)
     unfinished = [r for r in runs if r.info.status != "FINISHED"]
     return unfinished[0].info.run_id if unfinished else None
 
@@ -305,8 +317,13 @@ def run_experiment(
             log(f"[{experiment.name}] no unfinished parent run to resume: starting a new one")
         parent = client.create_run(
             exp_id,
-            run_name=f"{experiment.name}-{setup.profile}",
-            tags={"lq.experiment": experiment.name, "lq.profile": setup.profile, "lq.role": "parent"},
+            run_name=f"{experiment.name}-{setup.profile}-{setup.protocol}",
+            tags={
+                "lq.experiment": experiment.name,
+                "lq.profile": setup.profile,
+                "lq.protocol": setup.protocol,
+                "lq.role": "parent",
+            },
         )
         pid = parent.info.run_id
         client.log_param(pid, "seeds", " ".join(map(str, setup.seeds)))

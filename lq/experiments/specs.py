@@ -6,7 +6,7 @@ from __future__ import annotations
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 
-from lq.lit.checkpoints import BASELINES, CEILING
+from lq.rl.baselines import BASELINES, CEILING, REPLAY, REPLAY_WITH_PARTNER
 
 ENCODERS = ("scratch", "general", "light", "general_light", "adaptive")
 ENCODER_TITLES = {
@@ -92,17 +92,20 @@ class Experiment:
 
 
 def baselines_table(name: str, configs: Sequence[Config]) -> Table:
-    """The baselines of the agent configurations' abilities and switches, run through the same actor and environment
-    as the agents (random among the valid candidates and among the whole spaces, word overlap), and the ceiling."""
+    """The baselines of the agent configurations' abilities and switches (:mod:`lq.rl.baselines`), run through the same
+    actor and environment as the agents, the demonstrations replayed, and the ceiling."""
     settings = list(dict.fromkeys((c.ability, c.switch) for c in configs if c.stage in ("rl", "bc")))
     rows = []
     for ability, switch in settings:
         config = Config("baselines", ability=ability, switch=switch)
         where = f", {ABILITY_TITLES[ability]}, {SWITCH_TITLES[switch].lower()}" if len(settings) > 1 else ""
-        for key, title, *_ in (*BASELINES, CEILING):
+        for key, title, *_ in (*BASELINES, REPLAY, REPLAY_WITH_PARTNER, CEILING):
             goals = GOALS[:1] if key == CEILING[0] else GOALS
             rows.append((f"{title}{where}", {g: Cell(config, f"baselines/{key}/{m.split('/')[1]}") for g, m in goals}))
-    title = "Baselines (the same actor, switch and environment; the ceiling: goal in the action space)"
+    title = (
+        "Baselines (the same actor, switch and environment; the demonstrations replayed through it; the ceiling: goal "
+        "in the action space)"
+    )
     return Table(name, title, rows)
 
 

@@ -20,6 +20,7 @@ from lq.data.dataset import dataset_id, load_dataset
 from lq.data.io import json_strings
 from lq.envs.build import build_env, demonstration_spaces
 from lq.envs.models import load_poly_encoder
+from lq.envs.protocol import Protocol, protocol_of
 from lq.eval import EvalResult, evaluate
 from lq.models.agent import AgentConfig, SwitchAgent
 from lq.models.encoder import EncoderConfig, EncoderSpec, Vocabulary
@@ -71,8 +72,9 @@ class AgentModule(L.LightningModule):
 
     The hyperparameters every agent has: ``encoder`` / ``pretrained_checkpoint`` (the frozen encoder; none for
     scratch), ``data_dir``, the environment's ``partner_checkpoint`` and ``dm_checkpoint``, ``switch`` and
-    ``switch_every``, ``ability``, ``restrict`` (choose among valid candidates only), ``lr``, ``context_length``,
-    ``candidate_dim``, ``agent`` (Table 6 sizes), ``eval_max_steps``, ``eval_batch_size``, ``seed``.
+    ``switch_every``, ``ability``, ``protocol`` (:class:`lq.envs.protocol.Protocol`: what the agent chooses among,
+    when episodes end, the speech goal; trained and evaluated under it), ``lr``, ``context_length``, ``candidate_dim``,
+    ``agent`` (Table 6 sizes), ``eval_max_steps`` (None: the protocol's), ``eval_batch_size``, ``seed``.
     """
 
     stage = "agent"
@@ -87,7 +89,7 @@ class AgentModule(L.LightningModule):
         switch: str = "hardcoded",
         switch_every: int = 3,
         ability: str = "act_speech",
-        restrict: bool = True,
+        protocol: Protocol = Protocol(),  # noqa: B008 (frozen dataclass)
         lr: float = 1e-4,
         context_length: int = 256,
         candidate_dim: int = 256,
@@ -99,8 +101,10 @@ class AgentModule(L.LightningModule):
         super().__init__()
         self.check_choices(switch, ability)
         # the subclass's own arguments too: the frames of every __init__ on the way here are read
-        self.save_hyperparameters(ignore=["encoder", "agent", "coefficients"])
+        self.save_hyperparameters(ignore=["encoder", "agent", "coefficients", "protocol"])
         self.store_configs(encoder, agent)
+        self.protocol = protocol_of(protocol)
+        self.hparams["protocol"] = self.protocol.as_dict()
         self.agent = None
 
     def check_choices(self, switch: str, ability: str) -> None:
@@ -150,7 +154,8 @@ class AgentModule(L.LightningModule):
         self.actor = self.make_actor()
 
     def make_actor(self, temperature: float = 1.0, policy: str | None = None, restrict: bool | None = None) -> Actor:
-        """The agent's actor, or with ``policy`` ("random", "overlap") a baseline with the same switch and spaces."""
+        """The agent's actor, or with ``policy`` ("random", "overlap") a baseline with the same switch and spaces;
+        ``restrict`` overrides the protocol's choice among the valid candidates."""
         h = self.hparams
         return Actor(
             policy or self.agent,
@@ -160,7 +165,7 @@ class AgentModule(L.LightningModule):
             self.switch,
             h.ability,
             temperature,
-            restrict=h.restrict if restrict is None else restrict,
+            restrict=self.protocol.restrict if restrict is None else restrict,
         )
 
     def on_save_checkpoint(self, checkpoint: dict) -> None:
@@ -171,8 +176,8 @@ class AgentModule(L.LightningModule):
                 checkpoint["lq_mlflow"] = {"tracking_uri": logger._tracking_uri, "run_id": logger.run_id}
 
     def eval_env(self, split: str = "test", seed: int = 0):
-        """The zero-shot environment: every quest of ``split`` once, ``eval_max_steps`` turns (None: as many as the
-        quest's demonstration)."""
+        """The zero-shot environment: every quest of ``split`` once, under the agent's protocol (``eval_max_steps``
+        turns in place of the protocol's, if set)."""
         self.build_agent()
         h = self.hparams
         return build_env(
@@ -186,6 +191,7 @@ class AgentModule(L.LightningModule):
             auto_reset=False,
             seed=seed,
             device=self.device,
+            protocol=self.protocol,
         )
 
     def evaluate(
@@ -194,9 +200,11 @@ class AgentModule(L.LightningModule):
         seed: int = 0,
         policy: str | None = None,
         restrict: bool | None = None,
-        greedy: bool = True,
+        greedy: bool | None = None,
     ) -> EvalResult:
-        """Zero-shot: one episode per quest of ``split``, greedy or sampled at temperature 1 (``policy``: a baseline
-        rule instead of the agent; ``restrict`` overrides the agent's own choice among valid candidates)."""
+        """Zero-shot: one episode per quest of ``split``, greedy or sampled at temperature 1 (None: the protocol's
+        decoding); ``policy``: a baseline rule instead of the agent; ``restrict`` overrides the protocol's choice
+        among valid candidates."""
+        greedy = self.protocol.greedy if greedy is None else greedy
         env = self.eval_env(split, seed)
         return evaluate(env, self.make_actor(policy=policy, restrict=restrict), seed=seed, greedy=greedy)

@@ -90,7 +90,6 @@ class BCModule(AgentModule):
 
     def cloning_loss(self, episodes: list[Episode]) -> dict[str, torch.Tensor]:
         """Cross-entropy of the demonstrated turns, summed over turns and averaged; accuracies per head."""
-        h = self.hparams
         hidden = self.agent.initial_state(len(episodes))
         losses, correct = [], {"action": [], "speech": []}
         for t in range(max(len(e.contexts) for e in episodes)):
@@ -105,7 +104,7 @@ class BCModule(AgentModule):
                 hidden[1].index_copy(0, torch.tensor(live, device=self.device), hu),
             )
             valid = valid_mask([episodes[i].valid_action_ids[t] for i in live], out.action_logits.shape[1])
-            a_logits = masked(out.action_logits, choice_mask(valid, h.restrict).to(self.device))
+            a_logits = masked(out.action_logits, choice_mask(valid, self.protocol.restrict).to(self.device))
             targets = torch.tensor([episodes[i].targets[t] for i in live], device=self.device)
             for head, logits, which in (("action", a_logits, acted), ("speech", u_logits, ~acted)):
                 if which.any():

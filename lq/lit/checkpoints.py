@@ -10,10 +10,11 @@ from pathlib import Path
 
 import torch
 
-from lq.eval import EvalResult, ceiling, plot_curves, run_series
+from lq.eval import EvalResult, plot_curves, run_series
 from lq.lit.agent import AgentModule
 from lq.lit.bc import BCModule
 from lq.lit.rl import RLModule
+from lq.rl.baselines import BASELINES, CEILING, REPLAY, REPLAY_WITH_PARTNER, ceiling, replay_demonstrations
 
 
 def load_agent(checkpoint: str | Path, **overrides) -> AgentModule:
@@ -28,6 +29,9 @@ def load_agent(checkpoint: str | Path, **overrides) -> AgentModule:
     if stage not in classes:
         raise ValueError(f"{checkpoint}: not an lq agent checkpoint (from lq bc or lq rl); lq_stage={stage!r}")
     hparams = {k: v for k, v in saved["hyper_parameters"].items() if not k.startswith("_")}  # LightningCLI's own
+    if "protocol" not in hparams:  # from before protocols: it chose among the valid candidates (``restrict``)
+        hparams.pop("restrict", None)
+        hparams["protocol"] = "restricted"
     hparams.update(overrides)
     module = classes[stage](**hparams)
     state = saved["state_dict"]
@@ -43,23 +47,19 @@ def agent_name(module: AgentModule) -> str:
     return f"{module.stage.upper()} {h.encoder['name']} {h.ability} {h.switch}"
 
 
-# key (in metric names), row title, rule, choose among the valid candidates only
-BASELINES = (
-    ("random_valid", "Random (valid candidates)", "random", True),
-    ("random_all", "Random (whole spaces)", "random", False),
-    ("overlap", "Word overlap (valid candidates)", "overlap", True),
-)
-CEILING = ("ceiling", "Ceiling (goal in the action space)")
-
-
 def baseline_results(module: AgentModule, split: str = "test", seeds: Sequence[int] = (0,)) -> dict[str, list]:
-    """The baselines through ``module``'s actor and environment (its switch, ability and spaces), one evaluation per
-    seed, and the ceiling (the environment's alone: once); keyed as :data:`BASELINES` and :data:`CEILING`."""
+    """The baselines of :mod:`lq.rl.baselines` through ``module``'s actor and environment (its protocol, switch,
+    ability and spaces), one evaluation per seed; the ceiling and the demonstrations replayed (with their own
+    partner, and with the environment's), once: neither samples. Keyed as :data:`BASELINES`, :data:`CEILING`,
+    :data:`REPLAY` and :data:`REPLAY_WITH_PARTNER`."""
     out = {
         key: [module.evaluate(split, seed=seed, policy=policy, restrict=restrict) for seed in seeds]
         for key, _, policy, restrict in BASELINES
     }
-    out[CEILING[0]] = [ceiling(module.eval_env(split))]
+    env = module.eval_env(split)
+    out[CEILING[0]] = [EvalResult(ceiling(env), float("nan"), float("nan"))]
+    out[REPLAY[0]] = [EvalResult.of(replay_demonstrations(env, "scripted"))]
+    out[REPLAY_WITH_PARTNER[0]] = [EvalResult.of(replay_demonstrations(env, "model"))]
     return out
 
 
@@ -87,7 +87,7 @@ def evaluate_checkpoints(
             )
             rows.setdefault(f"{agent_name(module)} ({decoding})", []).append(result)
     if baseline_runs and first is not None:
-        titles = {key: title for key, title, *_ in (*BASELINES, CEILING)}
+        titles = {key: title for key, title, *_ in (*BASELINES, CEILING, REPLAY, REPLAY_WITH_PARTNER)}
         for key, results in baseline_results(first, split, range(baseline_runs)).items():
             rows[titles[key]] = results
     return list(rows.items())

@@ -260,6 +260,7 @@ class AgentCLI(StageCLI):
                     "mlflow.runName": f"{self.stage}-{model.encoder.name}-{model.ability}-{model.switch}-s{model.seed}",
                     "lq.ability": model.ability,
                     "lq.switch": model.switch,
+                    "lq.protocol": self.model.protocol.name,
                     "lq.seed": str(model.seed),
                 }
 
@@ -271,8 +272,9 @@ class AgentCLI(StageCLI):
         return metrics
 
     def evaluate(self) -> dict[str, float]:
-        """Zero-shot test episodes of the kept checkpoint, once per evaluation seed: rates and transcripts; returns
-        the rates' means over the evaluation seeds."""
+        """Zero-shot test episodes of the kept checkpoint under its protocol, once per evaluation seed: the rates
+        (``test/...``: the protocol's decoding; ``test_greedy/...`` or ``test_sampled/...``: the other one beside it) and
+        the transcripts; returns the rates' means over the evaluation seeds."""
         config = self.stage_config
         callback = self.trainer.checkpoint_callback
         module = self.model
@@ -281,16 +283,21 @@ class AgentCLI(StageCLI):
 
             module = load_agent(callback.best_model_path)
         rates: list[dict[str, float]] = []
+        protocol = module.protocol
+        other = "sampled" if protocol.greedy else "greedy"
         for seed in range(config.eval_seeds):
             result = module.evaluate("test", seed=seed)
-            print(
-                f"zero-shot test (seed {seed}): act goals {result.act_goal_rate:.3f}, speech goals "
-                f"{result.speech_goal_rate:.3f}, both {result.act_and_speech_rate:.3f}"
-            )
+            beside = module.evaluate("test", seed=seed, greedy=not protocol.greedy)
+            for decoding, r in ((protocol.decoding, result), (other, beside)):
+                print(
+                    f"zero-shot test (seed {seed}, {protocol.name} protocol, {decoding}): act goals "
+                    f"{r.act_goal_rate:.3f}, speech goals {r.speech_goal_rate:.3f}, both {r.act_and_speech_rate:.3f}, "
+                    f"by the partner {r.partner_act_goal_rate:.3f}"
+                )
             rates.append(result.metrics("test/"))
             for logger in self.trainer.loggers:
                 if isinstance(logger, MLFlowLogger):
-                    logger.log_metrics(rates[-1], step=seed)
+                    logger.log_metrics({**rates[-1], **beside.metrics(f"test_{other}/")}, step=seed)
                     logger.experiment.log_text(logger.run_id, result.transcripts(), f"transcripts/test_seed{seed}.txt")
         return {k: sum(r[k] for r in rates) / len(rates) for k in rates[0]} if rates else {}
 

@@ -30,7 +30,7 @@ class RLModule(AgentModule):
         self,
         num_envs: int = 32,
         rollout_steps: int = 8,
-        max_steps: int | None = 100,
+        max_steps: int | None = None,
         gamma: float = 0.99,
         temperature: float = 1.0,
         coefficients: LossCoefficients = LossCoefficients(),  # noqa: B008 (frozen dataclass)
@@ -41,7 +41,8 @@ class RLModule(AgentModule):
         normalize_advantages: bool = True,
         **kwargs,
     ):
-        """The rollout and A2C hyperparameters (Table 6); the rest as :class:`AgentModule`."""
+        """The rollout and A2C hyperparameters (Table 6; ``max_steps``: the training episodes' agent turns in place of
+        the protocol's); the rest as :class:`AgentModule`."""
         super().__init__(**kwargs)
         self.coef = coefficients if isinstance(coefficients, LossCoefficients) else LossCoefficients(**coefficients)
         self.hparams["coefficients"] = asdict(self.coef)
@@ -67,6 +68,8 @@ class RLModule(AgentModule):
             seed=h.seed + 1000 * rank,
             device=self.device,
             top_k_every_repeat=h.top_k_every_repeat,
+            protocol=self.protocol,
+            speech_rewards=h.ability != "speech_no_speech_goals",
         )
         self.sampler = PrioritySampler(len(self.env.instances), mix=h.priority_mix)
         self.env.sampler = self.sampler
@@ -92,9 +95,7 @@ class RLModule(AgentModule):
 
     def training_step(self, batch, batch_idx: int):
         h = self.hparams
-        rollout = collect(
-            self.env, self.rollout_actor, self.rollout_state, h.rollout_steps, h.ability == "speech_no_speech_goals"
-        )
+        rollout = collect(self.env, self.rollout_actor, self.rollout_state, h.rollout_steps)
         losses = a2c_losses(rollout, self.coef, h.gamma, h.normalize_advantages)
         optimizer = self.optimizers()
         optimizer.zero_grad()
@@ -139,7 +140,7 @@ class RLModule(AgentModule):
             "slots": self.env.slots,
             "obs": state.obs,
             "infos": state.infos,
-            "actor": {k: v.detach().cpu() if torch.is_tensor(v) else v for k, v in state.actor.items()},
+            "actor": state.actor.map(lambda t: t.detach().cpu()),
             "k_of": state.k_of,
             "recent": self.recent,
             "torch_rng": torch.get_rng_state(),
@@ -149,7 +150,7 @@ class RLModule(AgentModule):
     def restore_rollout(self, blob: torch.Tensor) -> None:
         snapshot = pickle.loads(blob.numpy().tobytes())
         self.env.slots = snapshot["slots"]
-        actor = {k: v.to(self.device) if torch.is_tensor(v) else v for k, v in snapshot["actor"].items()}
+        actor = snapshot["actor"].map(lambda t: t.to(self.device))
         self.rollout_state = RolloutState(snapshot["obs"], snapshot["infos"], actor, snapshot["k_of"])
         self.recent = snapshot["recent"]
         torch.set_rng_state(snapshot["torch_rng"])

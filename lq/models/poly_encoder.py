@@ -242,7 +242,7 @@ class CandidateCache:
         self.texts = list(texts)
         self.index = {t: i for i, t in enumerate(self.texts)}
         self.embeddings = torch.empty(0)
-        key = self._key() if store is not None else None
+        key = self.key() if store is not None else None
         if store is not None and Path(store).exists():
             saved = torch.load(store, map_location="cpu", weights_only=True)
             if saved.get("key") == key:
@@ -253,7 +253,8 @@ class CandidateCache:
             with atomic_open(store, "wb") as f:
                 torch.save({"key": key, "embeddings": self.embeddings.cpu()}, f)
 
-    def _key(self) -> str:
+    def key(self) -> str:
+        """A fingerprint of the candidate length, the texts and the model's weights (what the store is kept for)."""
         digest = hashlib.sha256()
         digest.update(f"{self.batcher.candidate_length}\n".encode())
         digest.update("\n".join(self.texts).encode())

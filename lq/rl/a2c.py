@@ -14,7 +14,7 @@ from dataclasses import dataclass, field
 import torch
 
 from lq.envs.quest_env import QuestEnv
-from lq.rl.acting import Actor
+from lq.rl.acting import Actor, ActorState
 from lq.rl.losses import LossCoefficients, SwitchLosses, discounted_returns, switch_a2c_loss
 from lq.rl.rollout import Rollout
 
@@ -25,7 +25,7 @@ class RolloutState:
 
     obs: list[str]
     infos: list[dict]
-    actor: dict[str, torch.Tensor]
+    actor: ActorState
     k_of: list[int] = field(default_factory=list)  # the ratio switch's k per instance (empty: not used)
 
     @classmethod
@@ -36,34 +36,23 @@ class RolloutState:
         return cls(obs, infos, actor.start(len(obs), k), k_of)
 
 
-def collect(env: QuestEnv, actor: Actor, state: RolloutState, steps: int, act_reward_only: bool = False) -> Rollout:
+def collect(env: QuestEnv, actor: Actor, state: RolloutState, steps: int) -> Rollout:
     """Play ``steps`` steps of every environment (auto-resetting) with the actor's current weights, sampling
-    (Boltzmann exploration). ``act_reward_only``: the reward is the act reward alone (Table 2's "speech only
-    without speech goals")."""
+    (Boltzmann exploration)."""
     device = actor.device
     rollout = Rollout.allocate(steps, len(state.obs), len(actor.action_space), len(actor.utterance_space), device)
     actor.cache_candidates()  # one embedding of the spaces for the rollout (the update backpropagates through it)
     for t in range(steps):
         commands, out = actor.step(env, state.obs, state.infos, state.actor)
         state.obs, rewards, dones, state.infos = env.step(commands)
-        if act_reward_only:
-            rewards = [info["act_reward"] for info in state.infos]
-        rollout.action_logits[t], rollout.speech_logits[t] = out.action_logits, out.speech_logits
-        rollout.action_log_probs[t], rollout.speech_log_probs[t] = out.action_log_prob, out.speech_log_prob
-        rollout.acted[t], rollout.values[t] = out.acted, out.value
-        rollout.valid_actions[t], rollout.valid_utterances[t] = out.valid_actions, out.valid_utterances
-        rollout.action_choices[t], rollout.speech_choices[t] = out.action_choices, out.speech_choices
-        rollout.rewards[t] = torch.tensor(rewards, device=device)
-        rollout.dones[t] = torch.tensor(dones, dtype=torch.float, device=device)
+        rollout.store(t, out, rewards, dones)
         rollout.episodes += [info["episode"] for info in state.infos if "episode" in info]
         k = [state.k_of[info["instance"]] for info in state.infos] if state.k_of else None
         actor.reset_done(state.actor, dones, k)
     actor.cache_candidates(False)
     with torch.no_grad():  # V(s_T) to bootstrap the n-step returns
         rollout.last_value = actor.step_value(state.obs, state.actor)
-    for key in ("hidden_a", "hidden_u"):  # the next rollout starts a new graph
-        if key in state.actor:
-            state.actor[key] = state.actor[key].detach()
+    state.actor = state.actor.map(torch.Tensor.detach)  # the next rollout starts a new graph
     return rollout
 
 
@@ -74,18 +63,4 @@ def a2c_losses(
     advantages (normalised over the rollout), per-head policy gradients, valid-candidate BCEs, entropies and the
     value loss."""
     returns = discounted_returns(rollout.rewards, rollout.dones, rollout.last_value, gamma)
-    return switch_a2c_loss(
-        rollout.flat("action_logits"),
-        rollout.flat("speech_logits"),
-        rollout.flat("action_log_probs"),
-        rollout.flat("speech_log_probs"),
-        rollout.flat("acted"),
-        rollout.flat("valid_actions"),
-        rollout.flat("valid_utterances"),
-        rollout.flat("values"),
-        returns.reshape(-1),
-        coef,
-        rollout.flat("action_choices"),
-        rollout.flat("speech_choices"),
-        normalize_advantages,
-    )
+    return switch_a2c_loss(rollout, returns, coef, normalize_advantages)

@@ -10,58 +10,60 @@ are valid: the engine's valid actions and the Dungeon Master's M valid utterance
 valid-action handicap; the paper's environment offers both sets). The valid-candidate losses are
 trained either way.
 
-The baselines are the same actor with a rule for a policy, so they play through the same switch,
-candidates and environment: ``"random"`` (uniform among the candidates) and ``"overlap"`` (the candidate
-sharing most words with the quest's short motivation, ties broken at random).
+The baselines are the same actor with a rule of :mod:`lq.rl.baselines` for a policy, so they play through the
+same switch, candidates and environment.
 """
 
 from __future__ import annotations
 
-import re
-from dataclasses import dataclass
+from dataclasses import dataclass, fields
 
 import torch
 
-from lq.models.agent import FUNCTION_WORDS, SwitchAgent
+from lq.models.agent import SwitchAgent
 from lq.models.poly_encoder import TextBatcher
+from lq.rl.baselines import RULES, rule_scores
 from lq.rl.losses import masked
 from lq.rl.switch import HardcodedSwitch, RatioSwitch
 
 ABILITIES = ("act_speech", "act", "speech", "speech_no_speech_goals")
-RULES = ("random", "overlap")
 
 
 @dataclass
 class StepOutput:
-    """One step of the actor for a batch (the fields of a :class:`lq.rl.rollout.Rollout` at one time step)."""
+    """One step of the actor for a batch: the fields of a :class:`lq.rl.rollout.Rollout` at one time step, by the
+    same names (:meth:`Rollout.store`)."""
 
     action_logits: torch.Tensor  # [b, actions]
     speech_logits: torch.Tensor  # [b, utterances]
-    value: torch.Tensor  # [b]
+    values: torch.Tensor  # [b]
     acted: torch.Tensor  # [b] bool: the action head chose this step
-    action_log_prob: torch.Tensor  # [b]
-    speech_log_prob: torch.Tensor
-    valid_actions: torch.Tensor  # [b, actions] bool: the engine's valid actions
-    valid_utterances: torch.Tensor  # [b, utterances] bool: the DM's valid utterances (rows that spoke)
+    action_log_probs: torch.Tensor  # [b]
+    speech_log_probs: torch.Tensor
+    valid_actions: (
+        torch.Tensor
+    )  # [b, actions] bool: the valid-action loss's targets (the engine's valid actions, +goal)
+    valid_utterances: torch.Tensor  # [b, utterances] bool: the valid-speech loss's (the DM's, +demonstration; spoke)
     action_choices: torch.Tensor  # [b, actions] bool: the candidates the head chose among
     speech_choices: torch.Tensor
 
 
-_WORD = re.compile(r"[a-z]+")
+@dataclass
+class ActorState:
+    """What the actor keeps per environment between steps: the two policies' GRU states (None for a rule), the
+    switch's counters (steps, utterances since the last action) and the ratio switch's ``k`` (0: the training
+    average)."""
 
+    hidden_a: torch.Tensor | None
+    hidden_u: torch.Tensor | None
+    steps: torch.Tensor  # [b] long
+    since_action: torch.Tensor  # [b] long
+    k: torch.Tensor  # [b] long
 
-def content_words(text: str) -> set[str]:
-    return set(_WORD.findall(text.lower())) - FUNCTION_WORDS
-
-
-def word_overlap_scores(candidates: list[str], motivations: list[str]) -> torch.Tensor:
-    """``[b, n]``: how many content words each candidate shares with each environment's short motivation."""
-    words = [content_words(c) for c in candidates]
-    out = torch.zeros(len(motivations), len(candidates))
-    for i, motivation in enumerate(motivations):
-        target = content_words(motivation)
-        out[i] = torch.tensor([float(len(w & target)) for w in words])
-    return out
+    def map(self, fn) -> ActorState:
+        """The state with ``fn`` applied to each tensor (``lambda t: t.detach()`` to start a new autograd graph,
+        ``lambda t: t.to(device)``)."""
+        return ActorState(*(fn(t) if t is not None else None for t in (getattr(self, f.name) for f in fields(self))))
 
 
 def valid_mask(ids: list[list[int] | None], size: int) -> torch.Tensor:
@@ -114,40 +116,36 @@ class Actor:
     def device(self) -> torch.device:
         return next(self.agent.parameters()).device if self.agent is not None else torch.device("cpu")
 
-    def start(self, batch: int, k: list[int] | None = None) -> dict[str, torch.Tensor]:
-        """The per-environment state: the GRUs' states, the switch's counters, ``k`` of the ratio switch (0: the
-        training average)."""
-        state = {}
-        if self.agent is not None:
-            state["hidden_a"], state["hidden_u"] = self.agent.initial_state(batch)
-        return {
-            **state,
-            "steps": torch.zeros(batch, dtype=torch.long),
-            "since_action": torch.zeros(batch, dtype=torch.long),
-            "k": torch.tensor(k if k is not None else [0] * batch, dtype=torch.long),
-        }
+    def start(self, batch: int, k: list[int] | None = None) -> ActorState:
+        """The per-environment state of ``batch`` new episodes (``k``: the ratio switch's, 0 for the training
+        average)."""
+        hidden = self.agent.initial_state(batch) if self.agent is not None else (None, None)
+        zeros = torch.zeros(batch, dtype=torch.long)
+        k = torch.tensor(k if k is not None else [0] * batch, dtype=torch.long)
+        return ActorState(*hidden, steps=zeros, since_action=zeros.clone(), k=k)
 
-    def reset_done(self, state: dict[str, torch.Tensor], dones: list[bool], k: list[int] | None = None) -> None:
+    def reset_done(self, state: ActorState, dones: list[bool], k: list[int] | None = None) -> None:
         done = torch.tensor(dones, dtype=torch.bool)
-        for key in ("hidden_a", "hidden_u") if self.agent is not None else ():
-            state[key] = state[key] * (~done).unsqueeze(1).to(state[key].device, state[key].dtype)
-        state["steps"] = torch.where(done, 0, state["steps"])
-        state["since_action"] = torch.where(done, 0, state["since_action"])
+        if state.hidden_a is not None:
+            keep = (~done).unsqueeze(1).to(state.hidden_a.device, state.hidden_a.dtype)
+            state.hidden_a, state.hidden_u = state.hidden_a * keep, state.hidden_u * keep
+        state.steps = torch.where(done, 0, state.steps)
+        state.since_action = torch.where(done, 0, state.since_action)
         if k is not None:
-            state["k"] = torch.tensor(k, dtype=torch.long)
+            state.k = torch.tensor(k, dtype=torch.long)
 
-    def acts(self, state: dict[str, torch.Tensor]) -> torch.Tensor:
+    def acts(self, state: ActorState) -> torch.Tensor:
         """``[b]`` bool: which environments act (the others speak) this step."""
-        batch = state["steps"].shape[0]
+        batch = state.steps.shape[0]
         if self.ability == "act":
             return torch.ones(batch, dtype=torch.bool)
         if self.ability.startswith("speech"):
             return torch.zeros(batch, dtype=torch.bool)
-        k = state["k"] if isinstance(self.switch, RatioSwitch) and bool((state["k"] > 0).all()) else None
-        return self.switch.acts(state["steps"], state["since_action"], k)
+        k = state.k if isinstance(self.switch, RatioSwitch) and bool((state.k > 0).all()) else None
+        return self.switch.acts(state.steps, state.since_action, k)
 
     def step(
-        self, env, obs: list[str], infos: list[dict], state: dict[str, torch.Tensor], greedy: bool = False
+        self, env, obs: list[str], infos: list[dict], state: ActorState, greedy: bool = False
     ) -> tuple[list[tuple[str, str]], StepOutput]:
         """The commands for ``env`` (a :class:`lq.envs.QuestEnv` whose last observations are ``obs``, ``infos``) and
         what the actor computed to choose them."""
@@ -161,8 +159,16 @@ class Actor:
         valid_u = valid_mask(utterance_ids, len(self.utterance_space)).to(device)
         a_logits, u_logits, value = self._scores(env, obs, infos, state, acted.to(device))
         choose_a, choose_u = choice_mask(valid_a, self.restrict), choice_mask(valid_u, self.restrict)
+        # the valid-output losses' targets: the valid sets, and the demonstration's goal action and utterances where
+        # the protocol adds them (never what a head chooses among)
+        target_a = valid_a | valid_mask([info.get("target_action_ids") for info in infos], valid_a.shape[1]).to(device)
+        demo_u = [
+            info.get("target_utterance_ids") if ids is not None else None
+            for info, ids in zip(infos, utterance_ids, strict=True)
+        ]
+        target_u = valid_u | valid_mask(demo_u, valid_u.shape[1]).to(device)
         a_masked, u_masked = masked(a_logits, choose_a), masked(u_logits, choose_u)
-        greedy = greedy and self.rule != "random"
+        greedy = self.rule == "overlap" or (greedy and self.rule != "random")  # the rules decode as they are defined
         a_choice, u_choice = self._choose(a_masked, greedy), self._choose(u_masked, greedy)
         a_logp = a_masked.log_softmax(-1).gather(1, a_choice.unsqueeze(1)).squeeze(1)
         u_logp = u_masked.log_softmax(-1).gather(1, u_choice.unsqueeze(1)).squeeze(1)
@@ -172,14 +178,14 @@ class Actor:
             else ("speech", self.utterance_space[int(u_choice[i])])
             for i in range(len(obs))
         ]
-        state["steps"] = state["steps"] + 1
-        state["since_action"] = torch.where(acted, 0, state["since_action"] + 1)
+        state.steps = state.steps + 1
+        state.since_action = torch.where(acted, 0, state.since_action + 1)
         return commands, StepOutput(
-            a_logits, u_logits, value, acted.to(device), a_logp, u_logp, valid_a, valid_u, choose_a, choose_u
+            a_logits, u_logits, value, acted.to(device), a_logp, u_logp, target_a, target_u, choose_a, choose_u
         )
 
     @torch.no_grad()
-    def step_value(self, obs: list[str], state: dict[str, torch.Tensor]) -> torch.Tensor:
+    def step_value(self, obs: list[str], state: ActorState) -> torch.Tensor:
         """The critic's V(s) ``[b]`` of observations, leaving the state as it is (0 for a rule)."""
         if self.agent is None:
             return torch.zeros(len(obs))
@@ -187,22 +193,18 @@ class Actor:
         return self.agent.value(ids.to(self.device), mask.to(self.device), lines)
 
     def _scores(
-        self, env, obs: list[str], infos: list[dict], state: dict[str, torch.Tensor], acted: torch.Tensor
+        self, env, obs: list[str], infos: list[dict], state: ActorState, acted: torch.Tensor
     ) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor]:
         """Action scores, utterance scores and values ``[b]`` of the agent, or of the baseline rule."""
         b = len(obs)
         if self.agent is not None:
             ids, mask, lines = self.batcher.contexts_with_lines(obs)
-            hidden = (state["hidden_a"], state["hidden_u"])
+            hidden = (state.hidden_a, state.hidden_u)
             out = self.agent(ids.to(self.device), mask.to(self.device), hidden, acted, self.candidates, lines)
-            state["hidden_a"], state["hidden_u"] = out.hidden
+            state.hidden_a, state.hidden_u = out.hidden
             return out.action_logits, out.speech_logits, out.value
-        a_logits, u_logits = torch.zeros(b, len(self.action_space)), torch.zeros(b, len(self.utterance_space))
-        if self.rule == "overlap":  # ties: a little noise picks uniformly among the best
-            motivations = [env.instances[info["instance"]].quest.motivation("short") for info in infos]
-            a_logits = word_overlap_scores(self.action_space, motivations) + 1e-3 * torch.rand(a_logits.shape)
-            u_logits = word_overlap_scores(self.utterance_space, motivations) + 1e-3 * torch.rand(u_logits.shape)
-        return a_logits, u_logits, torch.zeros(b)
+        motivations = [env.instances[info["instance"]].quest.motivation("short") for info in infos]
+        return (*rule_scores(self.rule, self.action_space, self.utterance_space, motivations), torch.zeros(b))
 
     def _choose(self, logits: torch.Tensor, greedy: bool) -> torch.Tensor:
         if greedy:

@@ -12,6 +12,8 @@ from dataclasses import dataclass
 import torch
 from torch.nn import functional as F
 
+from lq.rl.rollout import Rollout
+
 
 @dataclass(frozen=True)
 class LossCoefficients:
@@ -97,39 +99,30 @@ class SwitchLosses:
 
 
 def switch_a2c_loss(
-    action_logits: torch.Tensor,
-    speech_logits: torch.Tensor,
-    action_log_probs: torch.Tensor,
-    speech_log_probs: torch.Tensor,
-    acted: torch.Tensor,
-    valid_actions: torch.Tensor,
-    valid_utterances: torch.Tensor,
-    values: torch.Tensor,
+    rollout: Rollout,
     returns: torch.Tensor,
     coef: LossCoefficients = LossCoefficients(),  # noqa: B008 (frozen dataclass)
-    action_choices: torch.Tensor | None = None,
-    speech_choices: torch.Tensor | None = None,
     normalize_advantages: bool = False,
 ) -> SwitchLosses:
-    """All terms of the switch A2C objective. ``acted`` marks the steps where the switch chose the action head;
-    the dialogue head's terms use the others. Shapes: logits ``[steps, candidates]``, the rest ``[steps]``.
+    """All terms of the switch A2C objective of a rollout and its ``returns`` ``[T, B]``. ``rollout.acted`` marks the
+    steps where the switch chose the action head; the dialogue head's terms use the others.
 
-    ``action_choices`` / ``speech_choices`` (bool, like the logits) are the candidates each head sampled among when
-    it was restricted to the valid ones: the entropies are those of the restricted distributions. The valid-candidate
+    The entropies are those of the distributions each head sampled from (``action_choices`` / ``speech_choices``:
+    the valid candidates where the protocol restricts choice to them, else every candidate); the valid-candidate
     terms always see every candidate. ``normalize_advantages``: the policy gradients use :func:`normalized`
     advantages."""
+    acted, values, returns = rollout.flat("acted"), rollout.flat("values"), returns.reshape(-1)
     spoke = ~acted
-    a_policy = action_logits if action_choices is None else masked(action_logits, action_choices)
-    u_policy = speech_logits if speech_choices is None else masked(speech_logits, speech_choices)
+    action_logits, speech_logits = rollout.flat("action_logits"), rollout.flat("speech_logits")
     adv = advantages(returns, values)
     adv = normalized(adv.detach()) if normalize_advantages else adv
     parts = {
-        "action_policy": policy_gradient_loss(action_log_probs, adv, acted),
-        "speech_policy": policy_gradient_loss(speech_log_probs, adv, spoke),
-        "valid_action": valid_candidates_loss(action_logits, valid_actions, acted),
-        "valid_speech": valid_candidates_loss(speech_logits, valid_utterances, spoke),
-        "action_entropy": entropy(a_policy, acted),
-        "speech_entropy": entropy(u_policy, spoke),
+        "action_policy": policy_gradient_loss(rollout.flat("action_log_probs"), adv, acted),
+        "speech_policy": policy_gradient_loss(rollout.flat("speech_log_probs"), adv, spoke),
+        "valid_action": valid_candidates_loss(action_logits, rollout.flat("valid_actions"), acted),
+        "valid_speech": valid_candidates_loss(speech_logits, rollout.flat("valid_utterances"), spoke),
+        "action_entropy": entropy(masked(action_logits, rollout.flat("action_choices")), acted),
+        "speech_entropy": entropy(masked(speech_logits, rollout.flat("speech_choices")), spoke),
         "value": value_loss(values, returns),
     }
     total = (

@@ -49,6 +49,14 @@ class Rollout:
             dones=zeros(),
         )
 
+    def store(self, t: int, step, rewards: list[float], dones: list[bool]) -> None:
+        """Keep time step ``t``: the actor's output (a :class:`lq.rl.acting.StepOutput`, whose fields are named as
+        these) and what the environment answered."""
+        for f in fields(step):
+            getattr(self, f.name)[t] = getattr(step, f.name)
+        self.rewards[t] = torch.tensor(rewards, dtype=self.rewards.dtype, device=self.rewards.device)
+        self.dones[t] = torch.tensor(dones, dtype=self.dones.dtype, device=self.dones.device)
+
     def flat(self, name: str) -> torch.Tensor:
         """A field with its ``[T, B]`` dimensions merged into one, for the per-step losses."""
         value = getattr(self, name)

@@ -7,7 +7,7 @@ from lq.models.poly_encoder import PolyEncoder, TextBatcher
 from lq.models.pretrained import load_tokenizer
 from lq.rl.losses import switch_a2c_loss
 from lq.rl.switch import HardcodedSwitch, RatioSwitch, utterance_action_ratio
-from tests.samples import demo_json, tiny_agent_config, tiny_encoder_spec
+from tests.samples import demo_json, one_env_rollout, tiny_agent_config, tiny_encoder_spec
 
 TINY = tiny_encoder_spec()
 CONFIG = tiny_agent_config()
@@ -47,17 +47,17 @@ def test_the_switch_masks_the_other_heads_gradient(batcher):
     out = agent(ids, mask, agent.initial_state(3))
     a, u, v = out.action_logits, out.speech_logits, out.value
     spoke_only = torch.tensor([False, False, False])
-    out = switch_a2c_loss(
-        a,
-        u,
-        a.log_softmax(-1)[:, 0],
-        u.log_softmax(-1)[:, 1],
-        spoke_only,
-        torch.ones(3, 3),
-        torch.zeros(3, 4),
-        v,
-        torch.ones(3),
+    rollout = one_env_rollout(
+        action_logits=a,
+        speech_logits=u,
+        action_log_probs=a.log_softmax(-1)[:, 0],
+        speech_log_probs=u.log_softmax(-1)[:, 1],
+        acted=spoke_only,
+        valid_actions=torch.ones(3, 3),
+        valid_utterances=torch.zeros(3, 4),
+        values=v,
     )
+    out = switch_a2c_loss(rollout, torch.ones(3))
     (out.total - 0.5 * out.value).backward()  # every policy term; the critic's own term aside
     action_grads = [
         p.grad

@@ -14,6 +14,7 @@ from lq.rl.losses import (
     valid_candidates_loss,
     value_loss,
 )
+from tests.samples import one_env_rollout
 
 
 def test_discounted_returns_by_hand():
@@ -57,20 +58,17 @@ def test_switch_masks_each_heads_terms():
     action_logits = torch.randn(steps, n_actions, requires_grad=True)
     speech_logits = torch.randn(steps, n_utts, requires_grad=True)
     acted = torch.tensor([True, False, False, True])
-    picked_a = action_logits.log_softmax(-1)[:, 0]
-    picked_u = speech_logits.log_softmax(-1)[:, 1]
-    out = switch_a2c_loss(
-        action_logits,
-        speech_logits,
-        picked_a,
-        picked_u,
-        acted,
-        torch.randint(0, 2, (steps, n_actions)),
-        torch.randint(0, 2, (steps, n_utts)),
+    rollout = one_env_rollout(
+        action_logits=action_logits,
+        speech_logits=speech_logits,
+        action_log_probs=action_logits.log_softmax(-1)[:, 0],
+        speech_log_probs=speech_logits.log_softmax(-1)[:, 1],
+        acted=acted,
+        valid_actions=torch.randint(0, 2, (steps, n_actions)),
+        valid_utterances=torch.randint(0, 2, (steps, n_utts)),
         values=torch.zeros(steps),
-        returns=torch.ones(steps),
-        coef=LossCoefficients(),
     )
+    out = switch_a2c_loss(rollout, torch.ones(steps, 1), LossCoefficients())
     (out.action_policy + out.valid_action - out.action_entropy).backward()
     assert action_logits.grad[~acted].abs().sum() == 0 and action_logits.grad[acted].abs().sum() > 0
     assert speech_logits.grad is None  # no path from the action terms to the speech scores at all
@@ -86,24 +84,41 @@ def test_switch_masks_each_heads_terms():
     assert out.total.item() == pytest.approx(expected.item())
 
 
+def test_entropy_is_that_of_the_candidates_a_head_chose_among():
+    logits = torch.zeros(1, 4)
+    common = dict(
+        action_logits=logits,
+        speech_logits=torch.zeros(1, 2),
+        action_log_probs=torch.zeros(1),
+        speech_log_probs=torch.zeros(1),
+        acted=torch.tensor([True]),
+        valid_actions=torch.ones(1, 4),
+        valid_utterances=torch.ones(1, 2),
+        values=torch.zeros(1),
+    )
+    whole = switch_a2c_loss(one_env_rollout(**common), torch.zeros(1, 1)).action_entropy
+    two = torch.tensor([[True, True, False, False]])
+    restricted = switch_a2c_loss(one_env_rollout(**common, action_choices=two), torch.zeros(1, 1)).action_entropy
+    assert whole.item() == pytest.approx(math.log(4)) and restricted.item() == pytest.approx(math.log(2))
+
+
 def test_normalized_advantages_have_zero_mean_and_unit_std_and_drive_the_policy_gradient():
     assert torch.allclose(normalized(torch.tensor([1.0, 2.0, 3.0])), torch.tensor([-1.0, 0.0, 1.0]))
     assert torch.equal(normalized(torch.tensor([0.7])), torch.tensor([0.7]))  # one step: nothing to scale by
     log_probs = torch.log(torch.tensor([0.5, 0.25, 0.5, 0.25]))
-    acted = torch.tensor([True, True, True, True])
-    common = dict(
+    rollout = one_env_rollout(
         action_logits=torch.zeros(4, 2),
         speech_logits=torch.zeros(4, 2),
         action_log_probs=log_probs,
         speech_log_probs=torch.zeros(4),
-        acted=acted,
+        acted=torch.tensor([True, True, True, True]),
         valid_actions=torch.ones(4, 2),
         valid_utterances=torch.ones(4, 2),
         values=torch.zeros(4),
-        returns=torch.tensor([0.1, 0.1, 0.3, 0.3]),  # small rewards: raw advantages of 0.1 and 0.3
     )
-    raw = switch_a2c_loss(**common).action_policy
-    scaled = switch_a2c_loss(**common, normalize_advantages=True).action_policy
-    assert torch.isclose(raw, -(log_probs * common["returns"]).mean())
-    unit = normalized(common["returns"])  # [-0.866, -0.866, 0.866, 0.866]
+    returns = torch.tensor([0.1, 0.1, 0.3, 0.3])  # small rewards: raw advantages of 0.1 and 0.3
+    raw = switch_a2c_loss(rollout, returns).action_policy
+    scaled = switch_a2c_loss(rollout, returns, normalize_advantages=True).action_policy
+    assert torch.isclose(raw, -(log_probs * returns).mean())
+    unit = normalized(returns)  # [-0.866, -0.866, 0.866, 0.866]
     assert torch.isclose(scaled, -(log_probs * unit).mean())

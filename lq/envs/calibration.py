@@ -1,0 +1,102 @@
+"""How the partner chooses between acting and speaking, learned from the training demonstrations.
+
+The poly-encoder partner scores its best utterance (among thousands) against its best valid action (among a
+handful): with no bias it almost never acts, and never gives the agent what it was persuaded to give. Its action bias
+is fit in two steps on the training demonstrations:
+
+1. the bias at which it acts on as many of the demonstrations' partner turns as their partners did
+   (:func:`lq.envs.partner.bias_for_share`, each turn as the partner saw it);
+2. then, acting on a larger share of turns while that brings it closer, the bias at which the demonstrations' self
+   turns, replayed through the environment with this partner, lead it to complete as many goals as the
+   demonstrations' partners did (the demonstrations replayed with their own partners, through the same engine).
+
+The result is kept beside the partner's checkpoint (``candidates/partner-calibration.pt``) while the partner's
+weights and spaces and the training demonstrations are the same.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import math
+from collections.abc import Sequence
+from pathlib import Path
+
+import torch
+
+from lq.data.io import atomic_open
+from lq.envs.dungeon_master import DungeonMaster
+from lq.envs.episode import QuestInstance
+from lq.envs.partner import PolyEncoderPartner, bias_for_share
+from lq.envs.protocol import PROTOCOLS
+from lq.envs.quest_env import QuestEnv
+from lq.envs.replay import demonstration_turns, replay_demonstrations
+from lq.models.poly_encoder import stores_beside
+
+
+def partner_completions(env: QuestEnv, partner: str) -> float:
+    """The share of the environment's demonstrations replayed whose act goal the partner completed."""
+    episodes = replay_demonstrations(env, partner)
+    return sum(e["act_goal_by"] == "partner" for e in episodes) / max(len(episodes), 1)
+
+
+def fit_action_bias(
+    partner: PolyEncoderPartner,
+    dm: DungeonMaster,
+    train: Sequence[QuestInstance],
+    actions: Sequence[str],
+    steps: int = 6,
+    batch_size: int = 64,
+) -> tuple[float, dict[str, float]]:
+    """The partner's action bias fit on the training instances' demonstrations (the two steps above); returns it and
+    what the fit saw (the demonstrations' partner action share and completions, the partner's at the bias)."""
+    turns = [t for inst in train for t in demonstration_turns(inst, side="partner") if t.valid_actions]
+    share = sum(t.kind == "action" for t in turns) / max(len(turns), 1)
+    gaps = partner.action_gaps(turns)
+    env = QuestEnv(list(train), partner, dm, list(actions), batch_size, auto_reset=False, protocol=PROTOCOLS["paper"])
+    target = partner_completions(env, "scripted")
+    fit = {"demonstration_action_share": share, "demonstration_partner_completions": target}
+
+    def completions_at(s: float) -> float:
+        partner.action_bias = bias_for_share(gaps, s)
+        return partner_completions(env, "model")
+
+    best = (share, completions_at(share))
+    if target > 0 and best[1] < target:  # acting more often completes more: bisect the share upwards
+        low, high = share, 1.0
+        for _ in range(steps):
+            middle = (low + high) / 2
+            got = completions_at(middle)
+            if abs(math.log((got + 1e-3) / target)) < abs(math.log((best[1] + 1e-3) / target)):
+                best = (middle, got)
+            low, high = (middle, high) if got < target else (low, middle)
+    partner.action_bias = bias_for_share(gaps, best[0])
+    fit.update(partner_action_share=best[0], partner_completions=best[1], action_bias=partner.action_bias)
+    return partner.action_bias, fit
+
+
+def calibrate_partner(
+    partner: PolyEncoderPartner,
+    dm: DungeonMaster,
+    train: Sequence[QuestInstance],
+    actions: Sequence[str],
+    checkpoint: str | Path,
+) -> dict[str, float]:
+    """Set the partner's action bias (:func:`fit_action_bias`), read from beside its checkpoint when the partner, the
+    DM and the training demonstrations are those it was fit for; returns what the fit saw."""
+    digest = hashlib.sha256()
+    for cache in (partner.utterances, partner.actions, dm.utterances):
+        digest.update(cache.key().encode())
+    for inst in train:
+        digest.update(f"{inst.quest.quest_id}\t{inst.self_id}\t{inst.partner_id}\t{inst.demo.to_json()}\n".encode())
+    key = digest.hexdigest()
+    store = stores_beside(checkpoint) / "partner-calibration.pt"
+    if store.exists():
+        saved = torch.load(store, map_location="cpu", weights_only=True)
+        if saved.get("key") == key:
+            partner.action_bias = float(saved["fit"]["action_bias"])
+            return saved["fit"]
+    _, fit = fit_action_bias(partner, dm, train, actions)
+    store.parent.mkdir(parents=True, exist_ok=True)
+    with atomic_open(store, "wb") as f:
+        torch.save({"key": key, "fit": fit}, f)
+    return fit

@@ -1,0 +1,166 @@
+"""The evaluation protocols (lq.envs.protocol): when an episode ends, what reaches the speech goal, and a partner
+whose choice between acting and speaking is learned from the demonstrations."""
+
+import pytest
+import torch
+
+from lq.data import Demonstration, Quest
+from lq.envs.calibration import fit_action_bias
+from lq.envs.dungeon_master import DungeonMaster
+from lq.envs.episode import QuestInstance
+from lq.envs.partner import PolyEncoderPartner, ScriptedPartner, bias_for_share
+from lq.envs.protocol import PROTOCOLS, Protocol, protocol_of
+from lq.envs.quest_env import QuestEnv
+from lq.envs.replay import replay_demonstrations
+from lq.models.poly_encoder import PolyEncoder, TextBatcher
+from lq.models.pretrained import load_tokenizer
+from lq.rl.baselines import content_words
+from tests.samples import demo_json, quest_json, tiny_encoder_spec
+
+PAPER, RESTRICTED = PROTOCOLS["paper"], PROTOCOLS["restricted"]
+
+
+@pytest.fixture(scope="module")
+def dm():
+    torch.manual_seed(0)
+    model = PolyEncoder.from_spec(tiny_encoder_spec(), n_codes=4).eval()
+    lines = ["utterance 1", "utterance 5", "Hello.", "Please, give me the golden dragon egg.", "Who goes there?"]
+    return DungeonMaster(model, TextBatcher(load_tokenizer(), 128, 24), lines, top_k=5, num_valid=5)
+
+
+def _env(dm, protocol, goal="hit knight", partner=None):
+    """The egg quest (a dragon and a knight; the demonstration's self utterances: "utterance 1", "utterance 5")."""
+    quest = Quest.from_json(quest_json(), quest_id="egg")
+    quest.goal = goal
+    inst = QuestInstance(quest, Demonstration.from_json(demo_json()), "dragon_1", "knight_2")
+    partner = partner or ScriptedPartner([[("speech", "Hm.")] * 40])
+    env = QuestEnv([inst], partner, dm, [goal], batch_size=1, protocol=protocol, auto_reset=False)
+    env.reset([0])
+    return env
+
+
+def test_a_self_act_completion_ends_the_episode_only_where_the_protocol_says(dm):
+    env = _env(dm, PAPER)
+    _, rewards, dones, infos = env.step([("action", "hit knight")])
+    assert rewards == [1.0] and dones == [False] and infos[0]["act_goal"] and not infos[0]["speech_goal"]
+    _, rewards, dones, infos = env.step([("action", "hit knight")])  # the act reward is paid once
+    assert rewards == [0.0] and dones == [False]
+    _, _, dones, infos = env.step([("speech", "utterance 5")])  # both goals: the episode ends
+    assert dones == [True] and infos[0]["episode"]["act_goal"] and infos[0]["episode"]["speech_goal"]
+    assert infos[0]["episode"]["steps"] == 3
+
+    env = _env(dm, RESTRICTED)
+    _, rewards, dones, infos = env.step([("action", "hit knight")])
+    assert rewards == [1.0] and dones == [True] and infos[0]["episode"]["steps"] == 1
+
+
+def test_a_demonstration_utterance_reaches_the_speech_goal_and_a_repeated_top_k_line_does_not(dm):
+    env = _env(dm, PAPER)
+    for _ in range(5):  # "Hello." is in the DM's top k: it earns its bonus once, and never the speech goal
+        _, _, dones, infos = env.step([("speech", "Hello.")])
+        assert not infos[0]["speech_goal"] and dones == [False]
+    _, _, dones, infos = env.step([("speech", "utterance 1")])
+    assert infos[0]["speech_goal"] and dones == [False]  # the act goal is still to reach
+    # under the speech score (restricted), one of the demonstration's two utterances and one top-k line fall short
+    env = _env(dm, RESTRICTED)
+    env.step([("speech", "utterance 1")])
+    _, _, _, infos = env.step([("speech", "Hello.")])
+    assert env.slots[0].speech_score == pytest.approx(0.75) and infos[0]["speech_goal"]
+    env = _env(dm, RESTRICTED)
+    _, _, _, infos = env.step([("speech", "Hello.")])
+    assert env.slots[0].speech_score == pytest.approx(0.25) and not infos[0]["speech_goal"]
+
+
+def test_an_episode_without_goals_runs_the_protocols_turns(dm):
+    env = _env(dm, PAPER)
+    dones = [False]
+    for turn in range(1, 31):
+        assert not dones[0], f"ended after {turn - 1} turns"
+        _, _, dones, _ = env.step([("speech", "Hello.")])
+    assert dones == [True] and env.slots[0].steps == 30
+    restricted = _env(dm, RESTRICTED)  # as many turns as the demonstration's self character took (3)
+    assert restricted.turn_limit(restricted.slots[0]) == 3
+
+
+def test_the_valid_output_targets_hold_the_demonstration_where_the_protocol_says(dm):
+    env = _env(dm, PAPER)
+    _, infos = env._observe([{}])
+    said = [dm.utterances.index["utterance 1"], dm.utterances.index["utterance 5"]]
+    assert infos[0]["target_action_ids"] == [0] and infos[0]["target_utterance_ids"] == said
+    _, infos = _env(dm, RESTRICTED)._observe([{}])
+    assert infos[0]["target_action_ids"] == [] and infos[0]["target_utterance_ids"] == []
+
+
+def test_protocols_by_name_dict_and_with_clear_errors():
+    assert protocol_of("paper") == Protocol() and protocol_of(None) == RESTRICTED
+    assert protocol_of(RESTRICTED.as_dict()) == RESTRICTED
+    with pytest.raises(ValueError, match="unknown protocol 'papr': choose from paper, restricted"):
+        protocol_of("papr")
+    with pytest.raises(ValueError, match="unknown protocol field max_step"):
+        protocol_of({"max_step": 3})
+    with pytest.raises(ValueError, match="unknown choice 'all'"):
+        Protocol(choice="all")
+    assert "whole spaces" in PAPER.describe() and "30-turn" in PAPER.describe()
+
+
+def test_bias_for_share_acts_on_that_share_of_turns():
+    gaps = torch.tensor([3.0, -1.0, 0.5, -4.0, float("-inf")])  # -inf: no valid action, never counted
+    for share, acting in ((0.0, 0), (0.25, 1), (0.5, 2), (1.0, 4)):
+        bias = bias_for_share(gaps, share)
+        assert int((gaps + bias > 0).sum()) == acting
+
+
+class WordPartner(PolyEncoderPartner):
+    """A partner whose scores are the words a candidate shares with the last line it heard: asked for the egg, its
+    best action (giving it) outscores its best utterance; otherwise its best utterance wins. Whether it acts is left
+    to the action bias that :func:`fit_action_bias` learns."""
+
+    def __init__(self, utterances):
+        self.utterances_list, self.action_bias = utterances, 0.0
+
+    def choices(self, contexts, valid_actions):
+        gaps, speech, actions = [], [], []
+        for context, options in zip(contexts, valid_actions, strict=True):
+            heard = content_words(context.splitlines()[-1])
+
+            def score(text, heard=heard):
+                return len(content_words(text) & heard)
+
+            said = max(self.utterances_list, key=score)
+            best = max(options, key=score) if options else None
+            gaps.append(score(best) - score(said) - 4.5 if best else float("-inf"))
+            speech.append(("speech", said))
+            actions.append(("action", best) if best else None)
+        return torch.tensor(gaps), speech, actions
+
+
+def _persuasion_demo(asks: bool) -> Demonstration:
+    """The knight gives the dragon its egg when asked for it (the partner completes the goal), or is never asked."""
+    lines = ["Who goes there?", "Hello.", "What do you want?"]
+    ask = "Please, give me the golden dragon egg." if asks else "Hello."
+    acts = [
+        {"type": "speech", "text": lines[0]},
+        {"type": "speech", "text": lines[1]},
+        {"type": "speech", "text": lines[2]},
+        {"type": "speech", "text": ask},
+        {"type": "action", "text": "give golden dragon egg to dragon"} if asks else {"type": "speech", "text": "Hm."},
+    ]
+    data = demo_json()
+    data["conv_info"]["acts"] = acts
+    return Demonstration.from_json(data)
+
+
+def test_the_calibrated_partner_completes_the_goal_when_persuaded_as_in_a_demonstration(dm):
+    quest = Quest.from_json(quest_json(), quest_id="egg")  # the knight carries the egg
+    quest.goal = "steal golden dragon egg from knight"
+    train = [QuestInstance(quest, _persuasion_demo(asks), "dragon_1", "knight_2") for asks in (True, False, False)]
+    partner = WordPartner(["Who goes there?", "What do you want?", "Hm.", "Hello."])
+    asked = ["_partner_say Please, give me the golden dragon egg."]
+    assert partner.act(asked, [["give golden dragon egg to dragon"]])[0][0] == "speech"  # no bias: it never acts
+    bias, fit = fit_action_bias(partner, dm, train, [quest.goal])
+    assert fit["demonstration_partner_completions"] == pytest.approx(1 / 3)
+    assert fit["partner_completions"] == pytest.approx(1 / 3)  # it gives the egg when asked, and only then
+    env = QuestEnv(train, partner, dm, [quest.goal], batch_size=3, protocol=PAPER, auto_reset=False)
+    episodes = replay_demonstrations(env, "model")
+    assert [e["act_goal_by"] for e in episodes] == ["partner", None, None]
+    assert "give golden dragon egg to dragon" in episodes[0]["transcript"]
