@@ -1,8 +1,10 @@
 """RL training throughput: transitions per second of the whole switch A2C loop (rollout and update), and where the
-time goes, for the scratch encoder and a pretrained one at the CPU profile.
+time goes, for the scratch encoder and a pretrained one at the CPU profile, under each evaluation protocol
+(``paper``: choice over the whole spaces, 30-turn episodes; ``restricted``: choice among the valid candidates) in
+one run, since this machine's speed drifts between days: compare only figures of one run.
 
     python benchmarks/rl.py [--data data/default] [--warmup 20] [--updates 20] [--encoders scratch general_light]
-                            [--profile conf/profile/rl-tiny.yaml]
+                            [--profile conf/profile/rl-tiny.yaml] [--protocols restricted paper]
 
 Each encoder runs the same loop as ``lq rl fit`` (``lq.rl.a2c.collect``, ``a2c_losses``, backward, clipping and an
 Adam step) with the profile's sizes. The first ``--warmup`` updates fill the caches that a run keeps (each context
@@ -28,6 +30,7 @@ from timing import TIMES, timed
 
 import lq.envs.episode as episode
 import lq.envs.quest_env as quest_env
+from lq.envs.protocol import protocol_of
 from lq.lit.rl import RLModule
 from lq.models.agent import AgentConfig
 from lq.models.encoder import EncoderConfig, EncoderSpec
@@ -66,8 +69,9 @@ def stand_in(path: str, spec: EncoderSpec, n_codes: int, folder: Path, note: lis
     return str(out)
 
 
-def run(encoder: str, args: argparse.Namespace, folder: Path) -> tuple[float, dict[str, float]]:
+def run(encoder: str, protocol: str, args: argparse.Namespace, folder: Path) -> tuple[float, dict[str, float]]:
     config = merged_model_config(ROOT / "conf/rl.yaml", ROOT / f"conf/encoder/{encoder}.yaml", args.profile)
+    config["protocol"] = protocol_of(protocol)
     enc = config.pop("encoder")
     enc["spec"] = EncoderSpec(**enc.get("spec", {}))
     note: list[str] = []
@@ -129,23 +133,27 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--warmup", type=int, default=20, help="updates first, timed apart (the caches fill)")
     parser.add_argument("--encoders", nargs="+", default=["scratch", "general_light"])
     parser.add_argument("--profile", type=Path, default=ROOT / "conf/profile/rl-tiny.yaml")
+    parser.add_argument("--protocols", nargs="+", default=["restricted", "paper"], help="conf/protocol/ names")
     args = parser.parse_args(argv)
     if not (args.data / "demos").is_dir():
         print(f"no dataset at {args.data}: run `make data` first (or pass --data)", file=sys.stderr)
         return 1
-    torch.manual_seed(0)
     results = {}
     with tempfile.TemporaryDirectory() as folder:
         for encoder in args.encoders:
-            print(f"{encoder} ({args.profile.name}, {torch.get_num_threads()} threads):")
-            rate, shares = run(encoder, args, Path(folder))
-            rest = 1.0 - sum(shares.values())
-            for name, share in sorted(shares.items(), key=lambda kv: -kv[1]):
-                print(f"  {name:<28}{share:>7.1%}")
-            print(f"  {'other (env text, masks, sampling)':<28}{rest:>7.1%}")
-            results[encoder] = rate
-    for encoder, rate in results.items():
-        print(f"{encoder}: {rate:.1f} transitions/s (rollout and update)")
+            for protocol in args.protocols:
+                print(f"{encoder}, {protocol} protocol ({args.profile.name}, {torch.get_num_threads()} threads):")
+                torch.manual_seed(0)
+                rate, shares = run(encoder, protocol, args, Path(folder))
+                rest = 1.0 - sum(shares.values())
+                for name, share in sorted(shares.items(), key=lambda kv: -kv[1]):
+                    print(f"  {name:<28}{share:>7.1%}")
+                print(f"  {'other (env text, masks, sampling)':<28}{rest:>7.1%}")
+                results[encoder, protocol] = rate
+    for (encoder, protocol), rate in results.items():
+        base = results.get((encoder, args.protocols[0]))
+        ratio = f" ({rate / base:.2f} of {args.protocols[0]}'s)" if base and protocol != args.protocols[0] else ""
+        print(f"{encoder}, {protocol}: {rate:.1f} transitions/s (rollout and update){ratio}")
     return 0
 
 

@@ -263,6 +263,7 @@ class AgentCLI(StageCLI):
                     "lq.protocol": self.model.protocol.name,
                     "lq.seed": str(model.seed),
                 }
+                logger.log_hyperparams({"protocol": self.model.protocol.as_dict()})  # protocol/choice, ...
 
     def finish(self) -> dict[str, float]:
         with self.timer.timed("evaluation"):
@@ -273,8 +274,8 @@ class AgentCLI(StageCLI):
 
     def evaluate(self) -> dict[str, float]:
         """Zero-shot test episodes of the kept checkpoint under its protocol, once per evaluation seed: the rates
-        (``test/...``: the protocol's decoding; ``test_greedy/...`` or ``test_sampled/...``: the other one beside it) and
-        the transcripts; returns the rates' means over the evaluation seeds."""
+        (``test/...``: the protocol's decoding; ``test_greedy/...`` or ``test_sampled/...``: the other one beside it)
+        and the transcripts; returns the rates' means over the evaluation seeds."""
         config = self.stage_config
         callback = self.trainer.checkpoint_callback
         module = self.model

@@ -35,7 +35,7 @@ BASELINES = (
 )
 CEILING = ("ceiling", "Ceiling (goal in the action space)")
 REPLAY = ("replay", "Demonstrations replayed")
-REPLAY_WITH_PARTNER = ("replay_partner", "Demonstrations' self turns, the environment's partner")
+REPLAY_WITH_PARTNER = ("replay_partner", "Demonstrations' self turns with the environment's partner")
 __all__ = ["replay_demonstrations"]  # the replay rows' episodes (lq.envs.replay: the partner's calibration plays them)
 
 _WORD = re.compile(r"[a-z]+")

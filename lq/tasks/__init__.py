@@ -124,21 +124,18 @@ def quest_dialogue_examples(
 def partner_turn_examples(
     demos: Sequence[Demonstration], episodes: Sequence[Demonstration], rng: random.Random, n: int = NUM_CANDIDATES
 ) -> list[Example]:
-    """The partner's next utterance or action, seen from the partner's side, with no motivation of its own.
-
-    Whatever it did, its valid actions at that turn are among the negatives and the rest are utterances: the partner
-    learns when to act as well as what to say or do (the environment compares its best action with its best
-    utterance, :class:`lq.envs.partner.PolyEncoderPartner`)."""
+    """The partner's next utterance or action, seen from the partner's side, with no motivation of its own."""
     every = [*demos, *episodes]
     speech = [a.text for d in every for a in d.acts if a.type == "speech"]
+    actions = [a.text for d in every for a in d.acts if a.type == "action"]
     out = []
     for d in every:
         for turn, act in enumerate(d.acts):
             if d.speaker(turn) != PARTNER or act.type not in ("speech", "action"):
                 continue
             context = partner_context(d, turn).serialise()
-            cands = candidates(act.text, speech, rng, n, first=act.actions or ())
-            out.append(Example(context, act.text, cands, "partner_turn"))
+            pool, first = (actions, act.actions or ()) if act.type == "action" else (speech, ())
+            out.append(Example(context, act.text, candidates(act.text, pool, rng, n, first=first), "partner_turn"))
     return out
 
 

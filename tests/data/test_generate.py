@@ -8,8 +8,8 @@ import pytest
 from lq.cli import main
 from lq.data import load_demos, load_quests
 from lq.data.atomic_light import load_atomic_light
-from lq.data.baselines import next_utterance_hits_at_1
 from lq.data.stats import dataset_stats
+from lq.data.tfidf_retrieval import next_utterance_hits_at_1
 from lq.generate import generate_dataset
 from lq.world import ActGoal, World, step, valid_actions
 

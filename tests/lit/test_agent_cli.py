@@ -54,7 +54,9 @@ def test_bc_and_rl_fit_evaluate_and_compare(setup_dir, tmp_path, capsys):
     assert main(_args("bc", setup_dir, tmp_path, "--model.batch_size=8", "--trainer.limit_train_batches=2")) == 0
     # the stage as a plain callable (what `lq rl fit` calls): its metrics come back, as MLflow holds them
     metrics = fit_rl(_args("rl", setup_dir, tmp_path, *rl, "--model.seed=1", "--seed_everything=1")[2:])
-    assert "zero-shot test (seed 0): act goals" in capsys.readouterr().out
+    printed = capsys.readouterr().out
+    assert "zero-shot test (seed 0, paper protocol, sampled): act goals" in printed
+    assert "zero-shot test (seed 0, paper protocol, greedy): act goals" in printed
     assert {"rl/act_goal_rate", "losses/total", "time/train_s", "time/evaluation_s"} <= set(metrics)
     bc_ckpt = tmp_path / "bc/scratch/act_speech-hardcoded/seed-0/best.ckpt"
     rl_ckpt = tmp_path / "rl/scratch/act_speech-hardcoded/seed-1/agent.ckpt"
@@ -64,7 +66,8 @@ def test_bc_and_rl_fit_evaluate_and_compare(setup_dir, tmp_path, capsys):
     names = {r.info.run_name for r in runs}
     assert names == {"bc-scratch-act_speech-hardcoded-s0", "rl-scratch-act_speech-hardcoded-s1"}
     for run in runs:
-        assert "test/act_goal_rate" in run.data.metrics
+        assert "test/act_goal_rate" in run.data.metrics and "test_greedy/act_goal_rate" in run.data.metrics
+        assert run.data.tags["lq.protocol"] == "paper" and run.data.params["protocol/choice"] == "whole"
         if run.info.run_name.startswith("rl-"):
             for name in ("test/act_goal_rate", "test/speech_goal_rate", "time/train_s", "time/evaluation_s"):
                 assert metrics[name] == pytest.approx(run.data.metrics[name]), name
@@ -79,10 +82,13 @@ def test_bc_and_rl_fit_evaluate_and_compare(setup_dir, tmp_path, capsys):
         "RL scratch act_speech hardcoded (sampled)",
         "BC scratch act_speech hardcoded (greedy)",
         "BC scratch act_speech hardcoded (sampled)",
-        "Random (valid candidates)",
         "Random (whole spaces)",
+        "Random (valid candidates)",
+        "Word overlap (whole spaces)",
         "Word overlap (valid candidates)",
         "Ceiling (goal in the action space)",
+        "Demonstrations replayed",
+        "Demonstrations' self turns with the environment's partner",
     ]
     assert "| Ceiling (goal in the action space) | 1 |" in printed and "| — |" in printed
 
@@ -122,7 +128,9 @@ def test_bc_and_rl_run_on_the_light_release_layout(setup_dir, tmp_path, capsys):
         main([*_args("bc", setup_dir, tmp_path, "--model.batch_size=8", "--trainer.limit_train_batches=2"), data]) == 0
     )
     assert main([*_args("rl", setup_dir, tmp_path, *rl), data]) == 0
-    assert "zero-shot test (seed 0): act goals" in capsys.readouterr().out
+    printed = capsys.readouterr().out
+    assert "zero-shot test (seed 0, paper protocol, sampled): act goals" in printed
+    assert "zero-shot test (seed 0, paper protocol, greedy): act goals" in printed
     ckpt = tmp_path / "rl/scratch/act_speech-hardcoded/seed-0/agent.ckpt"
     import torch
 

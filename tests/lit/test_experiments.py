@@ -124,7 +124,8 @@ def test_resume_trains_only_the_children_an_interrupted_parent_lacks(tmp_path, m
 
     # an interrupted run: the parent and one child still RUNNING (their process died), one child finished
     exp_id = X.experiment_id(client, "table1")
-    parent = client.create_run(exp_id, tags={"lq.experiment": "table1", "lq.profile": "tiny", "lq.role": "parent"})
+    tags = {"lq.experiment": "table1", "lq.profile": "tiny", "lq.protocol": "paper", "lq.role": "parent"}
+    parent = client.create_run(exp_id, tags=tags)
     pid = parent.info.run_id
     client.log_param(pid, "seeds", "0 1")
     client.log_param(pid, "encoders", "scratch")
@@ -199,11 +200,15 @@ def test_the_paper_tables_have_their_configurations():
     assert len(X.table1().configs) == 10 + 1  # 5 encoders x (RL, BC), and the baselines
     assert len(X.table2().configs) == 8 + 4  # 4 abilities x (scratch, adaptive), and the baselines of each ability
     baselines = X.table2().tables[1]
-    assert baselines.name == "table2_baselines" and len(baselines.rows) == 4 * 4  # 3 rules and the ceiling
-    assert [row for row, _ in baselines.rows[:4]] == [
-        "Random (valid candidates), Act+Speech, hardcoded switch",
+    # per ability: 2 rules x (whole spaces, valid candidates), the two replays and the ceiling
+    assert baselines.name == "table2_baselines" and len(baselines.rows) == 4 * 7
+    assert [row for row, _ in baselines.rows[:7]] == [
         "Random (whole spaces), Act+Speech, hardcoded switch",
+        "Random (valid candidates), Act+Speech, hardcoded switch",
+        "Word overlap (whole spaces), Act+Speech, hardcoded switch",
         "Word overlap (valid candidates), Act+Speech, hardcoded switch",
+        "Demonstrations replayed, Act+Speech, hardcoded switch",
+        "Demonstrations' self turns with the environment's partner, Act+Speech, hardcoded switch",
         "Ceiling (goal in the action space), Act+Speech, hardcoded switch",
     ]
     assert {c.switch for c in X.table7().configs} == {"ratio", "hardcoded"}
@@ -228,14 +233,17 @@ def test_the_quick_profile_trains_tiny_agents_for_less_on_tiny_environment_model
         assert X.stage_args(X.Config(stage, "small"), quick, 0) == X.stage_args(X.Config(stage, "small"), tiny, 0)
     args = X.stage_args(X.Config("rl", "scratch"), quick, 0)
     configs = [args[i + 1] for i, a in enumerate(args) if a == "--config"]
-    assert configs[-2:] == ["conf/profile/rl-tiny.yaml", "conf/profile/rl-quick.yaml"]
+    assert configs[-3:] == ["conf/profile/rl-tiny.yaml", "conf/profile/rl-quick.yaml", "conf/protocol/paper.yaml"]
     assert args[args.index("--model.partner_checkpoint") + 1] == "outputs/partner/small/best.ckpt"
     assert args[args.index("--out_dir") + 1] == "outputs/quick/rl"  # not over the tiny agents
     for stage, epochs in (("rl", 2), ("bc", 2)):
         args = X.stage_args(X.Config(stage, "scratch"), quick, 0)[2:]
         config = STAGES[stage](*stage_classes(stage), args=args, parse_only=True).config
         assert config.trainer.max_epochs == epochs and config.model.context_length == 64  # tiny's sizes
-    assert X.Setup(profile="paper").profile_config("rl") == ["conf/profile/rl-paper.yaml"]
+    assert X.Setup(profile="paper").profile_config("rl") == ["conf/profile/rl-paper.yaml", "conf/protocol/paper.yaml"]
+    assert X.Setup(protocol="restricted").profile_config("bc")[-1] == "conf/protocol/restricted.yaml"
+    with pytest.raises(FileNotFoundError, match="no such protocol .PROTOCOL=strict.; choose from paper, restricted"):
+        X.Setup(protocol="strict").profile_config("rl")
 
 
 def test_prepare_encodes_the_agents_spaces_once_for_every_agent_of_a_pretrained_encoder(
@@ -320,7 +328,9 @@ def test_run_experiment_trains_children_under_a_parent_and_tabulates(setup_dir, 
     assert md == tables["table1"][0] and "| Scratch |" in md and "n/a" not in md
     baselines = tables["table1_baselines"][0]
     assert "n/a" not in baselines and "| Ceiling (goal in the action space) |" in baselines
-    assert "| Random (valid candidates) | " in baselines and baselines.count(" | 2 |") == 4  # two seeds each
+    assert "| Random (valid candidates) | " in baselines and "| Demonstrations replayed | " in baselines
+    assert baselines.count(" | 2 |") == 7  # two seeds each
+    assert "Evaluated under protocol paper: choice among the whole spaces" in md
     assert {a.path for a in client.list_artifacts(parent, "curves")} == {"curves/rl.png", "curves/bc.png"}
     best = Path(client.download_artifacts(parent, "transcripts/best_agent.txt", str(tmp_path))).read_text()
     assert best.startswith("Best agent: ") and "=== Self act completion transcripts: " in best

@@ -19,7 +19,7 @@ def _module(root, **kwargs):
         dm_checkpoint=str(root / "dm.ckpt"),
         num_envs=4,
         rollout_steps=3,
-        max_steps=6,
+        max_steps=3,  # every episode ends within the first rollout: the curves have a figure from the first update
         context_length=64,
         candidate_dim=8,
         agent=AGENT,
