@@ -104,6 +104,22 @@ def test_exact_match_marks_a_candidates_content_words_in_the_context(batcher):
     assert ExactMatch(pieces)(torch.tensor([[len(tok) - 1, sword]])).tolist() == [[[0.0, 1.0]], [[0.0, 0.0]]]
 
 
+def test_match_counts_pool_a_candidates_words_found_in_the_context_by_their_weight(batcher):
+    from lq.models.agent import MatchCounts, content_piece_ids
+
+    tok = batcher.tokenizer
+    pieces = content_piece_ids(["Give me the golden egg.", "Hello there.", "the"], tok)
+    ids, mask = batcher.contexts(["_short_motivation I want the golden egg back"])
+    tokens = ids[0].tolist()
+    golden, egg = tokens.index(tok.convert_tokens_to_ids("golden")), tokens.index(tok.convert_tokens_to_ids("egg"))
+    weights = torch.zeros(ids.shape, dtype=torch.float)
+    weights[0, golden], weights[0, egg] = 1.0, 0.5
+    counts = MatchCounts(pieces)(ids, weights)  # [contexts, candidates]
+    # "give golden egg": 1 + 0.5 of its 3 content pieces (over sqrt 3); nothing of "hello there"; "the" has none
+    assert counts.shape == (1, 3) and counts[0].tolist() == pytest.approx([1.5 / 3**0.5, 0.0, 0.0])
+    assert MatchCounts(pieces)(ids, torch.ones_like(weights) * mask)[0, 0] == pytest.approx(2 / 3**0.5)
+
+
 @pytest.mark.parametrize("codes", [0, 3])
 def test_candidate_scorer_computes_its_documented_score(codes):
     """score_bn = sum_t a_bnt (c_n.v_bt + g(s_bt)) + c_n.q_b, a_bnt = softmax_t(c_n.k_bt / sqrt(d) + w m_bnt) over
