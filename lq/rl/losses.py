@@ -10,7 +10,6 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 import torch
-from torch.nn import functional as F
 
 from lq.rl.rollout import Rollout
 
@@ -62,9 +61,16 @@ def policy_gradient_loss(log_probs: torch.Tensor, advantage: torch.Tensor, mask:
 
 
 def valid_candidates_loss(logits: torch.Tensor, valid: torch.Tensor, mask: torch.Tensor) -> torch.Tensor:
-    """Equations 1 and 2: binary cross-entropy of every candidate's score against being valid now
-    (y = 1 for the engine's valid actions / the DM's valid utterances), averaged over candidates."""
-    per_step = F.binary_cross_entropy_with_logits(logits, valid.to(logits.dtype), reduction="none").mean(dim=-1)
+    """Equations 1 and 2: the binary cross-entropy of the policy's probability of every candidate, pi(a_i | s_t) (the
+    softmax over the whole space), against being valid now (y = 1 for the engine's valid actions / the DM's valid
+    utterances, and the protocol's demonstration targets), summed over the candidates as the equations' sums and the
+    released code's ``BCELoss(probs, valid).sum()``; averaged over the masked steps. It moves the policy's own mass
+    onto the valid candidates, which a per-candidate sigmoid of the scores, averaged over thousands of candidates,
+    barely does (docs/deviations.md)."""
+    log_p = logits.log_softmax(dim=-1)
+    log_not_p = torch.log1p(-log_p.exp().clamp(max=1.0 - 1e-6))
+    y = valid.to(logits.dtype)
+    per_step = -(y * log_p + (1.0 - y) * log_not_p).sum(dim=-1)
     return _masked_mean(per_step, mask)
 
 

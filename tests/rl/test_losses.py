@@ -40,9 +40,14 @@ def test_policy_gradient_only_on_masked_steps_and_constant_advantage():
 def test_valid_candidates_loss_by_hand():
     logits = torch.tensor([[0.0, math.log(3.0)], [2.0, -2.0]])
     valid = torch.tensor([[1, 0], [0, 0]])
-    # step 1: -log(0.5) for the valid one, -log(1 - 0.75) = log 4 for the invalid one; mean over candidates
-    expected = (math.log(2) + math.log(4)) / 2
+    # step 1, policy (0.25, 0.75): -log 0.25 for the valid one, -log(1 - 0.75) for the invalid one, summed;
+    # step 2 is another head's
+    expected = math.log(4) + math.log(4)
     assert valid_candidates_loss(logits, valid, torch.tensor([True, False])).item() == pytest.approx(expected)
+    # it raises the policy's probability of the valid candidate (the sigmoid of its own score would not see the other)
+    logits.requires_grad_(True)
+    valid_candidates_loss(logits, valid, torch.tensor([True, False])).backward()
+    assert logits.grad[0, 0] < 0 < logits.grad[0, 1] and logits.grad[1].abs().sum() == 0
 
 
 def test_entropy_and_value_by_hand():
