@@ -38,6 +38,7 @@ class Protocol:
     max_turns: int | None = 30  # agent turns per episode; None: as many as the demonstration's self turns
     decoding: str = "sampled"  # the decoding of the protocol's own rows ("sampled" or "greedy"); the other is beside
     demonstration_targets: bool = True  # the valid-output losses' targets hold the demonstration's utterances and goal
+    speech_targets: int | None = 10  # the valid-speech loss's targets: the DM's first N valid utterances (None: all M)
 
     def __post_init__(self) -> None:
         for name, value, allowed in (
@@ -87,6 +88,7 @@ PROTOCOLS = {
         max_turns=None,
         decoding="greedy",
         demonstration_targets=False,
+        speech_targets=None,
     ),
 }
 

@@ -39,6 +39,7 @@ class RLModule(AgentModule):
         priority_mix: float = 0.5,
         recent_episodes: int = 200,
         normalize_advantages: bool = True,
+        valid_reduction: str = "sum",
         **kwargs,
     ):
         """The rollout and A2C hyperparameters (Table 6; ``max_steps``: the training episodes' agent turns in place of
@@ -96,7 +97,7 @@ class RLModule(AgentModule):
     def training_step(self, batch, batch_idx: int):
         h = self.hparams
         rollout = collect(self.env, self.rollout_actor, self.rollout_state, h.rollout_steps)
-        losses = a2c_losses(rollout, self.coef, h.gamma, h.normalize_advantages)
+        losses = a2c_losses(rollout, self.coef, h.gamma, h.normalize_advantages, h.valid_reduction)
         optimizer = self.optimizers()
         optimizer.zero_grad()
         self.manual_backward(losses.total)

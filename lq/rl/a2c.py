@@ -57,10 +57,14 @@ def collect(env: QuestEnv, actor: Actor, state: RolloutState, steps: int) -> Rol
 
 
 def a2c_losses(
-    rollout: Rollout, coef: LossCoefficients, gamma: float, normalize_advantages: bool = True
+    rollout: Rollout,
+    coef: LossCoefficients,
+    gamma: float,
+    normalize_advantages: bool = True,
+    valid_reduction: str = "sum",
 ) -> SwitchLosses:
     """The switch A2C objective of a rollout: n-step returns cut at episode ends and bootstrapped from V(s_T),
     advantages (normalised over the rollout), per-head policy gradients, valid-candidate BCEs, entropies and the
     value loss."""
     returns = discounted_returns(rollout.rewards, rollout.dones, rollout.last_value, gamma)
-    return switch_a2c_loss(rollout, returns, coef, normalize_advantages)
+    return switch_a2c_loss(rollout, returns, coef, normalize_advantages, valid_reduction)

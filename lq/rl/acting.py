@@ -166,7 +166,11 @@ class Actor:
             info.get("target_utterance_ids") if ids is not None else None
             for info, ids in zip(infos, utterance_ids, strict=True)
         ]
-        target_u = valid_u | valid_mask(demo_u, valid_u.shape[1]).to(device)
+        cut = env.protocol.speech_targets
+        dm_u = valid_mask(
+            [ids[:cut] if ids is not None and cut is not None else ids for ids in utterance_ids], valid_u.shape[1]
+        )
+        target_u = dm_u.to(device) | valid_mask(demo_u, valid_u.shape[1]).to(device)
         a_masked, u_masked = masked(a_logits, choose_a), masked(u_logits, choose_u)
         greedy = self.rule == "overlap" or (greedy and self.rule != "random")  # the rules decode as they are defined
         a_choice, u_choice = self._choose(a_masked, greedy), self._choose(u_masked, greedy)

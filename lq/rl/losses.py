@@ -60,17 +60,23 @@ def policy_gradient_loss(log_probs: torch.Tensor, advantage: torch.Tensor, mask:
     return _masked_mean(-log_probs * advantage.detach(), mask)
 
 
-def valid_candidates_loss(logits: torch.Tensor, valid: torch.Tensor, mask: torch.Tensor) -> torch.Tensor:
+def valid_candidates_loss(
+    logits: torch.Tensor, valid: torch.Tensor, mask: torch.Tensor, reduction: str = "sum"
+) -> torch.Tensor:
     """Equations 1 and 2: the binary cross-entropy of the policy's probability of every candidate, pi(a_i | s_t) (the
     softmax over the whole space), against being valid now (y = 1 for the engine's valid actions / the DM's valid
     utterances, and the protocol's demonstration targets), summed over the candidates as the equations' sums and the
     released code's ``BCELoss(probs, valid).sum()``; averaged over the masked steps. It moves the policy's own mass
     onto the valid candidates, which a per-candidate sigmoid of the scores, averaged over thousands of candidates,
-    barely does (docs/deviations.md)."""
+    barely does (docs/deviations.md). ``reduction="mean"``: averaged over the candidates instead (the same direction,
+    1/N the size beside the policy gradient)."""
+    if reduction not in ("sum", "mean"):
+        raise ValueError(f"unknown valid-output loss reduction {reduction!r}: choose sum or mean")
     log_p = logits.log_softmax(dim=-1)
     log_not_p = torch.log1p(-log_p.exp().clamp(max=1.0 - 1e-6))
     y = valid.to(logits.dtype)
-    per_step = -(y * log_p + (1.0 - y) * log_not_p).sum(dim=-1)
+    per_candidate = -(y * log_p + (1.0 - y) * log_not_p)
+    per_step = per_candidate.sum(dim=-1) if reduction == "sum" else per_candidate.mean(dim=-1)
     return _masked_mean(per_step, mask)
 
 
@@ -109,6 +115,7 @@ def switch_a2c_loss(
     returns: torch.Tensor,
     coef: LossCoefficients = LossCoefficients(),  # noqa: B008 (frozen dataclass)
     normalize_advantages: bool = False,
+    valid_reduction: str = "sum",
 ) -> SwitchLosses:
     """All terms of the switch A2C objective of a rollout and its ``returns`` ``[T, B]``. ``rollout.acted`` marks the
     steps where the switch chose the action head; the dialogue head's terms use the others.
@@ -116,7 +123,8 @@ def switch_a2c_loss(
     The entropies are those of the distributions each head sampled from (``action_choices`` / ``speech_choices``:
     the valid candidates where the protocol restricts choice to them, else every candidate); the valid-candidate
     terms always see every candidate. ``normalize_advantages``: the policy gradients use :func:`normalized`
-    advantages."""
+    advantages; ``valid_reduction``: how the valid-output terms reduce over the candidates
+    (:func:`valid_candidates_loss`)."""
     acted, values, returns = rollout.flat("acted"), rollout.flat("values"), returns.reshape(-1)
     spoke = ~acted
     action_logits, speech_logits = rollout.flat("action_logits"), rollout.flat("speech_logits")
@@ -125,8 +133,8 @@ def switch_a2c_loss(
     parts = {
         "action_policy": policy_gradient_loss(rollout.flat("action_log_probs"), adv, acted),
         "speech_policy": policy_gradient_loss(rollout.flat("speech_log_probs"), adv, spoke),
-        "valid_action": valid_candidates_loss(action_logits, rollout.flat("valid_actions"), acted),
-        "valid_speech": valid_candidates_loss(speech_logits, rollout.flat("valid_utterances"), spoke),
+        "valid_action": valid_candidates_loss(action_logits, rollout.flat("valid_actions"), acted, valid_reduction),
+        "valid_speech": valid_candidates_loss(speech_logits, rollout.flat("valid_utterances"), spoke, valid_reduction),
         "action_entropy": entropy(masked(action_logits, rollout.flat("action_choices")), acted),
         "speech_entropy": entropy(masked(speech_logits, rollout.flat("speech_choices")), spoke),
         "value": value_loss(values, returns),
