@@ -5,10 +5,10 @@ Master ranks the utterances only for the environments about to speak; the head s
 Boltzmann exploration (softmax at a temperature) or, greedily, takes the best one. Per-environment
 counters feed the switch.
 
-With ``restrict=True`` (the default) a head chooses only among the candidates the environment says
-are valid: the engine's valid actions and the Dungeon Master's M valid utterances (Jericho's
-valid-action handicap; the paper's environment offers both sets). The valid-candidate losses are
-trained either way.
+Under the ``paper`` protocol a head chooses among its whole space; with ``restrict=True`` (the ``restricted``
+protocol) only among the candidates the environment says are valid: the engine's valid actions and the Dungeon
+Master's M valid utterances (Jericho's valid-action handicap). The valid-output losses are trained either way, on
+targets the protocol sets (:meth:`Actor._loss_targets`).
 
 The baselines are the same actor with a rule of :mod:`lq.rl.baselines` for a policy, so they play through the
 same switch, candidates and environment.
@@ -40,10 +40,8 @@ class StepOutput:
     acted: torch.Tensor  # [b] bool: the action head chose this step
     action_log_probs: torch.Tensor  # [b]
     speech_log_probs: torch.Tensor
-    valid_actions: (
-        torch.Tensor
-    )  # [b, actions] bool: the valid-action loss's targets (the engine's valid actions, +goal)
-    valid_utterances: torch.Tensor  # [b, utterances] bool: the valid-speech loss's (the DM's, +demonstration; spoke)
+    valid_actions: torch.Tensor  # [b, actions] bool: the valid-action loss's targets
+    valid_utterances: torch.Tensor  # [b, utterances] bool: the valid-speech loss's targets (rows that spoke)
     action_choices: torch.Tensor  # [b, actions] bool: the candidates the head chose among
     speech_choices: torch.Tensor
 
@@ -159,18 +157,7 @@ class Actor:
         valid_u = valid_mask(utterance_ids, len(self.utterance_space)).to(device)
         a_logits, u_logits, value = self._scores(env, obs, infos, state, acted.to(device))
         choose_a, choose_u = choice_mask(valid_a, self.restrict), choice_mask(valid_u, self.restrict)
-        # the valid-output losses' targets: the valid sets, and the demonstration's goal action and utterances where
-        # the protocol adds them (never what a head chooses among)
-        target_a = valid_a | valid_mask([info.get("target_action_ids") for info in infos], valid_a.shape[1]).to(device)
-        demo_u = [
-            info.get("target_utterance_ids") if ids is not None else None
-            for info, ids in zip(infos, utterance_ids, strict=True)
-        ]
-        cut = env.protocol.speech_targets
-        dm_u = valid_mask(
-            [ids[:cut] if ids is not None and cut is not None else ids for ids in utterance_ids], valid_u.shape[1]
-        )
-        target_u = dm_u.to(device) | valid_mask(demo_u, valid_u.shape[1]).to(device)
+        target_a, target_u = self._loss_targets(env, infos, valid_a, utterance_ids)
         a_masked, u_masked = masked(a_logits, choose_a), masked(u_logits, choose_u)
         greedy = self.rule == "overlap" or (greedy and self.rule != "random")  # the rules decode as they are defined
         a_choice, u_choice = self._choose(a_masked, greedy), self._choose(u_masked, greedy)
@@ -187,6 +174,21 @@ class Actor:
         return commands, StepOutput(
             a_logits, u_logits, value, acted.to(device), a_logp, u_logp, target_a, target_u, choose_a, choose_u
         )
+
+    def _loss_targets(
+        self, env, infos: list[dict], valid_a: torch.Tensor, utterance_ids: list[list[int] | None]
+    ) -> tuple[torch.Tensor, torch.Tensor]:
+        """The valid-output losses' targets, never what a head chooses among: the engine's valid actions and the DM's
+        first ``speech_targets`` valid utterances (rows about to speak), with the demonstration's goal action and
+        utterances where the protocol adds them (the released code's ``generate_valid_masks``)."""
+        n_a, n_u, cut = valid_a.shape[1], len(self.utterance_space), env.protocol.speech_targets
+        goal = valid_mask([info.get("target_action_ids") for info in infos], n_a).to(valid_a.device)
+        dm = valid_mask([ids[:cut] if ids is not None and cut is not None else ids for ids in utterance_ids], n_u)
+        said = [
+            info.get("target_utterance_ids") if ids is not None else None
+            for info, ids in zip(infos, utterance_ids, strict=True)
+        ]
+        return valid_a | goal, (dm | valid_mask(said, n_u)).to(valid_a.device)
 
     @torch.no_grad()
     def step_value(self, obs: list[str], state: ActorState) -> torch.Tensor:
