@@ -16,8 +16,8 @@ import torch
 from tqdm.auto import tqdm
 
 from lq.envs.quest_env import QuestEnv
+from lq.envs.replay import by_whom
 from lq.rl.acting import Actor
-from lq.rl.baselines import by_whom
 
 
 @dataclass

@@ -29,14 +29,8 @@ from lq.envs.episode import QuestInstance
 from lq.envs.partner import PolyEncoderPartner, bias_for_share
 from lq.envs.protocol import PROTOCOLS
 from lq.envs.quest_env import QuestEnv
-from lq.envs.replay import demonstration_turns, replay_demonstrations
+from lq.envs.replay import by_whom, demonstration_turns, replay_demonstrations
 from lq.models.poly_encoder import stores_beside
-
-
-def partner_completions(env: QuestEnv, partner: str) -> float:
-    """The share of the environment's demonstrations replayed whose act goal the partner completed."""
-    episodes = replay_demonstrations(env, partner)
-    return sum(e["act_goal_by"] == "partner" for e in episodes) / max(len(episodes), 1)
 
 
 def fit_action_bias(
@@ -54,8 +48,8 @@ def fit_action_bias(
     env = QuestEnv(list(train), partner, dm, list(actions), batch_size, auto_reset=False, protocol=PROTOCOLS["paper"])
     fit = {
         "demonstration_action_share": share,
-        "demonstration_partner_completions": partner_completions(env, "scripted"),
-        "partner_completions": partner_completions(env, "model"),
+        "demonstration_partner_completions": by_whom(replay_demonstrations(env, "scripted"), "partner"),
+        "partner_completions": by_whom(replay_demonstrations(env, "model"), "partner"),
         "action_bias": partner.action_bias,
     }
     return partner.action_bias, fit

@@ -92,3 +92,8 @@ def replay_demonstrations(env: QuestEnv, partner: str = "scripted") -> list[dict
     finally:
         env.partner = model
     return episodes
+
+
+def by_whom(episodes: Sequence[dict], who: str) -> float:
+    """The share of episodes (their summaries) whose act goal ``who`` ("self" or "partner") reached."""
+    return sum(e["act_goal_by"] == who for e in episodes) / max(len(episodes), 1)

@@ -16,13 +16,11 @@ ceiling, and the demonstrations replayed through the environment.
 from __future__ import annotations
 
 import re
-from collections.abc import Sequence
 
 import torch
 
-from lq.data.demos import PARTNER
 from lq.envs.quest_env import QuestEnv
-from lq.envs.replay import replay_demonstrations
+from lq.envs.replay import by_whom, replay_demonstrations
 from lq.models.agent import FUNCTION_WORDS
 
 RULES = ("random", "overlap")
@@ -36,7 +34,8 @@ BASELINES = (
 CEILING = ("ceiling", "Ceiling (goal in the action space)")
 REPLAY = ("replay", "Demonstrations replayed")
 REPLAY_WITH_PARTNER = ("replay_partner", "Demonstrations' self turns with the environment's partner")
-__all__ = ["replay_demonstrations"]  # the replay rows' episodes (lq.envs.replay: the partner's calibration plays them)
+# the replay rows' episodes and who reached their goals (lq.envs.replay: the partner's calibration plays them too)
+__all__ = ["by_whom", "replay_demonstrations"]
 
 _WORD = re.compile(r"[a-z]+")
 
@@ -73,27 +72,3 @@ def rule_scores(
 def ceiling(env: QuestEnv) -> float:
     """The share of the environment's quests whose goal action is in the action space."""
     return sum(inst.quest.goal in env.action_index for inst in env.instances) / len(env.instances)
-
-
-def demonstration_rates(env: QuestEnv) -> dict[str, float]:
-    """What the demonstrations themselves show of the environment's instances: the share whose self character
-    reached the goal, whose partner did, and the share of partner turns that are actions (``conv_info`` records who
-    completed the goal as ``completion``)."""
-    demos = [inst.demo for inst in env.instances if inst.demo is not None]
-    partner_turns = [a for d in demos for i, a in enumerate(d.acts) if d.speaker(i) == PARTNER]
-
-    recorded = [d.conv_extra["completion"] for d in demos if "completion" in d.conv_extra]
-
-    def share(who: str) -> float:  # NaN where the data does not record it (the real release does not)
-        return sum(c == who for c in recorded) / len(recorded) if recorded else float("nan")
-
-    return {
-        "self_completion_rate": share("self"),
-        "partner_completion_rate": share("partner"),
-        "partner_action_share": sum(a.type == "action" for a in partner_turns) / max(len(partner_turns), 1),
-    }
-
-
-def by_whom(episodes: Sequence[dict], who: str) -> float:
-    """The share of episodes whose act goal ``who`` ("self" or "partner") reached."""
-    return sum(e["act_goal_by"] == who for e in episodes) / max(len(episodes), 1)
