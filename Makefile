@@ -135,7 +135,7 @@ env-models: stage-profile dataset
 	@test "$(ENCODER)" = scratch || test -f $(OUT)/pretrain/$(ENCODER)/best.ckpt || \
 		$(MAKE) pretrain ENCODER=$(ENCODER) PROFILE=$(PROFILE) ARGS=
 
-bc: env-models ## behaviour cloning, one agent per seed: make bc ENCODER=scratch [ABILITY] [SWITCH] [PROFILE] [SEEDS="0 1 2"]
+bc: env-models ## behaviour cloning, one agent per seed: make bc ENCODER=scratch [ABILITY] [SWITCH] [PROFILE] [PROTOCOL=paper|restricted] [SEEDS="0 1 2"]
 	@for seed in $(SEEDS); do \
 		$(BIN)/lq bc fit --config conf/bc.yaml --config conf/encoder/$(ENCODER).yaml \
 			--config conf/profile/bc-$(PROFILE).yaml --config conf/protocol/$(PROTOCOL).yaml \
@@ -144,7 +144,7 @@ bc: env-models ## behaviour cloning, one agent per seed: make bc ENCODER=scratch
 			--out_dir $(OUT)/bc $(ARGS) || exit 1; \
 	done
 
-rl: env-models ## RL agents per seed, then RL, BC (trained if missing) and random side by side: make rl ENCODER=scratch [ABILITY] [SWITCH] [PROFILE] [SEEDS]
+rl: env-models ## RL agents per seed, then RL, BC (trained if missing) and the baselines side by side: make rl ENCODER=scratch [ABILITY] [SWITCH] [PROFILE] [PROTOCOL] [SEEDS]
 	@for seed in $(SEEDS); do \
 		$(BIN)/lq rl fit --config conf/rl.yaml --config conf/encoder/$(ENCODER).yaml \
 			--config conf/profile/rl-$(PROFILE).yaml --config conf/protocol/$(PROTOCOL).yaml \
