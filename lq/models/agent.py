@@ -247,6 +247,15 @@ def content_piece_ids(texts: Sequence[str], tokenizer) -> torch.Tensor:
     return out
 
 
+def piece_rows(candidate_ids: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
+    """The word pieces some candidate contains (``[p]``, sorted) and a table from tokenizer id to 1 + its place
+    among them (0 for every other id): the columns of the exact-match features."""
+    pieces = candidate_ids[candidate_ids >= 0].unique()
+    row_of = torch.zeros(int(pieces.max()) + 1 if len(pieces) else 1, dtype=torch.long)
+    row_of[pieces] = torch.arange(1, len(pieces) + 1)
+    return pieces, row_of
+
+
 class ExactMatch(nn.Module):
     """The exact-match feature ``[n, b, t]`` of a fixed candidate set: 1.0 where context token ``ids[b, t]`` is one of
     candidate n's content word pieces (:func:`content_piece_ids`, ``[n, l]``, -1 pads).
@@ -256,9 +265,7 @@ class ExactMatch(nn.Module):
 
     def __init__(self, candidate_ids: torch.Tensor):
         super().__init__()
-        pieces = candidate_ids[candidate_ids >= 0].unique()
-        row_of = torch.zeros(int(pieces.max()) + 1 if len(pieces) else 1, dtype=torch.long)
-        row_of[pieces] = torch.arange(1, len(pieces) + 1)
+        pieces, row_of = piece_rows(candidate_ids)
         incidence = torch.zeros(candidate_ids.shape[0], len(pieces) + 1)
         candidate, slot = (candidate_ids >= 0).nonzero(as_tuple=True)
         incidence[candidate, row_of[candidate_ids[candidate, slot]]] = 1.0
@@ -281,9 +288,7 @@ class MatchCounts(nn.Module):
 
     def __init__(self, candidate_ids: torch.Tensor):
         super().__init__()
-        pieces = candidate_ids[candidate_ids >= 0].unique()
-        row_of = torch.zeros(int(pieces.max()) + 1 if len(pieces) else 1, dtype=torch.long)
-        row_of[pieces] = torch.arange(1, len(pieces) + 1)
+        pieces, row_of = piece_rows(candidate_ids)
         rows = torch.where(candidate_ids >= 0, row_of[candidate_ids.clamp(min=0)], 0)  # 0: a pad, never counted
         self.pieces = len(pieces)
         self.register_buffer("row_of", row_of, persistent=False)  # derived from the spaces: rebuilt, not saved
