@@ -201,10 +201,12 @@ class AgentModule(L.LightningModule):
         policy: str | None = None,
         restrict: bool | None = None,
         greedy: bool | None = None,
+        env=None,
     ) -> EvalResult:
         """Zero-shot: one episode per quest of ``split``, greedy or sampled at temperature 1 (None: the protocol's
         decoding); ``policy``: a baseline rule instead of the agent; ``restrict`` overrides the protocol's choice
-        among valid candidates."""
+        among valid candidates; ``env``: an :meth:`eval_env` of ``split`` to play in (several evaluations share one:
+        it keeps nothing between them that the play reads)."""
         greedy = self.protocol.greedy if greedy is None else greedy
-        env = self.eval_env(split, seed)
+        env = env if env is not None else self.eval_env(split, seed)
         return evaluate(env, self.make_actor(policy=policy, restrict=restrict), seed=seed, greedy=greedy)

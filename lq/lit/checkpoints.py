@@ -52,11 +52,11 @@ def baseline_results(module: AgentModule, split: str = "test", seeds: Sequence[i
     ability and spaces), one evaluation per seed; the ceiling and the demonstrations replayed (with their own
     partner, and with the environment's), once: neither samples. Keyed as :data:`BASELINES`, :data:`CEILING`,
     :data:`REPLAY` and :data:`REPLAY_WITH_PARTNER`."""
+    env = module.eval_env(split)  # one environment for every rule and seed
     out = {
-        key: [module.evaluate(split, seed=seed, policy=policy, restrict=restrict) for seed in seeds]
+        key: [module.evaluate(split, seed=seed, policy=policy, restrict=restrict, env=env) for seed in seeds]
         for key, _, policy, restrict in BASELINES
     }
-    env = module.eval_env(split)
     out[CEILING[0]] = [EvalResult(ceiling(env), float("nan"), float("nan"))]
     out[REPLAY[0]] = [EvalResult.of(replay_demonstrations(env, "scripted"))]
     out[REPLAY_WITH_PARTNER[0]] = [EvalResult.of(replay_demonstrations(env, "model"))]
@@ -79,8 +79,9 @@ def evaluate_checkpoints(
     for path in checkpoints:
         module = load_agent(path, **overrides)
         first = first or module
+        env = module.eval_env(split, module.hparams.seed)  # both decodings in one environment
         for greedy in (True, False) if sampled else (True,):
-            result = module.evaluate(split, seed=module.hparams.seed, greedy=greedy)
+            result = module.evaluate(split, seed=module.hparams.seed, greedy=greedy, env=env)
             decoding = "greedy" if greedy else "sampled"
             log(
                 f"{path} ({decoding}): act goals {result.act_goal_rate:.3f}, speech goals {result.speech_goal_rate:.3f}"

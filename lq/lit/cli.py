@@ -287,8 +287,9 @@ class AgentCLI(StageCLI):
         protocol = module.protocol
         other = "sampled" if protocol.greedy else "greedy"
         for seed in range(config.eval_seeds):
-            result = module.evaluate("test", seed=seed)
-            beside = module.evaluate("test", seed=seed, greedy=not protocol.greedy)
+            env = module.eval_env("test", seed)  # both decodings in one environment
+            result = module.evaluate("test", seed=seed, env=env)
+            beside = module.evaluate("test", seed=seed, greedy=not protocol.greedy, env=env)
             for decoding, r in ((protocol.decoding, result), (other, beside)):
                 print(
                     f"zero-shot test (seed {seed}, {protocol.name} protocol, {decoding}): act goals "
