@@ -38,7 +38,7 @@ def demonstration_turns(
     turns = []
     for i, act in enumerate(instance.demo.acts):
         kind = "action" if act.type == "action" else "speech"
-        who = "partner" if instance.demo.speaker(i) == PARTNER else "self"
+        who = instance.demo.speaker(i)  # PARTNER or SELF: the sides QuestEnv plays
         if who == side:
             actor = slot.me if side == SELF else slot.partner
             context = slot_context(slot, side, motivations)
@@ -53,11 +53,10 @@ def demonstration_scripts(env: QuestEnv) -> tuple[list[list[Turn]], list[list[Tu
     """Each instance's demonstration as two scripts, the self character's turns and the partner's, in order."""
     selves, partners = [], []
     for inst in env.instances:
-        own: dict[str, list[Turn]] = {"self": [], PARTNER: []}
+        own: dict[str, list[Turn]] = {SELF: [], PARTNER: []}
         for i, act in enumerate(inst.demo.acts if inst.demo else []):
-            who = PARTNER if inst.demo.speaker(i) == PARTNER else "self"
-            own[who].append(("action" if act.type == "action" else "speech", act.text))
-        selves.append(own["self"])
+            own[inst.demo.speaker(i)].append(("action" if act.type == "action" else "speech", act.text))
+        selves.append(own[SELF])
         partners.append(own[PARTNER])
     return selves, partners
 
