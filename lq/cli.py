@@ -143,6 +143,16 @@ def _cmd_eval(args: argparse.Namespace) -> int:
     return 0
 
 
+def _cmd_export(args: argparse.Namespace) -> int:
+    from lq.lit.checkpoints import export_agent
+
+    table = export_agent(args.checkpoint, args.out, args.baselines, evaluate=not args.no_eval, overwrite=args.overwrite)
+    if table:
+        print(f"\nZero-shot evaluation of the bundle on the test quests\n{table}")
+    print(f"wrote {args.out} (model card: {args.out / 'README.md'})")
+    return 0
+
+
 def _cmd_experiment(args: argparse.Namespace) -> int:
     from lq import experiments as X
 
@@ -194,7 +204,9 @@ def build_parser() -> argparse.ArgumentParser:
     sub.add_parser("rl", help="train the switch A2C agent in QuestEnv (LightningCLI)", add_help=False)
 
     ev = sub.add_parser("eval", help="zero-shot evaluation of trained agents, side by side (mean and std over seeds)")
-    ev.add_argument("checkpoints", type=Path, nargs="+", help="BC or RL agent checkpoints (one per seed)")
+    ev.add_argument(
+        "checkpoints", type=Path, nargs="+", help="BC or RL agent checkpoints or bundles (lq export; one per seed)"
+    )
     ev.add_argument(
         "--baselines",
         "--random",
@@ -213,6 +225,15 @@ def build_parser() -> argparse.ArgumentParser:
     ev.add_argument("--max-steps", type=int, help="agent turns per episode (default: the checkpoint's protocol's)")
     ev.add_argument("--out", type=Path, help="also write the table here (.md; a .csv beside it)")
     ev.set_defaults(func=_cmd_eval)
+    ex = sub.add_parser(
+        "export", help="a trained agent as a self-contained bundle (weights, data, partner, DM, model card)"
+    )
+    ex.add_argument("checkpoint", type=Path, help="a BC or RL agent checkpoint")
+    ex.add_argument("out", type=Path, help="the bundle folder to write (lq eval / lq play --agent / lq.load_agent)")
+    ex.add_argument("--baselines", type=int, default=1, metavar="N", help="baseline seeds in the model card's table")
+    ex.add_argument("--no-eval", action="store_true", help="write the bundle without evaluating it for its card")
+    ex.add_argument("--overwrite", action="store_true", help="replace OUT if it exists")
+    ex.set_defaults(func=_cmd_export)
     xp = sub.add_parser("experiment", help="the paper's tables: train as MLflow parent/child runs, or rebuild tables")
     xp.add_argument("action", choices=["run", "tables"], help="run: train and tabulate; tables: from the store only")
     xp.add_argument("names", nargs="*", help="table1, table2, table7, table45 (default: all)")
@@ -372,7 +393,15 @@ def main(argv: Sequence[str] | None = None) -> int:
     except UsageError as err:
         print(f"error: {err}", file=sys.stderr)
         return 2
-    except (DataFormatError, DownloadError, GoalError, UnknownCharacter, FileExistsError, ValueError) as err:
+    except (
+        DataFormatError,
+        DownloadError,
+        GoalError,
+        UnknownCharacter,
+        FileExistsError,
+        FileNotFoundError,
+        ValueError,
+    ) as err:
         print(f"error: {err}", file=sys.stderr)
         return 1
 

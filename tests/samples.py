@@ -150,6 +150,30 @@ def tiny_encoder_spec():
     return EncoderSpec(init="scratch", hidden_size=32, num_layers=1, num_heads=2, intermediate_size=64, dropout=0.0)
 
 
+def tiny_env_models(root) -> tuple:
+    """Random tiny partner and DM poly-encoder checkpoints under ``root`` (what an environment needs), as paths."""
+    from dataclasses import asdict
+
+    import torch
+
+    from lq.models.encoder import EncoderConfig
+    from lq.models.poly_encoder import PolyEncoder
+
+    paths = []
+    for name, seed in (("partner", 1), ("dm", 2)):
+        torch.manual_seed(seed)
+        model = PolyEncoder.from_spec(tiny_encoder_spec(), n_codes=2)
+        torch.save(
+            {
+                "state_dict": {f"model.{k}": v for k, v in model.state_dict().items()},
+                "hyper_parameters": {"encoder": asdict(EncoderConfig(name, tiny_encoder_spec())), "n_codes": 2},
+            },
+            root / f"{name}.ckpt",
+        )
+        paths.append(root / f"{name}.ckpt")
+    return tuple(paths)
+
+
 def tiny_agent_config():
     from lq.models.agent import AgentConfig
 

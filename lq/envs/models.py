@@ -1,9 +1,12 @@
-"""Loading the environment's frozen poly-encoders from their training checkpoints."""
+"""Loading the environment's frozen poly-encoders from their training checkpoints, or from the safetensors files of an
+agent bundle (:func:`save_poly_encoder`: the weights and a ``.json`` beside them with the encoder and dataset)."""
 
 from __future__ import annotations
 
+import json
 from pathlib import Path
 
+import safetensors.torch
 import torch
 
 from lq.data.dataset import check_dataset
@@ -16,6 +19,8 @@ def load_poly_encoder(
 ) -> tuple[PolyEncoder, EncoderSpec]:
     """A trained poly-encoder (from ``lq pretrain``, ``lq partner`` or ``lq dm``), in eval mode, frozen. With
     ``dataset``, one trained on another dataset is refused (:func:`lq.data.dataset.check_dataset`)."""
+    if Path(checkpoint).suffix == ".safetensors":
+        return _load_safetensors(Path(checkpoint), device, dataset)
     try:
         state = torch.load(checkpoint, map_location="cpu", weights_only=True)
     except FileNotFoundError:
@@ -31,7 +36,39 @@ def load_poly_encoder(
     model.load_state_dict(
         {k.removeprefix("model."): v for k, v in state["state_dict"].items() if k.startswith("model.")}
     )
+    return _frozen(model, device), spec
+
+
+def _frozen(model: PolyEncoder, device: str | torch.device) -> PolyEncoder:
     model.to(device).eval()
     for p in model.parameters():
         p.requires_grad = False
-    return model, spec
+    return model
+
+
+def save_poly_encoder(model: PolyEncoder, spec: EncoderSpec, path: str | Path, dataset: str | None) -> None:
+    """``path`` (``.safetensors``): the weights, and ``path`` with ``.json``: the encoder, the codes and the dataset id
+    (what :func:`load_poly_encoder` needs)."""
+    path = Path(path)
+    path.parent.mkdir(parents=True, exist_ok=True)
+    safetensors.torch.save_model(model, str(path))
+    config = {"encoder": {"spec": vars(spec)}, "n_codes": model.codes.shape[0], "lq_dataset": dataset}
+    path.with_suffix(".json").write_text(json.dumps(config, indent=1) + "\n")
+
+
+def _load_safetensors(
+    path: Path, device: str | torch.device, dataset: str | Path | None
+) -> tuple[PolyEncoder, EncoderSpec]:
+    config_path = path.with_suffix(".json")
+    try:
+        config = json.loads(config_path.read_text())
+    except FileNotFoundError:
+        raise FileNotFoundError(
+            f"{config_path}: missing; a poly-encoder's .safetensors needs its .json beside it"
+        ) from None
+    if dataset is not None:
+        check_dataset(config, path, dataset)
+    spec = EncoderSpec(**config["encoder"]["spec"])
+    model = PolyEncoder.from_spec(spec, int(config["n_codes"]))
+    safetensors.torch.load_model(model, str(path))
+    return _frozen(model, device), spec

@@ -14,6 +14,7 @@ from dataclasses import dataclass, field
 from functools import partial
 from pathlib import Path
 
+from lq import conf
 from lq.experiments.reporting import _client, _print, build_tables, children, experiment_id, parent_runs
 from lq.experiments.specs import ENCODERS, Config, Experiment
 from lq.lit.cli import DEFAULT_TRACKING_URI
@@ -68,7 +69,7 @@ class Setup:
             names = [f"{stage}-{p}" for p in dict.fromkeys((self.base, self.profile))]
         else:
             names = [f"env-{self.base}" if stage in ("partner", "dm") else self.base]
-        paths = [Path("conf/profile") / f"{name}.yaml" for name in names]
+        paths = [conf.ROOT / "profile" / f"{name}.yaml" for name in names]
         for path in paths:
             if not path.exists():
                 raise FileNotFoundError(f"{path}: no such profile for the {stage} stage (PROFILE={self.profile})")
@@ -78,7 +79,7 @@ class Setup:
 
     @property
     def protocol_config(self) -> Path:
-        path = Path("conf/protocol") / f"{self.protocol}.yaml"
+        path = conf.ROOT / "protocol" / f"{self.protocol}.yaml"
         if not path.exists():
             known = ", ".join(sorted(p.stem for p in path.parent.glob("*.yaml")))
             raise FileNotFoundError(f"{path}: no such protocol (PROTOCOL={self.protocol}); choose from {known}")
@@ -178,9 +179,9 @@ def stage_args(config: Config, setup: Setup, seed: int, out_dir: str | None = No
         stage,
         "fit",
         "--config",
-        f"conf/{stage}.yaml",
+        str(conf.path(f"{stage}.yaml")),
         "--config",
-        f"conf/encoder/{config.encoder}.yaml",
+        str(conf.path("encoder", f"{config.encoder}.yaml")),
         *(arg for path in setup.profile_config(stage) for arg in ("--config", path)),
         "--seed_everything",
         str(seed),

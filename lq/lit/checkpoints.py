@@ -1,6 +1,7 @@
-"""Agent checkpoints of either stage: reopening them (``lq eval``), evaluating them side by side with the baselines
-and the ceiling, and drawing RL learning curves from their MLflow runs. Above both stages' modules (it knows
-:class:`lq.lit.bc.BCModule` and :class:`lq.lit.rl.RLModule`), so that :mod:`lq.lit.agent` knows neither.
+"""Agent checkpoints of either stage and their bundles: reopening them (``lq eval``), evaluating them side by side
+with the baselines and the ceiling, exporting them with a model card (``lq export``), and drawing RL learning curves
+from their MLflow runs. Above both stages' modules (through :mod:`lq.lit.bundles`), so that :mod:`lq.lit.agent` knows
+neither.
 """
 
 from __future__ import annotations
@@ -10,33 +11,31 @@ from pathlib import Path
 
 import torch
 
+from lq.data.dataset import dataset_id
 from lq.eval import EvalResult, plot_curves, run_series
 from lq.lit.agent import AgentModule
-from lq.lit.bc import BCModule
-from lq.lit.rl import RLModule
+from lq.lit.bundles import VOCABULARY, built_module, export_bundle, is_bundle, load_bundle
 from lq.rl.baselines import BASELINES, CEILING, REPLAY, REPLAY_WITH_PARTNER, ceiling, replay_demonstrations
 
 
 def load_agent(checkpoint: str | Path, **overrides) -> AgentModule:
-    """A trained BC or RL agent from its checkpoint, built and in eval mode; ``overrides`` replace hyperparameters
-    (e.g. ``eval_max_steps``)."""
+    """A trained BC or RL agent from its checkpoint or its bundle (:mod:`lq.lit.bundles`), built and in eval mode;
+    ``overrides`` replace hyperparameters (e.g. ``eval_max_steps``)."""
+    if is_bundle(checkpoint):
+        return load_bundle(checkpoint, **overrides)
     try:
         saved = torch.load(checkpoint, map_location="cpu", weights_only=False)
-    except FileNotFoundError:
-        raise FileNotFoundError(f"{checkpoint}: no such checkpoint; train one first (make bc, make rl)") from None
-    classes = {"bc": BCModule, "rl": RLModule}
-    stage = saved.get("lq_stage")
-    if stage not in classes:
-        raise ValueError(f"{checkpoint}: not an lq agent checkpoint (from lq bc or lq rl); lq_stage={stage!r}")
-    hparams = {k: v for k, v in saved["hyper_parameters"].items() if not k.startswith("_")}  # LightningCLI's own
+    except (FileNotFoundError, IsADirectoryError):
+        raise FileNotFoundError(
+            f"{checkpoint}: no such checkpoint or agent bundle; train one first (make bc, make rl)"
+        ) from None
+    hparams = {k: v for k, v in saved.get("hyper_parameters", {}).items() if not k.startswith("_")}  # LightningCLI's
     if "protocol" not in hparams:  # from before protocols: it chose among the valid candidates (``restrict``)
         hparams.pop("restrict", None)
         hparams["protocol"] = "restricted"
     hparams.update(overrides)
-    module = classes[stage](**hparams)
-    state = saved["state_dict"]
-    vocabulary = state.get("agent.encoder.vocabulary.ids")
-    module.build_agent(vocabulary, whole_vocabulary=vocabulary is None)
+    state = saved.get("state_dict", {})
+    module = built_module(saved.get("lq_stage"), hparams, state.get(VOCABULARY), checkpoint)
     module.load_state_dict(state)
     return module.eval()
 
@@ -104,6 +103,8 @@ def training_curves(checkpoints: Sequence[str | Path], path: str | Path) -> bool
 
     series: dict[str, list] = {}
     for checkpoint in checkpoints:
+        if is_bundle(checkpoint):  # a bundle keeps no training run to read
+            continue
         saved = torch.load(checkpoint, map_location="cpu", weights_only=False)
         where, h = saved.get("lq_mlflow"), saved.get("hyper_parameters", {})
         if saved.get("lq_stage") != "rl" or not where:
@@ -112,3 +113,80 @@ def training_curves(checkpoints: Sequence[str | Path], path: str | Path) -> bool
         client = MlflowClient(where["tracking_uri"])
         series.setdefault(label, []).append(run_series(client, where["run_id"], RL_CURVES))
     return bool(series) and plot_curves(series, RL_CURVES, path, "RL learning curves (training episodes)")
+
+
+def model_card(module: AgentModule, table: str | None, source: str | Path, training_run: dict | None) -> str:
+    """The bundle's README.md: what the agent is, the data and protocol it was trained and evaluated under, how to
+    use it, and its zero-shot figures beside the baselines (``table``; None where export was told not to evaluate)."""
+    h = module.hparams
+    protocol = module.protocol
+    lines = [
+        f"# {agent_name(module)}, seed {h.seed}",
+        "",
+        f"An lq agent ({module.stage.upper()}: {'behaviour cloning' if module.stage == 'bc' else 'A2C'}) that acts "
+        "and speaks toward its motivation in LIGHT-Quests, as in Ammanabrolu et al., *How to Motivate Your Dragon: "
+        "Teaching Goal-Driven Agents to Speak and Act in Fantasy Worlds* (NAACL 2021, "
+        "https://arxiv.org/abs/2010.00685).",
+        "",
+        "| | |",
+        "| --- | --- |",
+        f"| encoder | {h.encoder['name']} |",
+        f"| ability, switch | {h.ability}, {h.switch} (every {h.switch_every} turns where hardcoded) |",
+        f"| data | `{Path(h.data_dir).name}`, fingerprint `{dataset_id(h.data_dir)}` (a copy is in `data/`) |",
+        f"| protocol | {protocol.name}: {protocol.describe()} |",
+        f"| seed | {h.seed} |",
+        f"| exported from | `{Path(source).resolve()}` |",
+    ]
+    if training_run:
+        lines.append(
+            f"| training run | MLflow `{training_run.get('run_id')}` at `{training_run.get('tracking_uri')}` |"
+        )
+    lines += [
+        "",
+        "## Use",
+        "",
+        "```bash",
+        "lq eval THIS_FOLDER --baselines 1      # the zero-shot table below, again",
+        "lq play --agent THIS_FOLDER            # you are the partner; the agent pursues its motivation",
+        "```",
+        "",
+        "```python",
+        "import lq",
+        "agent = lq.load_agent('THIS_FOLDER')   # from any working directory",
+        "env = lq.api.gym_env('THIS_FOLDER')    # gymnasium lq/Quest-v0 over this agent's data and partner",
+        "```",
+        "",
+        "## Zero-shot evaluation",
+        "",
+    ]
+    if table is None:
+        lines.append("Not evaluated at export (`lq export --no-eval`); run `lq eval` on this folder.")
+    else:
+        lines += [
+            f"One episode per test quest, under the `{protocol.name}` protocol, through the same actor and environment "
+            "as the baselines (mean ± std over their runs):",
+            "",
+            table.rstrip("\n"),
+        ]
+    return "\n".join(lines) + "\n"
+
+
+def export_agent(
+    checkpoint: str | Path, out: str | Path, baseline_runs: int = 1, evaluate: bool = True, overwrite: bool = False
+) -> str | None:
+    """``lq export``: the agent of ``checkpoint`` as a bundle at ``out`` (:mod:`lq.lit.bundles`) with its model card;
+    evaluated from the bundle itself (with the baselines over ``baseline_runs`` seeds) unless ``evaluate`` is False.
+    Written to a temporary folder and moved into place when complete. Returns the evaluation table."""
+    from lq.data.io import atomic_dir
+    from lq.eval import results_table
+
+    module = load_agent(checkpoint)
+    saved = torch.load(checkpoint, map_location="cpu", weights_only=False) if not is_bundle(checkpoint) else {}
+    table = None
+    with atomic_dir(out, overwrite=overwrite) as tmp:
+        export_bundle(module, checkpoint, tmp)
+        if evaluate:
+            rows = evaluate_checkpoints([tmp], baseline_runs, log=lambda _: None)
+            table = results_table(rows)[0]
+        (tmp / "README.md").write_text(model_card(module, table, checkpoint, saved.get("lq_mlflow")))
+    return table

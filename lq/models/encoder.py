@@ -113,7 +113,7 @@ def build_encoder(
     hf_logging.set_verbosity_error()  # the sentence-transformers checkpoint has no pooler: expected, not news
     try:
         # from_pretrained hands back eval mode; training code expects dropout on until it says otherwise
-        return BertModel.from_pretrained(resolve(spec.init), add_pooling_layer=False).train()
+        return BertModel.from_pretrained(resolve(spec.init), add_pooling_layer=False, local_files_only=True).train()
     finally:
         hf_logging.set_verbosity(verbosity)
 

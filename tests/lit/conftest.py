@@ -1,12 +1,7 @@
-from dataclasses import asdict
-
 import pytest
-import torch
 
 from lq.generate import generate_dataset
-from lq.models.encoder import EncoderConfig
-from lq.models.poly_encoder import PolyEncoder
-from tests.samples import tiny_encoder_spec
+from tests.samples import tiny_env_models
 
 
 @pytest.fixture(scope="session")
@@ -14,14 +9,16 @@ def setup_dir(tmp_path_factory):
     """A tiny dataset and random tiny partner and DM checkpoints: what the agent stages need."""
     root = tmp_path_factory.mktemp("rl")
     generate_dataset(root / "data", scale="tiny", seed=7, log=lambda _: None)
-    for name, seed in (("partner", 1), ("dm", 2)):
-        torch.manual_seed(seed)
-        model = PolyEncoder.from_spec(tiny_encoder_spec(), n_codes=2)
-        torch.save(
-            {
-                "state_dict": {f"model.{k}": v for k, v in model.state_dict().items()},
-                "hyper_parameters": {"encoder": asdict(EncoderConfig(name, tiny_encoder_spec())), "n_codes": 2},
-            },
-            root / f"{name}.ckpt",
-        )
+    tiny_env_models(root)
     return root
+
+
+@pytest.fixture(scope="session")
+def trained_agent(setup_dir, tmp_path_factory):
+    """A tiny BC agent trained for two batches on the setup's data, partner and DM: its checkpoint."""
+    from lq.cli import main
+    from tests.lit.test_agent_cli import _args
+
+    out = tmp_path_factory.mktemp("trained")
+    assert main(_args("bc", setup_dir, out, "--model.batch_size=8", "--trainer.limit_train_batches=2")) == 0
+    return out / "bc/scratch/act_speech-hardcoded/seed-0/best.ckpt"

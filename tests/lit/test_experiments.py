@@ -8,11 +8,17 @@ import pytest
 import torch
 from mlflow.tracking import MlflowClient
 
+from lq import conf
 from lq import experiments as X
 from lq.cli import main
 from tests.lit.test_agent_cli import TINY_AGENT
 
 ROOT = Path(__file__).resolve().parents[2]
+
+
+def C(*parts: str) -> str:
+    """A packaged config's path, as the stage command lines name it."""
+    return str(conf.ROOT.joinpath(*parts))
 
 
 def _fake_children(client: MlflowClient, experiment: X.Experiment, values: dict[str, list[float]]) -> str:
@@ -139,9 +145,9 @@ def test_resume_trains_only_the_children_an_interrupted_parent_lacks(tmp_path, m
     assert X.run_experiment(experiment, setup, log=lambda _: None, resume=True)[0] == pid
     trained = [(a[a.index("--config") + 3], a[a.index("--seed_everything") + 1]) for a in calls]
     assert trained == [
-        ("conf/encoder/scratch.yaml", "1"),
-        ("conf/encoder/scratch.yaml", "0"),
-        ("conf/encoder/scratch.yaml", "1"),
+        (C("encoder", "scratch.yaml"), "1"),
+        (C("encoder", "scratch.yaml"), "0"),
+        (C("encoder", "scratch.yaml"), "1"),
     ]
     assert [a[0] for a in calls] == ["rl", "bc", "bc"]
     assert baselines == [0, 1]  # their children had not finished either
@@ -216,7 +222,7 @@ def test_the_paper_tables_have_their_configurations():
     assert [t.name for t in t45.tables] == ["table4", "table5"] and len(t45.configs) == 4
     env_model = X.stage_args(X.Config("partner", "small"), X.Setup(data_dir="d"), 0)
     assert env_model[:2] == ["partner", "fit"] and "--data.data_dir" in env_model and "--model.ability" not in env_model
-    assert "conf/profile/env-tiny.yaml" in env_model and "conf/encoder/small.yaml" in env_model
+    assert C("profile", "env-tiny.yaml") in env_model and C("encoder", "small.yaml") in env_model
     agent = X.stage_args(X.Config("rl", "scratch"), X.Setup(data_dir="data/default", profile="paper"), 0)
     assert agent[agent.index("--model.partner_checkpoint") + 1] == "outputs/partner/general/best.ckpt"
     # another dataset's checkpoints are kept apart, under its folder's name
@@ -233,15 +239,15 @@ def test_the_quick_profile_trains_tiny_agents_for_less_on_tiny_environment_model
         assert X.stage_args(X.Config(stage, "small"), quick, 0) == X.stage_args(X.Config(stage, "small"), tiny, 0)
     args = X.stage_args(X.Config("rl", "scratch"), quick, 0)
     configs = [args[i + 1] for i, a in enumerate(args) if a == "--config"]
-    assert configs[-3:] == ["conf/profile/rl-tiny.yaml", "conf/profile/rl-quick.yaml", "conf/protocol/paper.yaml"]
+    assert configs[-3:] == [C("profile", "rl-tiny.yaml"), C("profile", "rl-quick.yaml"), C("protocol", "paper.yaml")]
     assert args[args.index("--model.partner_checkpoint") + 1] == "outputs/partner/small/best.ckpt"
     assert args[args.index("--out_dir") + 1] == "outputs/quick/rl"  # not over the tiny agents
     for stage, epochs in (("rl", 2), ("bc", 2)):
         args = X.stage_args(X.Config(stage, "scratch"), quick, 0)[2:]
         config = STAGES[stage](*stage_classes(stage), args=args, parse_only=True).config
         assert config.trainer.max_epochs == epochs and config.model.context_length == 64  # tiny's sizes
-    assert X.Setup(profile="paper").profile_config("rl") == ["conf/profile/rl-paper.yaml", "conf/protocol/paper.yaml"]
-    assert X.Setup(protocol="restricted").profile_config("bc")[-1] == "conf/protocol/restricted.yaml"
+    assert X.Setup(profile="paper").profile_config("rl") == [C("profile", "rl-paper.yaml"), C("protocol", "paper.yaml")]
+    assert X.Setup(protocol="restricted").profile_config("bc")[-1] == C("protocol", "restricted.yaml")
     with pytest.raises(FileNotFoundError, match="no such protocol .PROTOCOL=strict.; choose from paper, restricted"):
         X.Setup(protocol="strict").profile_config("rl")
 

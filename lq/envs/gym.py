@@ -1,0 +1,257 @@
+"""LIGHT-Quests as Gymnasium environments: ``gymnasium.make("lq/Quest-v0", ...)`` (one quest per episode) and
+:class:`QuestVectorEnv` (a batch, one batched partner and DM forward per step), over :class:`QuestEnv`.
+
+Importing this module registers ``lq/Quest-v0``; ``gymnasium.make("lq.envs.gym:lq/Quest-v0", ...)`` imports it for
+you. The observation is the agent's context (setting, personas, what it carries, its motivations, the dialogue so
+far); the action is a string, an engine command (``"get golden egg"``) or an utterance, told apart as the environment
+does (:meth:`QuestEnv._kind_of`: a text the engine accepts now, or one of the action space, is an action). ``info``
+carries what an agent chooses among and what it reached:
+
+- ``valid_actions``: the engine's valid actions for the self character now;
+- ``valid_utterances``: the Dungeon Master's valid utterances for this context, most likely first;
+- ``act_goal``, ``act_goal_by`` ("self", "partner" or None), ``speech_goal``, ``quest_id``, ``steps``;
+- after a step: ``act_reward`` and ``speech_reward`` (the parts of the reward).
+
+An episode is *terminated* when the protocol ends it on its goals (both goals reached, a partner act completion, or
+under ``restricted`` the act goal) and *truncated* at the protocol's turn limit.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from pathlib import Path
+from typing import Any
+
+import gymnasium
+import numpy as np
+from gymnasium.vector import AutoresetMode, VectorEnv
+
+from lq.envs.episode import Slot
+from lq.envs.protocol import Protocol, protocol_of
+from lq.envs.quest_env import QuestEnv
+
+ENV_ID = "lq/Quest-v0"
+
+
+class FreeText(gymnasium.spaces.Space[str]):
+    """Any string of at most ``max_length`` characters (``gymnasium.spaces.Text`` admits only a fixed character set,
+    which utterances leave at their first apostrophe). ``sample`` draws one of ``texts`` (the action and utterance
+    spaces), so a random agent says things the environment knows."""
+
+    def __init__(self, texts: Sequence[str] = (), max_length: int = 100_000, seed: int | None = None):
+        super().__init__(shape=None, dtype=None, seed=seed)
+        self.texts, self.max_length = list(texts), max_length
+
+    @property
+    def is_np_flattenable(self) -> bool:
+        return False
+
+    def sample(self, mask: Any = None, probability: Any = None) -> str:
+        if not self.texts:
+            return ""
+        return self.texts[int(self.np_random.integers(len(self.texts)))]
+
+    def contains(self, x: Any) -> bool:
+        return isinstance(x, str) and len(x) <= self.max_length
+
+    def __repr__(self) -> str:
+        return f"FreeText(max_length={self.max_length}, {len(self.texts)} texts to sample)"
+
+    def __eq__(self, other: Any) -> bool:
+        return isinstance(other, FreeText) and other.max_length == self.max_length and other.texts == self.texts
+
+
+def goal_info(env: QuestEnv, slot: Slot, info: dict, utterances: list[int] | None) -> dict:
+    """A QuestEnv info as the Gymnasium environments give it (texts rather than ids)."""
+    out = {
+        "valid_actions": list(info["valid_actions"]),
+        "valid_utterances": [env.utterance_space[i] for i in utterances] if utterances is not None else [],
+        "act_goal": slot.act_goal is not None,
+        "act_goal_by": slot.act_goal,
+        "speech_goal": env.speech_goal(slot),
+        "quest_id": slot.instance.quest.quest_id,
+        "steps": slot.steps,
+    }
+    for key in ("act_reward", "speech_reward"):
+        if key in info:
+            out[key] = info[key]
+    return out
+
+
+def ended_on_goals(env: QuestEnv, slot: Slot) -> bool:
+    """Whether the episode ended on its goals (terminated) rather than at the turn limit (truncated)."""
+    if slot.act_goal == "partner":
+        return True
+    return slot.act_goal == "self" and (env.protocol.end_at_act_goal or env.speech_goal(slot))
+
+
+def quest_env(
+    data_dir: str | Path,
+    partner_checkpoint: str | Path,
+    dm_checkpoint: str | Path,
+    split: str,
+    quests: Sequence[str] | None,
+    protocol: Protocol | str,
+    batch_size: int,
+    auto_reset: bool,
+    **kwargs: Any,
+) -> QuestEnv:
+    """The batched environment under a Gymnasium one: a split's quests, or those of ``quests`` (quest ids)."""
+    from lq.envs.build import build_env
+
+    env = build_env(
+        data_dir,
+        split,
+        partner_checkpoint,
+        dm_checkpoint,
+        batch_size=batch_size,
+        auto_reset=auto_reset,
+        protocol=protocol_of(protocol),
+        **kwargs,
+    )
+    if quests is not None:
+        wanted = set(quests)
+        env.instances = [inst for inst in env.instances if inst.quest.quest_id in wanted]
+        missing = wanted - {inst.quest.quest_id for inst in env.instances}
+        if missing:
+            raise ValueError(
+                f"quests {sorted(missing)} are not playable quests of the {split!r} split of {data_dir}: "
+                "give quest ids from its quests/ folder (and the split whose demonstrations link them)"
+            )
+    return env
+
+
+class QuestGymEnv(gymnasium.Env[str, str]):
+    """One quest per episode (``lq/Quest-v0``). ``reset(seed=...)`` draws the quest from the split (or from
+    ``quests``) with the seeded generator; ``options={"quest": ID}`` plays that quest. ``env``: a built
+    :class:`QuestEnv` to play in instead of building one (its batch is used one slot at a time)."""
+
+    metadata = {"render_modes": ["ansi"], "render_fps": 1}
+
+    def __init__(
+        self,
+        data_dir: str | Path | None = None,
+        partner_checkpoint: str | Path | None = None,
+        dm_checkpoint: str | Path | None = None,
+        split: str = "test",
+        quests: Sequence[str] | None = None,
+        protocol: Protocol | str = "paper",
+        render_mode: str | None = None,
+        env: QuestEnv | None = None,
+        **kwargs: Any,
+    ):
+        """``kwargs``: :func:`lq.envs.build.build_env`'s (``context_length``, ``max_steps``, ``top_k``, ...)."""
+        if env is None:
+            if data_dir is None or partner_checkpoint is None or dm_checkpoint is None:
+                raise ValueError(
+                    f"{ENV_ID} needs data_dir, partner_checkpoint and dm_checkpoint (make dataset, make env-models), "
+                    "or a built QuestEnv as env="
+                )
+            env = quest_env(data_dir, partner_checkpoint, dm_checkpoint, split, quests, protocol, 1, False, **kwargs)
+        if render_mode is not None and render_mode not in self.metadata["render_modes"]:
+            raise ValueError(f"render_mode {render_mode!r}: {ENV_ID} renders 'ansi' (the transcript) or nothing")
+        env.auto_reset = False
+        self.env, self.render_mode = env, render_mode
+        self.observation_space = FreeText()
+        self.action_space = FreeText(env.action_space + env.utterance_space)
+        self._slot: Slot | None = None
+
+    @property
+    def quest_ids(self) -> list[str]:
+        return [inst.quest.quest_id for inst in self.env.instances]
+
+    def reset(self, *, seed: int | None = None, options: dict | None = None) -> tuple[str, dict]:
+        super().reset(seed=seed)
+        if seed is not None:
+            self.action_space.seed(seed)
+        quest = (options or {}).get("quest")
+        if quest is None:
+            index = int(self.np_random.integers(len(self.env.instances)))
+        elif isinstance(quest, int):
+            index = quest
+        elif quest in self.quest_ids:
+            index = self.quest_ids.index(quest)
+        else:
+            raise ValueError(
+                f"options['quest'] = {quest!r} is not one of this environment's quests ({self.quest_ids[:3]}, ...)"
+            )
+        obs, infos = self.env.reset([index])
+        self._slot = self.env.slots[0]
+        return obs[0], goal_info(self.env, self._slot, infos[0], self.env.valid_utterances([0])[0])
+
+    def step(self, action: str | tuple[str, str]) -> tuple[str, float, bool, bool, dict]:
+        if self._slot is None:
+            raise RuntimeError("call reset() before step()")
+        if not isinstance(action, str | tuple):
+            raise TypeError(f"an action is a string (a command or an utterance), not {type(action).__name__}")
+        obs, rewards, dones, infos = self.env.step([action])
+        slot = self._slot
+        terminated = dones[0] and ended_on_goals(self.env, slot)
+        truncated = dones[0] and not terminated
+        utterances = None if dones[0] else self.env.valid_utterances([0])[0]
+        return obs[0], float(rewards[0]), terminated, truncated, goal_info(self.env, slot, infos[0], utterances)
+
+    def render(self) -> str | None:
+        if self.render_mode == "ansi" and self._slot is not None:
+            return "\n".join(self._slot.transcript)
+        return None
+
+
+class QuestVectorEnv(VectorEnv):
+    """``num_envs`` quests at once over one batched :class:`QuestEnv`: the partner and the Dungeon Master answer every
+    environment in one forward each per step. Episodes reset in the step that ends them (``AutoresetMode.SAME_STEP``:
+    the observation is the new episode's, ``info["final_obs"]`` and ``info["final_info"]`` the ended one's). Infos are
+    Gymnasium's dict of arrays, each key with its ``_key`` mask."""
+
+    metadata = {"autoreset_mode": AutoresetMode.SAME_STEP}
+
+    def __init__(
+        self,
+        num_envs: int,
+        data_dir: str | Path,
+        partner_checkpoint: str | Path,
+        dm_checkpoint: str | Path,
+        split: str = "test",
+        quests: Sequence[str] | None = None,
+        protocol: Protocol | str = "paper",
+        **kwargs: Any,
+    ):
+        self.num_envs = num_envs
+        self.env = quest_env(
+            data_dir, partner_checkpoint, dm_checkpoint, split, quests, protocol, num_envs, True, **kwargs
+        )
+        self.single_observation_space = FreeText()
+        self.single_action_space = FreeText(self.env.action_space + self.env.utterance_space)
+        self.observation_space = gymnasium.spaces.Tuple([self.single_observation_space] * num_envs)
+        self.action_space = gymnasium.spaces.Tuple([self.single_action_space] * num_envs)
+
+    def _infos(self, infos: list[dict]) -> dict:
+        utterances = self.env.valid_utterances(list(range(self.num_envs)))
+        out: dict = {}
+        for i, (slot, info) in enumerate(zip(self.env.slots, infos, strict=True)):
+            out = self._add_info(out, goal_info(self.env, slot, info, utterances[i]), i)
+        return out
+
+    def reset(self, *, seed: int | None = None, options: dict | None = None) -> tuple[tuple[str, ...], dict]:
+        super().reset(seed=seed)
+        if seed is not None:
+            self.env.rng.seed(seed)
+            self.action_space.seed(seed)
+        obs, infos = self.env.reset()
+        return tuple(obs), self._infos(infos)
+
+    def step(self, actions: Sequence[str]) -> tuple[tuple[str, ...], np.ndarray, np.ndarray, np.ndarray, dict]:
+        before = list(self.env.slots)
+        obs, rewards, dones, infos = self.env.step(list(actions))
+        terminated = np.array([d and ended_on_goals(self.env, s) for d, s in zip(dones, before, strict=True)])
+        truncated = np.array(dones) & ~terminated
+        out = self._infos(infos)
+        for i, done in enumerate(dones):
+            if done:
+                final = goal_info(self.env, before[i], infos[i] | {"valid_actions": []}, None)
+                final["episode"] = infos[i]["episode"]
+                out = self._add_info(out, {"final_obs": self.env.context(before[i]), "final_info": final}, i)
+        return tuple(obs), np.array(rewards, dtype=np.float64), terminated, truncated, out
+
+
+gymnasium.register(id=ENV_ID, entry_point=QuestGymEnv, vector_entry_point=QuestVectorEnv)

@@ -1,0 +1,121 @@
+"""Agent bundles: a trained agent as a self-contained folder (``lq export CKPT DIR``) that builds in any working
+directory, on any machine with lq installed (``lq.load_agent(DIR)``, ``lq eval DIR``, ``lq play --agent DIR``).
+
+A bundle holds everything the agent and its environment read, with no path outside it::
+
+    README.md                      the model card (data, protocol, profile, seed, zero-shot figures with baselines)
+    bundle.json                    format, stage, hyperparameters (paths relative to the bundle), dataset fingerprint
+    agent.safetensors              the agent's weights (the frozen pretrained encoder's included)
+    data/<name>/                   the dataset's files (quests, demonstrations: the spaces and the quests to play)
+    partner.safetensors, .json     the environment's partner; dm.safetensors, .json the Dungeon Master
+    pretrained.safetensors, .json  the pretrained poly-encoder of a non-scratch agent (its candidate vectors)
+    candidates/                    the encoded candidate sets and the partner's calibration, reused as they are
+
+Checkpoints trained elsewhere keep working: a bundle is a copy, never a replacement.
+"""
+
+from __future__ import annotations
+
+import json
+import shutil
+from pathlib import Path
+
+import safetensors
+import safetensors.torch
+import torch
+
+from lq.data.dataset import dataset_id
+from lq.envs.models import load_poly_encoder, save_poly_encoder
+from lq.envs.protocol import protocol_of
+from lq.lit.agent import AgentModule
+from lq.lit.bc import BCModule
+from lq.lit.rl import RLModule
+from lq.models.poly_encoder import stores_beside
+
+FORMAT = "lq-agent-bundle/1"
+STAGES = {"bc": BCModule, "rl": RLModule}
+VOCABULARY = "agent.encoder.vocabulary.ids"
+DATA_SUFFIXES = (".json", ".jsonl", ".csv")  # the files a dataset's fingerprint covers (lq.data.dataset)
+
+
+def is_bundle(path: str | Path) -> bool:
+    return (Path(path) / "bundle.json").is_file()
+
+
+def built_module(stage: str, hparams: dict, vocabulary: torch.Tensor | None, where: str | Path) -> AgentModule:
+    """An agent module of ``stage`` with ``hparams`` and its agent built (the weights still to load): a scratch
+    encoder's rows are ``vocabulary``'s (what the checkpoint saved), or the whole tokenizer's where it saved none."""
+    if stage not in STAGES:
+        raise ValueError(f"{where}: not an lq agent (from lq bc or lq rl); lq_stage={stage!r}")
+    module = STAGES[stage](**hparams)
+    module.build_agent(vocabulary, whole_vocabulary=vocabulary is None)
+    return module
+
+
+def load_bundle(path: str | Path, **overrides) -> AgentModule:
+    """The agent of the bundle at ``path``; ``overrides`` replace hyperparameters (e.g. ``eval_max_steps``)."""
+    root = Path(path).resolve()
+    try:
+        meta = json.loads((root / "bundle.json").read_text())
+    except FileNotFoundError:
+        raise FileNotFoundError(f"{root}: no bundle.json; make a bundle with lq export CHECKPOINT DIR") from None
+    if meta.get("format") != FORMAT:
+        raise ValueError(f"{root}/bundle.json: format {meta.get('format')!r}, this lq reads {FORMAT!r}")
+    hparams = dict(meta["hyper_parameters"])
+    for key in ("data_dir", "partner_checkpoint", "dm_checkpoint", "pretrained_checkpoint"):
+        if hparams.get(key) is not None:
+            hparams[key] = str(root / hparams[key])
+    hparams.update(overrides)
+    weights = root / "agent.safetensors"
+    with safetensors.safe_open(str(weights), "pt") as f:
+        vocabulary = f.get_tensor(VOCABULARY) if VOCABULARY in f.keys() else None
+    module = built_module(meta["stage"], hparams, vocabulary, root)
+    safetensors.torch.load_model(module, str(weights))
+    return module.eval()
+
+
+def _copy_poly_encoder(checkpoint: str | Path, data_dir: str | Path, out: Path, name: str) -> None:
+    """A poly-encoder checkpoint as ``out/name.safetensors`` and ``.json``, with its candidate stores."""
+    model, spec = load_poly_encoder(checkpoint, dataset=data_dir)
+    save_poly_encoder(model, spec, out / f"{name}.safetensors", dataset_id(data_dir))
+
+
+def export_bundle(module: AgentModule, checkpoint: str | Path, out: Path) -> None:
+    """Write ``module`` (loaded from ``checkpoint``) and what it needs into the folder ``out`` (which must be a new,
+    empty one: :func:`lq.data.io.atomic_dir` makes it). The model card is written by the caller."""
+    h = dict(module.hparams)
+    data_dir = Path(h["data_dir"])
+    data_out = Path("data") / data_dir.resolve().name
+    for file in sorted(data_dir.rglob("*")):
+        if file.is_file() and file.suffix in DATA_SUFFIXES:
+            target = out / data_out / file.relative_to(data_dir)
+            target.parent.mkdir(parents=True, exist_ok=True)
+            shutil.copy2(file, target)
+    if dataset_id(out / data_out) != dataset_id(data_dir):
+        raise RuntimeError(f"the copy of {data_dir} in {out} has another fingerprint: was the dataset written to?")
+    candidates = out / "candidates"
+    candidates.mkdir()
+    paths = {"data_dir": str(data_out)}
+    for key, name in (
+        ("partner_checkpoint", "partner"),
+        ("dm_checkpoint", "dm"),
+        ("pretrained_checkpoint", "pretrained"),
+    ):
+        if h.get(key) is None:
+            continue
+        _copy_poly_encoder(h[key], data_dir, out, name)
+        for store in stores_beside(h[key]).glob("*.pt"):
+            if store.name.startswith(("partner-", "dm-", "agent-")):
+                shutil.copy2(store, candidates / store.name)
+        paths[key] = f"{name}.safetensors"
+    safetensors.torch.save_model(module, str(out / "agent.safetensors"))
+    hparams = {k: v for k, v in h.items() if not k.startswith("_")} | paths
+    hparams["protocol"] = protocol_of(hparams["protocol"]).as_dict()
+    meta = {
+        "format": FORMAT,
+        "stage": module.stage,
+        "hyper_parameters": hparams,
+        "lq_dataset": dataset_id(data_dir),
+        "exported_from": str(Path(checkpoint).resolve()),
+    }
+    (out / "bundle.json").write_text(json.dumps(meta, indent=1, default=str) + "\n")

@@ -1,0 +1,58 @@
+"""Agent bundles (``lq export``): self-contained, loaded from any folder, evaluated exactly as their checkpoint."""
+
+import json
+import os
+
+import pytest
+
+from lq.cli import main
+from lq.lit.checkpoints import load_agent
+
+
+def _table(capsys) -> list[str]:
+    return [line for line in capsys.readouterr().out.splitlines() if line.startswith("|")]
+
+
+def test_export_then_eval_from_another_folder_gives_the_checkpoints_figures(trained_agent, tmp_path, capsys):
+    bundle = tmp_path / "bundle"
+    assert main(["export", str(trained_agent), str(bundle), "--baselines", "1"]) == 0
+    capsys.readouterr()
+    card = (bundle / "README.md").read_text()
+    assert "| protocol | paper:" in card and "Random (whole spaces)" in card and "fingerprint" in card
+    meta = json.loads((bundle / "bundle.json").read_text())
+    assert not any(os.path.isabs(meta["hyper_parameters"][k]) for k in ("data_dir", "partner_checkpoint"))
+
+    assert main(["eval", str(trained_agent), "--baselines", "1"]) == 0
+    from_checkpoint = _table(capsys)
+    elsewhere = tmp_path / "elsewhere"
+    elsewhere.mkdir()
+    moved = tmp_path / "moved-bundle"
+    bundle.rename(moved)  # nothing in it points back to where it was written, or to the training tree
+    cwd = os.getcwd()
+    try:
+        os.chdir(elsewhere)
+        assert main(["eval", str(moved), "--baselines", "1"]) == 0
+    finally:
+        os.chdir(cwd)
+    assert _table(capsys) == from_checkpoint
+    assert len(from_checkpoint) >= 6
+
+
+def test_bundle_loads_the_same_weights(trained_agent, tmp_path):
+    bundle = tmp_path / "b"
+    assert main(["export", str(trained_agent), str(bundle), "--no-eval"]) == 0
+    a, b = load_agent(trained_agent), load_agent(bundle)
+    sa, sb = a.state_dict(), b.state_dict()
+    assert sa.keys() == sb.keys() and all((sa[k] == sb[k]).all() for k in sa)
+    assert b.hparams.data_dir.startswith(str(bundle.resolve()))
+
+
+def test_export_refuses_to_clobber_and_leaves_nothing_half_written(trained_agent, tmp_path, capsys):
+    (tmp_path / "taken").mkdir()
+    assert main(["export", str(trained_agent), str(tmp_path / "taken"), "--no-eval"]) == 1
+    assert "already exists" in capsys.readouterr().err
+    assert main(["export", str(tmp_path / "nope.ckpt"), str(tmp_path / "x"), "--no-eval"]) == 1
+    assert "no such checkpoint" in capsys.readouterr().err
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["taken"]
+    with pytest.raises(FileNotFoundError, match="no such checkpoint or agent bundle"):
+        load_agent(tmp_path / "taken")
