@@ -28,8 +28,11 @@ PROFILE ?= tiny
 ENV_MODEL = $(if $(filter tiny,$(PROFILE)),small,general)
 ENV_ENCODER ?= $(if $(filter command line,$(origin ENCODER)),$(ENCODER),$(ENV_MODEL))
 ARGS ?=
-WORLD ?= ../shared/data/light_worlds/dragon-village.json
-AS ?=
+# make play: a world or quest file (default: the first test quest of DATA, generated if missing); PLAY_AS whom to play
+# (not AS: make predefines AS, the assembler); PLAY_AGENT a trained agent's bundle or checkpoint to play against
+WORLD ?=
+PLAY_AS ?=
+PLAY_AGENT ?=
 
 .PHONY: stage-profile help venv test test-fast quickstart ablations tables ui-screenshot data download stats dataset pretrain partner dm env-models bc rl eval play bench ui clean
 
@@ -165,8 +168,8 @@ eval: $(STAMP) ## zero-shot evaluation of agent checkpoints side by side: make e
 ui: $(STAMP) ## the MLflow UI on the default store (sqlite:///mlflow.db) at http://127.0.0.1:5000
 	$(BIN)/mlflow ui --backend-store-uri sqlite:///mlflow.db --host 127.0.0.1 --port 5000
 
-play: $(STAMP) ## play a LIGHT world in the terminal: make play WORLD=path.json [AS=character]
-	$(BIN)/lq play $(WORLD) $(if $(AS),--as "$(AS)")
+play: $(STAMP) ## play a quest in the terminal: make play [WORLD=quest-or-world.json] [PLAY_AS=character] [PLAY_AGENT=bundle]
+	$(BIN)/lq play $(WORLD) --data $(DATA) $(if $(PLAY_AS),--as "$(PLAY_AS)") $(if $(PLAY_AGENT),--agent "$(PLAY_AGENT)")
 
 bench: $(STAMP) ## run the throughput benchmarks: engine, pretraining pipeline, environment, RL loop (prints tables)
 	$(BIN)/python benchmarks/engine.py

@@ -112,10 +112,38 @@ def _cmd_data_affordances(args: argparse.Namespace) -> int:
     return 0
 
 
+def default_quest(data_dir: Path) -> Path:
+    """The first test quest stem of a dataset folder, generating the default dataset there first if it is missing."""
+    folder = data_dir / "quests" / "test"
+    if not folder.is_dir():
+        from lq.generate import generate_dataset
+
+        print(f"{data_dir} is missing: generating the default dataset there first (about half a minute)")
+        generate_dataset(data_dir, scale="default", seed=0, log=lambda _: None)
+    quests = sorted(folder.glob("*.json"))
+    if not quests:
+        raise FileNotFoundError(f"{folder}: no quest stems (*.json); name a world or quest file to play")
+    return quests[0]
+
+
 def _cmd_play(args: argparse.Namespace) -> int:
+    if args.agent is not None:
+        from lq.lit.checkpoints import load_agent
+        from lq.lit.interactive import play_against
+
+        side = args.character or "partner"
+        if side not in ("partner", "self"):
+            raise UsageError(f"--as {side}: with --agent you play the partner or the self character")
+        if args.goal or args.partner:
+            raise UsageError("--goal and --partner are the quest's own with --agent: name a quest id instead")
+        quest = str(args.world) if args.world is not None else None
+        transcript = args.transcript or Path("outputs/play") / (quest or "quest")
+        play_against(load_agent(args.agent), quest, side, transcript)
+        return 0
     from lq.world.play import main as play_main
 
-    return play_main(str(args.world), args.character, args.goal, args.partner)
+    world = args.world if args.world is not None else default_quest(args.data)
+    return play_main(str(world), args.character, args.goal, args.partner)
 
 
 def _cmd_eval(args: argparse.Namespace) -> int:
@@ -351,9 +379,31 @@ def build_parser() -> argparse.ArgumentParser:
     af.add_argument("worlds", type=Path, help="folder of LIGHT world graphs (e.g. ../shared/data/light_worlds)")
     af.set_defaults(func=_cmd_data_affordances)
 
-    pl = sub.add_parser("play", help="play a LIGHT world (or a quest stem) in the terminal")
-    pl.add_argument("world", type=Path, help="a LIGHT world graph JSON, or a quest stem JSON")
-    pl.add_argument("--as", dest="character", metavar="CHARACTER", help="whom to play (default: the first)")
+    pl = sub.add_parser(
+        "play", help="play a LIGHT world or quest in the terminal, alone or against a trained agent (--agent)"
+    )
+    pl.add_argument(
+        "world",
+        type=Path,
+        nargs="?",
+        help="a LIGHT world graph JSON or a quest stem JSON (default: the first test quest of --data); with --agent, "
+        "a quest id of the agent's data (default: its first test quest)",
+    )
+    pl.add_argument(
+        "--agent",
+        type=Path,
+        metavar="CKPT_OR_BUNDLE",
+        help="play against this trained agent (lq export bundle or checkpoint)",
+    )
+    pl.add_argument(
+        "--as",
+        dest="character",
+        metavar="CHARACTER",
+        help="whom to play: a character of the world (default: the quest's, or the first); with --agent, partner "
+        "(default: the agent pursues its motivation) or self (the environment's partner answers you)",
+    )
+    pl.add_argument("--data", type=Path, default=Path("data/default"), help="where the default quest comes from")
+    pl.add_argument("--transcript", type=Path, help="with --agent: save the transcript here (.txt and .html)")
     pl.add_argument("--goal", help='an act goal to check, e.g. "get golden dragon egg"')
     pl.add_argument("--partner", metavar="CHARACTER", help="the partner, for partner act completion")
     pl.set_defaults(func=_cmd_play)

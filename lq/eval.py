@@ -8,6 +8,7 @@ rule of :mod:`lq.rl.baselines` for a policy), all with the same switch in the sa
 
 from __future__ import annotations
 
+import html
 import statistics
 from collections.abc import Sequence
 from dataclasses import dataclass, field
@@ -53,18 +54,25 @@ class EvalResult:
             f"{prefix}partner_act_goal_rate": self.partner_act_goal_rate,
         }
 
+    GROUPS = (
+        ("Self act completion transcripts", "self"),
+        ("Partner act completion transcripts", "partner"),
+        ("Act goal not reached", None),
+    )
+
+    def grouped(self) -> list[tuple[str, list[dict]]]:
+        """The episodes grouped as the paper's appendix groups them: the agent reached the act goal itself, the
+        partner reached it, neither did; within a group, episodes that also reached the speech goal first."""
+        return [
+            (title, sorted((e for e in self.episodes if e["act_goal_by"] == by), key=lambda e: not e["speech_goal"]))
+            for title, by in self.GROUPS
+        ]
+
     def transcripts(self) -> str:
-        """Every episode as the paper's appendix shows them (the quest, then each turn, the agent's to the right),
-        grouped as there: the agent reached the act goal itself, the partner reached it, neither did. Within a group,
-        episodes that also reached the speech goal come first."""
-        groups = (
-            ("Self act completion transcripts", "self"),
-            ("Partner act completion transcripts", "partner"),
-            ("Act goal not reached", None),
-        )
+        """Every episode as the paper's appendix shows them (the quest, then each turn, the agent's to the right), in
+        :meth:`grouped`'s order."""
         parts = []
-        for title, by in groups:
-            chosen = sorted((e for e in self.episodes if e["act_goal_by"] == by), key=lambda e: not e["speech_goal"])
+        for title, chosen in self.grouped():
             both = sum(e["speech_goal"] for e in chosen)
             parts.append(f"=== {title}: {len(chosen)} episodes, {both} of them with the speech goal ===")
             parts += [
@@ -73,6 +81,63 @@ class EvalResult:
                 for e in chosen
             ]
         return "\n\n".join(parts) + "\n"
+
+    def transcripts_html(self, title: str) -> str:
+        """:meth:`transcripts` as an HTML page (:func:`transcripts_html`), in the same order."""
+        return transcripts_html([e for _, chosen in self.grouped() for e in chosen], title)
+
+
+HTML_STYLE = """
+body { font-family: Georgia, serif; max-width: 52em; margin: 2em auto; color: #222; background: #fdfbf6; }
+.episode { border: 1px solid #d8d0bd; border-radius: 8px; padding: 1em 1.4em; margin-bottom: 2em; background: #fff; }
+.card td { vertical-align: top; padding: 0.15em 0.8em 0.15em 0; } .card td:first-child { font-weight: bold; }
+.turn { display: flex; margin: 0.45em 0; } .turn.self { justify-content: flex-end; }
+.bubble { max-width: 70%; padding: 0.45em 0.8em; border-radius: 12px; background: #eee7d6; }
+.self .bubble { background: #d7e6f5; } .who { font-size: 0.75em; color: #666; display: block; }
+.action .bubble { font-style: italic; border: 1px dashed #8a7a55; } .result { font-size: 0.8em; color: #555; }
+.goal .bubble { outline: 3px solid #3a8d3a; } .outcome { font-weight: bold; margin-top: 1em; }
+"""
+
+
+def transcripts_html(episodes: Sequence[dict], title: str = "lq transcripts") -> str:
+    """Episodes (their summaries) as one HTML page laid out as the paper's appendix: the quest card (setting,
+    partner and self with persona and what they carry, motivation), then the turns as a chat, the partner's on the
+    left and the agent's on the right, actions marked (with the engine's answer) and the turn that reached the act
+    goal outlined, then the outcome."""
+    esc = html.escape
+    parts = [f"<!DOCTYPE html><html><head><meta charset='utf-8'><title>{esc(title)}</title>"]
+    parts.append(f"<style>{HTML_STYLE}</style></head><body><h1>{esc(title)}</h1>")
+    for e in episodes:
+        card = e.get("card", {})
+        rows = [
+            ("Quest", f"{card.get('quest_id', e.get('quest_id', ''))} (goal: {card.get('goal', '')})"),
+            ("Setting", card.get("setting", "")),
+        ]
+        for side, label in (("partner", "Partner"), ("self", "Self (the agent)")):
+            who = card.get(side, {})
+            rows.append((label, f"{who.get('name', '')}. {who.get('persona', '')} Carrying: {who.get('carrying', '')}"))
+        rows.append(("Motivation", card.get("motivation", "")))
+        parts.append("<div class='episode'><table class='card'>")
+        parts += [f"<tr><td>{esc(k)}</td><td>{esc(v)}</td></tr>" for k, v in rows]
+        parts.append("</table>")
+        for turn in e.get("turns", []):
+            classes = " ".join(
+                [turn["side"], "action" if turn["kind"] == "action" else "speech"]
+                + (["goal"] if turn.get("reached_goal") else [])
+            )
+            text = esc(turn["text"])
+            if turn["kind"] == "action":
+                text = f"&#9655; {text} <span class='result'>[{esc(turn.get('result', ''))}]</span>"
+            parts.append(
+                f"<div class='turn {classes}'><div class='bubble'><span class='who'>{esc(turn['name'])}</span>"
+                f"{text}</div></div>"
+            )
+        by = e.get("act_goal_by")
+        outcome = f"act goal reached by the {'agent' if by == 'self' else 'partner'}" if by else "act goal not reached"
+        speech = "speech goal reached" if e.get("speech_goal") else "speech goal not reached"
+        parts.append(f"<div class='outcome'>{outcome}; {speech}; {e.get('steps', 0)} agent turns</div></div>")
+    parts.append("</body></html>")
+    return "\n".join(parts) + "\n"
 
 
 @torch.no_grad()

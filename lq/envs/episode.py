@@ -95,6 +95,8 @@ class Slot:
     episode_return: float = 0.0
     valid_utterance_ids: list[int] | None = None  # the DM's ranking for the current context, once asked for
     transcript: list[str] = field(default_factory=list)
+    card: dict = field(default_factory=dict)  # the quest as it opened (:func:`quest_card`)
+    turns: list[dict] = field(default_factory=list)  # each turn: side, name, kind, text, and an action's result
     reported: bool = False  # its episode summary has been given (the episode ended)
 
     @property
@@ -107,31 +109,45 @@ def new_slot(instance: QuestInstance, index: int = -1) -> Slot:
     goal = ActGoal.parse(world, instance.quest.goal, instance.self_id, instance.partner_id)
     speech = SpeechScore(len(instance.demo_utterances))
     slot = Slot(instance, world, world[instance.self_id], world[instance.partner_id], goal, speech, index)
-    slot.transcript += transcript_header(slot)
+    slot.card = quest_card(slot)
+    slot.transcript += transcript_header(slot.card)
     return slot
 
 
 SELF_INDENT = " " * 24  # the agent's turns stand to the right of the partner's, as in the paper's appendix
 
 
-def transcript_header(slot: Slot) -> list[str]:
-    """The quest as the paper's appendix transcripts open: setting, partner, self and the agent's motivation."""
+def quest_card(slot: Slot) -> dict:
+    """The quest as the paper's appendix transcripts open: setting, partner, self (each with persona and what it
+    carries), the agent's motivation and goal."""
     quest = slot.instance.quest
     room = slot.me.container
 
     def carrying(node: Node) -> str:
         return ", ".join(n.name for n in node.contents.values()) or "Nothing."
 
+    return {
+        "quest_id": quest.quest_id,
+        "goal": quest.goal,
+        "setting": room.name + ". " + room.desc if room is not None else "",
+        "partner": {"name": slot.partner.name, "persona": slot.partner.persona, "carrying": carrying(slot.partner)},
+        "self": {"name": slot.me.name, "persona": slot.me.persona, "carrying": carrying(slot.me)},
+        "motivation": quest.motivation("short"),
+    }
+
+
+def transcript_header(card: dict) -> list[str]:
+    """:func:`quest_card` as the text transcript's first lines."""
     return [
-        f"Quest {quest.quest_id} (goal: {quest.goal})",
-        f"Setting     {room.name + '. ' + room.desc if room is not None else ''}".rstrip(),
-        f"Partner:    {slot.partner.name}.",
-        f"  Persona   {slot.partner.persona}",
-        f"  Carrying  {carrying(slot.partner)}",
-        f"Self:       {slot.me.name}.",
-        f"  Persona   {slot.me.persona}",
-        f"  Carrying  {carrying(slot.me)}",
-        f"Motivation  {quest.motivation('short')}",
+        f"Quest {card['quest_id']} (goal: {card['goal']})",
+        f"Setting     {card['setting']}".rstrip(),
+        f"Partner:    {card['partner']['name']}.",
+        f"  Persona   {card['partner']['persona']}",
+        f"  Carrying  {card['partner']['carrying']}",
+        f"Self:       {card['self']['name']}.",
+        f"  Persona   {card['self']['persona']}",
+        f"  Carrying  {card['self']['carrying']}",
+        f"Motivation  {card['motivation']}",
         "",
     ]
 
@@ -160,11 +176,16 @@ def play_turn(slot: Slot, side: str, kind: str, text: str) -> float:
     actor = slot.me if side == "self" else slot.partner
     indent = SELF_INDENT if side == "self" else ""
     slot.history.append((side, kind, text))
+    turn = {"side": side, "name": actor.name, "kind": kind, "text": text}
+    slot.turns.append(turn)
     if kind != "action":
         slot.transcript.append(f"{indent}{actor.name}: {text}")
         return act_reward(False)
     result = step(slot.world, actor, text)
-    slot.transcript.append(f"{indent}{actor.name} > {text}    [{result.message.splitlines()[0]}]")
+    turn["result"] = result.message.splitlines()[0] if result.message else ""
+    slot.transcript.append(f"{indent}{actor.name} > {text}    [{turn['result']}]")
     who = slot.goal.reached_by(slot.world, actor, result.action) if result.success and slot.act_goal is None else None
     slot.act_goal = slot.act_goal or who
+    if who is not None:
+        turn["reached_goal"] = True
     return act_reward(who is not None)

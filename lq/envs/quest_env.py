@@ -213,6 +213,8 @@ class QuestEnv:
             "return": slot.episode_return,
             "steps": slot.steps,
             "transcript": "\n".join(slot.transcript),
+            "card": slot.card,
+            "turns": list(slot.turns),
         }
 
     def _observe(self, infos: list[dict]) -> tuple[list[str], list[dict]]:

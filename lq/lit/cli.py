@@ -301,6 +301,10 @@ class AgentCLI(StageCLI):
                 if isinstance(logger, MLFlowLogger):
                     logger.log_metrics({**rates[-1], **beside.metrics(f"test_{other}/")}, step=seed)
                     logger.experiment.log_text(logger.run_id, result.transcripts(), f"transcripts/test_seed{seed}.txt")
+                    page = result.transcripts_html(
+                        f"{module.stage.upper()} {module.hparams.encoder['name']}, test, seed {seed}"
+                    )
+                    logger.experiment.log_text(logger.run_id, page, f"transcripts/test_seed{seed}.html")
         return {k: sum(r[k] for r in rates) / len(rates) for k in rates[0]} if rates else {}
 
     def log_curves(self) -> None:

@@ -1,0 +1,136 @@
+"""lq from Python: build environments, load agents, evaluate them into a DataFrame, and train every stage, from any
+working directory (every path is an argument; the configs ship inside the package, :mod:`lq.conf`).
+
+>>> import lq
+>>> agent = lq.load_agent("bundles/rl-scratch")            # a bundle (lq export) or a checkpoint
+>>> env = lq.api.gym_env(agent)                              # gymnasium lq/Quest-v0 over its data, partner and DM
+>>> policy = lq.api.AgentPolicy(agent, env)                  # (observation, info) -> the agent's next action
+>>> lq.api.evaluate(["bundles/rl-scratch"], baselines=1)     # the tables' rows, as a pandas DataFrame
+
+The stages: :func:`fit_pretrain`, :func:`fit_partner`, :func:`fit_dm`, :func:`fit_bc`, :func:`fit_rl` take the
+command line of ``lq STAGE fit`` (a list) or the same as a dict, and return the run's metrics; configs by
+:func:`lq.conf.path`, e.g. ``fit_rl(["--config", str(lq.conf.path("rl.yaml")), ...])``.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from pathlib import Path
+from typing import Any
+
+import gymnasium
+import pandas as pd
+import torch
+
+from lq import conf
+from lq.envs.build import build_env as _build_env
+from lq.envs.gym import ENV_ID
+from lq.envs.protocol import Protocol, protocol_of
+from lq.envs.quest_env import QuestEnv
+from lq.eval import COLUMNS, mean_std
+from lq.lit.agent import AgentModule
+from lq.lit.checkpoints import evaluate_checkpoints, export_agent
+from lq.lit.checkpoints import load_agent as _load_agent
+from lq.lit.cli import fit_bc, fit_dm, fit_partner, fit_pretrain, fit_rl
+
+__all__ = [
+    "AgentPolicy",
+    "build_env",
+    "conf",
+    "evaluate",
+    "export_agent",
+    "fit_bc",
+    "fit_dm",
+    "fit_partner",
+    "fit_pretrain",
+    "fit_rl",
+    "gym_env",
+    "load_agent",
+]
+
+
+def load_agent(path: str | Path, **overrides: Any) -> AgentModule:
+    """A trained agent from a bundle folder (``lq export``) or a BC / RL checkpoint, in eval mode; ``overrides``
+    replace hyperparameters (``eval_max_steps=...``, ``protocol="restricted"``)."""
+    if "protocol" in overrides:
+        overrides["protocol"] = protocol_of(overrides["protocol"])
+    return _load_agent(path, **overrides)
+
+
+def build_env(
+    data_dir: str | Path,
+    partner_checkpoint: str | Path,
+    dm_checkpoint: str | Path,
+    split: str = "test",
+    protocol: Protocol | str = "paper",
+    **kwargs: Any,
+) -> QuestEnv:
+    """The batched :class:`QuestEnv` of a dataset's ``split`` with its partner and DM (``kwargs``: batch_size,
+    context_length, max_steps, auto_reset, seed ...: :func:`lq.envs.build.build_env`)."""
+    return _build_env(data_dir, split, partner_checkpoint, dm_checkpoint, protocol=protocol_of(protocol), **kwargs)
+
+
+def gym_env(agent: AgentModule | str | Path, split: str = "test", **kwargs: Any) -> gymnasium.Env:
+    """``gymnasium.make("lq/Quest-v0")`` over what ``agent`` (an agent, a bundle or a checkpoint) trained with: its
+    data, partner, DM, protocol and context length. ``kwargs`` go to the environment (``max_steps``,
+    ``render_mode``)."""
+    module = agent if isinstance(agent, AgentModule) else load_agent(agent)
+    h = module.hparams
+    env = _build_env(
+        h.data_dir,
+        split,
+        h.partner_checkpoint,
+        h.dm_checkpoint,
+        batch_size=1,
+        context_length=h.context_length,
+        auto_reset=False,
+        protocol=module.protocol,
+        max_steps=kwargs.pop("max_steps", h.eval_max_steps),
+    )
+    return gymnasium.make(ENV_ID, env=env, **kwargs)
+
+
+class AgentPolicy:
+    """A trained agent as a Gymnasium policy: ``policy(observation, info) -> action`` for ``env`` (an
+    ``lq/Quest-v0`` environment; the agent reads the Dungeon Master's ranking of its own context from it, as in
+    training). Its recurrent state starts again at each episode's first step (``info["steps"] == 0``). Decoding is the
+    agent's protocol's (sampled under ``paper``) unless ``greedy`` is given."""
+
+    def __init__(self, agent: AgentModule, env: Any, greedy: bool | None = None):
+        self.agent, self.env = agent, env.unwrapped.env
+        self.greedy = agent.protocol.greedy if greedy is None else greedy
+        self.actor = agent.make_actor()
+        self.actor.cache_candidates()
+        self.state = None
+
+    @torch.no_grad()
+    def __call__(self, observation: str, info: dict) -> str:
+        if self.state is None or info.get("steps", 0) == 0:
+            self.state = self.actor.start(1)
+        slot = self.env.slots[0]
+        ids = [self.env.action_index[a] for a in info["valid_actions"] if a in self.env.action_index]
+        raw = {"valid_action_ids": ids, "instance": slot.index}
+        (command,), _ = self.actor.step(self.env, [observation], [raw], self.state, greedy=self.greedy)
+        return command[1]
+
+
+def evaluate(
+    agents: Sequence[str | Path],
+    baselines: int = 0,
+    split: str = "test",
+    sampled: bool = True,
+    protocol: str | None = None,
+) -> pd.DataFrame:
+    """Zero-shot evaluation of agents (bundles or checkpoints; the seeds of one configuration are averaged) beside
+    the baselines over ``baselines`` seeds: one row per agent and decoding, then per baseline, as ``lq eval`` prints
+    them (columns ``runs`` and, for each figure, its mean and std)."""
+    overrides = {"protocol": protocol_of(protocol)} if protocol else {}
+    rows = evaluate_checkpoints(agents, baselines, split, log=lambda _: None, sampled=sampled, **overrides)
+    records = []
+    for name, results in rows:
+        stats = mean_std(results)
+        record: dict[str, Any] = {"agent": name, "runs": len(results)}
+        for key, _ in COLUMNS:
+            record[f"{key}_mean"], record[f"{key}_std"] = stats[key]
+        records.append(record)
+    return pd.DataFrame.from_records(records).set_index("agent")

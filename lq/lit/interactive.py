@@ -1,0 +1,141 @@
+"""``lq play --agent``: a person plays against a trained agent in its quest environment (the released code's
+``switch/interactive.py``). By default the person is the partner, the agent pursues its motivation, and the Dungeon
+Master ranks utterances live; ``--as self`` turns it around (the person has the motivation, the environment's trained
+partner answers). The setting, both personas, what each carries and the motivation are on screen first; ``actions``
+lists the person's valid actions, ``suggest`` the DM's top utterances for them; goals are announced when reached;
+the transcript is saved as text and HTML (laid out as the paper's appendix)."""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Sequence
+from pathlib import Path
+
+from lq.data.io import atomic_open
+from lq.envs.episode import Slot
+from lq.envs.partner import Turn
+from lq.envs.quest_env import QuestEnv
+from lq.eval import transcripts_html
+from lq.lit.agent import AgentModule
+
+HELP = """Type what your character says, or an action (get / give / steal / hug / ...). Also:
+  actions    your valid actions now          suggest   the Dungeon Master's best lines for you now
+  look       the quest card again            quit      stop (the transcript is saved)"""
+
+
+class Quit(Exception):
+    """The person left the game (``quit`` or the end of input)."""
+
+
+class Person:
+    """A side of the game taken by a person at a terminal: reads a turn, answers the game's own commands first."""
+
+    def __init__(self, env: QuestEnv, side: str, read: Callable[[str], str], write: Callable[[str], None]):
+        self.env, self.side, self.read, self.write = env, side, read, write
+        self.shown = 0  # transcript lines of the slot already on screen
+
+    def show_new(self) -> None:
+        slot = self.env.slots[0]
+        for line in slot.transcript[self.shown :]:
+            self.write(line)
+        self.shown = len(slot.transcript)
+
+    def turn(self, valid: Sequence[str]) -> Turn:
+        slot = self.env.slots[0]
+        self.show_new()
+        while True:
+            try:
+                line = self.read(f"{(slot.partner if self.side == 'partner' else slot.me).name} > ").strip()
+            except EOFError:
+                raise Quit from None
+            command = line.lower()
+            if command in ("q", "quit", "exit"):
+                raise Quit
+            if command in ("h", "help", "?"):
+                self.write(HELP)
+            elif command in ("a", "actions"):
+                self.write("\n".join(f"  {a}" for a in valid) or "  (none)")
+            elif command in ("s", "suggest"):
+                ranked = self.env.dm.rank([self.env.context(slot, self.side)])[0].tolist()
+                self.write("\n".join(f"  {self.env.utterance_space[i]}" for i in ranked[: self.env.dm.top_k]))
+            elif command in ("l", "look"):
+                self.write("\n".join(slot.transcript[: slot.transcript.index("") + 1]))
+            elif line:
+                return ("action", line) if line in valid else ("speech", line)
+
+    def act(self, contexts: Sequence[str], valid_actions: Sequence[Sequence[str]]) -> list[Turn]:
+        """The :class:`lq.envs.partner.Partner` interface: the person answers for the partner."""
+        return [self.turn(valid_actions[0])]
+
+
+def announce(slot: Slot, env: QuestEnv, seen: dict, write: Callable[[str], None]) -> None:
+    """Say once each goal that is newly reached."""
+    if slot.act_goal and not seen.get("act"):
+        who = {"self": slot.me.name + " (the agent's character)", "partner": slot.partner.name + " (the partner)"}
+        write(f"*** Act goal reached: {slot.goal.text}, by {who[slot.act_goal]} ***")
+        seen["act"] = True
+    if env.speech_goal(slot) and not seen.get("speech"):
+        write(f"*** Speech goal reached: {slot.me.name} said a line of the quest's demonstration ***")
+        seen["speech"] = True
+
+
+def play_against(
+    module: AgentModule,
+    quest: str | None = None,
+    side: str = "partner",
+    transcript: str | Path | None = None,
+    read: Callable[[str], str] = input,
+    write: Callable[[str], None] = print,
+    split: str = "test",
+    greedy: bool | None = None,
+) -> dict:
+    """One episode of ``quest`` (an id of the agent's data, or its first quest of ``split``) with a person as
+    ``side``; returns the episode summary (and writes the transcript, ``.txt`` and ``.html``, if asked)."""
+    if side not in ("partner", "self"):
+        raise ValueError(f"--as {side}: a person plays the partner or the self character")
+    env = module.eval_env(split)
+    index = 0
+    if quest is not None:
+        ids = [inst.quest.quest_id for inst in env.instances]
+        if quest not in ids:
+            raise ValueError(f"quest {quest!r} is not a {split} quest of {module.hparams.data_dir}; e.g. {ids[0]}")
+        index = ids.index(quest)
+    env.instances = [env.instances[index]]
+    person = Person(env, side, read, write)
+    if side == "partner":
+        env.partner = person
+    actor = module.make_actor()
+    actor.cache_candidates()
+    greedy = module.protocol.greedy if greedy is None else greedy
+    write(HELP + "\n")
+    summary: dict | None = None
+    seen: dict = {}
+    try:
+        obs, infos = env.reset([0])
+        state = actor.start(1)
+        while summary is None:
+            if side == "partner":
+                commands, _ = actor.step(env, obs, infos, state, greedy=greedy)
+            else:
+                commands = [person.turn(infos[0]["valid_actions"])]
+            obs, _, dones, infos = env.step(commands)
+            person.show_new()
+            announce(env.slots[0], env, seen, write)
+            if dones[0]:
+                summary = infos[0]["episode"]
+    except Quit:
+        summary = env.episode_summary(env.slots[0])
+    finally:
+        actor.cache_candidates(False)
+    write(
+        f"Episode over after {summary['steps']} agent turns: act goal {summary['act_goal_by'] or 'not reached'}, "
+        f"speech goal {'reached' if summary['speech_goal'] else 'not reached'}."
+    )
+    if transcript is not None:
+        path = Path(transcript)
+        path.parent.mkdir(parents=True, exist_ok=True)
+        with atomic_open(path.with_suffix(".txt")) as f:
+            f.write(summary["transcript"] + "\n")
+        with atomic_open(path.with_suffix(".html")) as f:
+            f.write(transcripts_html([summary], f"lq play: {summary['quest_id']}"))
+        write(f"transcript: {path.with_suffix('.txt')} and {path.with_suffix('.html')}")
+    return summary
