@@ -1,0 +1,75 @@
+"""The Python API from outside the repository: the README's Gymnasium script runs from another folder, evaluate
+returns the tables' rows, and importing lq changes nothing in the process."""
+
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from lq.cli import main
+
+ROOT = Path(__file__).resolve().parents[2]
+
+
+def readme_script(heading: str) -> str:
+    text = (ROOT / "README.md").read_text()
+    section = text[text.index(heading) :]
+    start = section.index("```python\n") + len("```python\n")
+    return section[start : section.index("```", start)]
+
+
+@pytest.fixture(scope="module")
+def bundle(trained_agent, tmp_path_factory):
+    out = tmp_path_factory.mktemp("api") / "bundle"
+    assert main(["export", str(trained_agent), str(out), "--no-eval"]) == 0
+    return out
+
+
+def test_the_readme_gymnasium_script_runs_from_another_folder(bundle, tmp_path):
+    script = readme_script("## Python, Gymnasium, bundles and play")
+    assert len(script.strip().splitlines()) <= 22
+    (tmp_path / "gym_loop.py").write_text(script)
+    env = {k: v for k, v in os.environ.items() if k not in ("HF_HUB_OFFLINE", "TRANSFORMERS_OFFLINE", "PYTHONPATH")}
+    done = subprocess.run(
+        [sys.executable, "gym_loop.py", str(bundle)], cwd=tmp_path, capture_output=True, text=True, env=env, timeout=600
+    )
+    assert done.returncode == 0, done.stderr[-3000:]
+    lines = done.stdout.strip().splitlines()
+    assert [line.split(":")[0] for line in lines] == ["random valid action", "trained agent"]
+    assert all(line.endswith("of 10 episodes") for line in lines)
+
+
+def test_evaluate_gives_the_tables_rows_as_a_dataframe(bundle):
+    import lq
+
+    frame = lq.api.evaluate([bundle], baselines=1)
+    assert list(frame.index[:2]) == [
+        "BC scratch act_speech hardcoded (greedy)",
+        "BC scratch act_speech hardcoded (sampled)",
+    ]
+    assert "Random (whole spaces)" in frame.index and "Demonstrations replayed" in frame.index
+    assert {"runs", "act_goal_rate_mean", "act_goal_rate_std", "speech_goal_rate_mean"} <= set(frame.columns)
+    assert (
+        frame.loc["Demonstrations replayed", "act_goal_rate_mean"]
+        > frame.loc["Random (whole spaces)", "act_goal_rate_mean"]
+    )
+
+
+def test_importing_lq_sets_no_environment_variables_and_configs_ship_inside():
+    import lq.conf
+
+    code = (
+        "import os; before = dict(os.environ); import lq, lq.api, lq.envs.gym; "
+        "changed = {k for k in set(os.environ) | set(before) if os.environ.get(k) != before.get(k)}; "
+        "print(sorted(changed)); print(lq.conf.path('protocol', 'paper.yaml'))"
+    )
+    env = {k: v for k, v in os.environ.items() if k not in ("HF_HUB_OFFLINE", "TRANSFORMERS_OFFLINE")}
+    done = subprocess.run([sys.executable, "-c", code], cwd="/", capture_output=True, text=True, env=env, timeout=300)
+    assert done.returncode == 0, done.stderr[-2000:]
+    changed, path = done.stdout.strip().splitlines()[-2:]
+    assert not any(k.startswith(("HF_", "TRANSFORMERS")) for k in eval(changed)), changed
+    assert Path(path).is_file() and Path(path).parent.parent == ROOT / "lq" / "conf"
+    with pytest.raises(FileNotFoundError, match="no such lq config; .* has paper.yaml, restricted.yaml"):
+        lq.conf.path("protocol", "strict.yaml")
