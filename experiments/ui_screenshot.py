@@ -4,8 +4,11 @@ its table, taken by a real headless browser (Debian's chromium: ``apt-get instal
     python experiments/ui_screenshot.py --experiment table1 --out outputs/ui
 
 Writes ``runs.png`` (the experiment's runs: the parent, its children nested under it), ``parent.png`` (the
-parent run's page, listing its child runs: one per configuration and seed) and ``table.png`` (the parent's
-table artifact), and exits non-zero if the server or the browser fails or a screenshot is blank.
+parent run's page, listing its child runs: one per configuration and seed), ``table.png`` (the parent's
+table artifact) and ``transcript.png`` (an agent run's HTML transcripts, ``transcripts/test_seed0.html``, as the
+UI renders them: the newest BC or RL run that logged one, or ``--transcript-run``), and exits non-zero if the server
+or the browser fails or a screenshot is blank. Without a finished parent of the experiment only the transcript is
+taken.
 """
 
 from __future__ import annotations
@@ -75,23 +78,52 @@ def screenshot(browser: str, url: str, path: Path, size: str = "1600,1000", budg
         raise RuntimeError(f"{path}: no screenshot, or a blank one, of {url}")
 
 
+def transcript_page(client: MlflowClient, run_id: str | None) -> str | None:
+    """The UI page of an agent run's first HTML transcript: ``run_id``'s, or the newest BC or RL run's that has one."""
+    if run_id is None:
+        experiments = [e.experiment_id for e in client.search_experiments() if e.name in ("lq-rl", "lq-bc")]
+        runs = client.search_runs(
+            experiments, "attributes.status = 'FINISHED'", order_by=["attributes.start_time DESC"]
+        )
+        candidates = [r.info.run_id for r in runs]
+    else:
+        candidates = [run_id]
+    for rid in candidates:
+        pages = [a.path for a in client.list_artifacts(rid, "transcripts") if a.path.endswith(".html")]
+        if pages:
+            return f"#/experiments/{client.get_run(rid).info.experiment_id}/runs/{rid}/artifacts/{sorted(pages)[0]}"
+    return None
+
+
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--tracking-uri", default="sqlite:///mlflow.db")
     parser.add_argument("--experiment", default="table1", help="table1, table2, table7 or table45")
     parser.add_argument("--out", type=Path, default=Path("outputs/ui"))
+    parser.add_argument("--transcript-run", help="the agent run whose HTML transcript to show (default: the newest)")
     parser.add_argument("--browser", default=shutil.which("chromium") or "/usr/bin/chromium")
     args = parser.parse_args(argv)
     if not Path(args.browser).exists():
         print(f"error: no browser at {args.browser}: install Debian's chromium (apt-get install chromium)")
         return 1
-    parent = latest_parent(args.tracking_uri, args.experiment)
-    if parent is None:
-        print(f"error: no finished parent run of {args.experiment} in {args.tracking_uri}: run make ablations first")
-        return 1
     client = MlflowClient(args.tracking_uri)
-    exp_id = client.get_run(parent).info.experiment_id
-    table = next(a.path for a in client.list_artifacts(parent, "tables") if a.path.endswith(".md"))
+    pages: dict[str, str] = {}
+    parent = latest_parent(args.tracking_uri, args.experiment)
+    if parent is not None:
+        exp_id = client.get_run(parent).info.experiment_id
+        table = next(a.path for a in client.list_artifacts(parent, "tables") if a.path.endswith(".md"))
+        pages["runs.png"] = f"#/experiments/{exp_id}/runs"
+        pages["parent.png"] = f"#/experiments/{exp_id}/runs/{parent}"
+        pages["table.png"] = f"#/experiments/{exp_id}/runs/{parent}/artifacts/{table}"
+    transcript = transcript_page(client, args.transcript_run)
+    if transcript is not None:
+        pages["transcript.png"] = transcript
+    if not pages:
+        print(
+            f"error: no finished parent run of {args.experiment} and no agent run with an HTML transcript in "
+            f"{args.tracking_uri}: run make ablations, make bc or make rl first"
+        )
+        return 1
     args.out.mkdir(parents=True, exist_ok=True)
     port = free_port()
     server = subprocess.Popen(
@@ -102,13 +134,11 @@ def main(argv: list[str] | None = None) -> int:
     base = f"http://127.0.0.1:{port}"
     try:
         wait_for(base + "/health")
-        shots = {
-            "runs.png": f"{base}/#/experiments/{exp_id}/runs",
-            "parent.png": f"{base}/#/experiments/{exp_id}/runs/{parent}",
-            "table.png": f"{base}/#/experiments/{exp_id}/runs/{parent}/artifacts/{table}",
-        }
-        for name, url in shots.items():
-            screenshot(args.browser, url, args.out / name)
+        for name, page in pages.items():
+            url = f"{base}/{page}"
+            screenshot(
+                args.browser, url, args.out / name, size="1600,1400" if name == "transcript.png" else "1600,1000"
+            )
             print(f"{args.out / name}: {url}")
     finally:
         server.terminate()

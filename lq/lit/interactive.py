@@ -11,7 +11,6 @@ from collections.abc import Callable, Sequence
 from pathlib import Path
 
 from lq.data.io import atomic_open
-from lq.envs.episode import Slot
 from lq.envs.partner import Turn
 from lq.envs.quest_env import QuestEnv
 from lq.eval import transcripts_html
@@ -32,12 +31,21 @@ class Person:
     def __init__(self, env: QuestEnv, side: str, read: Callable[[str], str], write: Callable[[str], None]):
         self.env, self.side, self.read, self.write = env, side, read, write
         self.shown = 0  # transcript lines of the slot already on screen
+        self.announced: set[str] = set()
 
     def show_new(self) -> None:
+        """The turns played since the last call, then each goal newly reached."""
         slot = self.env.slots[0]
         for line in slot.transcript[self.shown :]:
             self.write(line)
         self.shown = len(slot.transcript)
+        if slot.act_goal and "act" not in self.announced:
+            who = {"self": f"{slot.me.name} (the agent's character)", "partner": f"{slot.partner.name} (the partner)"}
+            self.write(f"*** Act goal reached: {slot.goal.text}, by {who[slot.act_goal]} ***")
+            self.announced.add("act")
+        if self.env.speech_goal(slot) and "speech" not in self.announced:
+            self.write(f"*** Speech goal reached: {slot.me.name} said a line of the quest's demonstration ***")
+            self.announced.add("speech")
 
     def turn(self, valid: Sequence[str]) -> Turn:
         slot = self.env.slots[0]
@@ -65,17 +73,6 @@ class Person:
     def act(self, contexts: Sequence[str], valid_actions: Sequence[Sequence[str]]) -> list[Turn]:
         """The :class:`lq.envs.partner.Partner` interface: the person answers for the partner."""
         return [self.turn(valid_actions[0])]
-
-
-def announce(slot: Slot, env: QuestEnv, seen: dict, write: Callable[[str], None]) -> None:
-    """Say once each goal that is newly reached."""
-    if slot.act_goal and not seen.get("act"):
-        who = {"self": slot.me.name + " (the agent's character)", "partner": slot.partner.name + " (the partner)"}
-        write(f"*** Act goal reached: {slot.goal.text}, by {who[slot.act_goal]} ***")
-        seen["act"] = True
-    if env.speech_goal(slot) and not seen.get("speech"):
-        write(f"*** Speech goal reached: {slot.me.name} said a line of the quest's demonstration ***")
-        seen["speech"] = True
 
 
 def play_against(
@@ -108,7 +105,6 @@ def play_against(
     greedy = module.protocol.greedy if greedy is None else greedy
     write(HELP + "\n")
     summary: dict | None = None
-    seen: dict = {}
     try:
         obs, infos = env.reset([0])
         state = actor.start(1)
@@ -119,7 +115,6 @@ def play_against(
                 commands = [person.turn(infos[0]["valid_actions"])]
             obs, _, dones, infos = env.step(commands)
             person.show_new()
-            announce(env.slots[0], env, seen, write)
             if dones[0]:
                 summary = infos[0]["episode"]
     except Quit:
