@@ -178,6 +178,10 @@ def _cmd_export(args: argparse.Namespace) -> int:
     if table:
         print(f"\nZero-shot evaluation of the bundle on the test quests\n{table}")
     print(f"wrote {args.out} (model card: {args.out / 'README.md'})")
+    if args.log_model:
+        from lq.lit.mlflow_model import log_agent_model
+
+        print(f"logged model: {log_agent_model(args.out, args.log_model, args.tracking_uri)}")
     return 0
 
 
@@ -192,6 +196,7 @@ def _cmd_experiment(args: argparse.Namespace) -> int:
         tracking_uri=args.tracking_uri,
         eval_seeds=args.eval_seeds,
         jobs=args.jobs,
+        log_model=args.log_model,
         extra_args={"*": args.args.split()} if args.args else {},
     )
     names = args.names or list(X.EXPERIMENTS)
@@ -261,6 +266,8 @@ def build_parser() -> argparse.ArgumentParser:
     ex.add_argument("--baselines", type=int, default=1, metavar="N", help="baseline seeds in the model card's table")
     ex.add_argument("--no-eval", action="store_true", help="write the bundle without evaluating it for its card")
     ex.add_argument("--overwrite", action="store_true", help="replace OUT if it exists")
+    ex.add_argument("--log-model", metavar="RUN_ID", help="also log the bundle as an MLflow logged model of this run")
+    ex.add_argument("--tracking-uri", default="sqlite:///mlflow.db", help="the MLflow store of --log-model's run")
     ex.set_defaults(func=_cmd_export)
     xp = sub.add_parser("experiment", help="the paper's tables: train as MLflow parent/child runs, or rebuild tables")
     xp.add_argument("action", choices=["run", "tables"], help="run: train and tabulate; tables: from the store only")
@@ -290,6 +297,11 @@ def build_parser() -> argparse.ArgumentParser:
         help="run: continue the newest unfinished parent run (same profile, seeds, encoders), training what is missing",
     )
     xp.add_argument("--args", help="extra arguments for every stage run, e.g. '--trainer.max_epochs 1'")
+    xp.add_argument(
+        "--log-model",
+        action="store_true",
+        help="run: export the best agent as a bundle (OUTPUTS/bundles/) and log it on the parent as an MLflow model",
+    )
     xp.add_argument("--out", type=Path, default=Path("outputs/tables"), help="also write the tables here")
     xp.set_defaults(func=_cmd_experiment)
     sub.add_parser(

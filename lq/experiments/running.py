@@ -15,7 +15,15 @@ from functools import partial
 from pathlib import Path
 
 from lq import conf
-from lq.experiments.reporting import _client, _print, build_tables, children, experiment_id, parent_runs
+from lq.experiments.reporting import (
+    _client,
+    _print,
+    best_agent,
+    build_tables,
+    children,
+    experiment_id,
+    parent_runs,
+)
 from lq.experiments.specs import ENCODERS, Config, Experiment
 from lq.lit.cli import DEFAULT_TRACKING_URI
 
@@ -43,6 +51,7 @@ class Setup:
     outputs: str = ""  # default: outputs_for(data_dir)
     eval_seeds: int = 1
     jobs: int = 1  # agent children trained side by side, the cores shared among them
+    log_model: bool = False  # export the best agent as a bundle and log it on the parent as an MLflow logged model
     extra_args: dict[str, Sequence[str]] = field(default_factory=dict)  # per stage ("rl", ...; "*": every stage)
 
     def __post_init__(self) -> None:
@@ -297,6 +306,27 @@ def _reopen(client, pid: str, experiment: Experiment, setup: Setup) -> set[tuple
     return {(r.data.tags.get("lq.config"), r.data.tags.get("lq.seed")) for r in children(client, pid)}
 
 
+def log_best_model(client, experiment: Experiment, pid: str, setup: Setup, log: Callable[[str], None]) -> str | None:
+    """The parent's best agent child (:func:`best_agent`) exported as a bundle under ``OUTPUTS/bundles/`` and logged
+    on the parent as the MLflow logged model ``best_agent``; returns its model URI (None without an agent child)."""
+    from lq.lit.checkpoints import export_agent
+    from lq.lit.mlflow_model import log_agent_model
+
+    best = best_agent(client, children(client, pid))
+    checkpoint = best.data.tags.get("lq.checkpoint") if best is not None else None
+    if checkpoint is None:
+        log(f"[{experiment.name}] no evaluated agent child with a checkpoint: no model logged")
+        return None
+    bundle = Path(setup.outputs) / "bundles" / f"{experiment.name}-{setup.profile}-best"
+    export_agent(checkpoint, bundle, setup.eval_seeds, overwrite=True)
+    uri = log_agent_model(bundle, pid, setup.tracking_uri, name="best_agent")
+    log(
+        f"[{experiment.name}] best agent {best.data.tags.get('lq.config')} seed {best.data.tags.get('lq.seed')}: "
+        f"bundle {bundle}, logged model {uri}"
+    )
+    return uri
+
+
 def run_experiment(
     experiment: Experiment, setup: Setup, log: Callable[[str], None] = _print, resume: bool = False
 ) -> tuple[str, dict[str, tuple[str, str]]]:
@@ -368,6 +398,8 @@ def run_experiment(
         _lq_pool(agents + baselines, setup.jobs)
         trained = time.monotonic()
         tables = build_tables(experiment, pid, setup.tracking_uri, log)
+        if setup.log_model:
+            log_best_model(client, experiment, pid, setup, log)
         log(
             f"[{experiment.name}] wall time: data, environment models and encoders {prepared - started:.0f} s, "
             f"child runs {trained - prepared:.0f} s, tables {time.monotonic() - trained:.0f} s "

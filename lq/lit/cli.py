@@ -10,6 +10,7 @@ fails with a sqlite tracking URI: Lightning issues 19441 and 20273).
 from __future__ import annotations
 
 from collections.abc import Sequence
+from pathlib import Path
 
 from lightning.pytorch.callbacks import ModelCheckpoint
 from lightning.pytorch.callbacks.progress.progress_bar import ProgressBar
@@ -283,6 +284,10 @@ class AgentCLI(StageCLI):
             from lq.lit.checkpoints import load_agent
 
             module = load_agent(callback.best_model_path)
+            for logger in self.trainer.loggers:  # where it is: lq export, and the driver's --log-model, find it
+                if isinstance(logger, MLFlowLogger):
+                    path = str(Path(callback.best_model_path).resolve())
+                    logger.experiment.set_tag(logger.run_id, "lq.checkpoint", path)
         rates: list[dict[str, float]] = []
         protocol = module.protocol
         other = "sampled" if protocol.greedy else "greedy"

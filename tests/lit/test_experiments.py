@@ -4,6 +4,7 @@ import os
 import shutil
 from pathlib import Path
 
+import pandas as pd
 import pytest
 import torch
 from mlflow.tracking import MlflowClient
@@ -305,6 +306,7 @@ def test_run_experiment_trains_children_under_a_parent_and_tabulates(setup_dir, 
         tracking_uri=uri,
         outputs=str(outputs),
         jobs=2,  # the agent runs two at a time, both logging to one sqlite store
+        log_model=True,
         extra_args={
             "*": TINY_AGENT,
             "rl": [
@@ -341,6 +343,16 @@ def test_run_experiment_trains_children_under_a_parent_and_tabulates(setup_dir, 
     best = Path(client.download_artifacts(parent, "transcripts/best_agent.txt", str(tmp_path))).read_text()
     assert best.startswith("Best agent: ") and "=== Self act completion transcripts: " in best
     assert "\nSetting " in best and "\nMotivation " in best
+    # the best agent, as a bundle logged on the parent: an MLflow model that plays quests
+    import mlflow
+
+    mlflow.set_tracking_uri(uri)
+    exp_id = client.get_run(parent).info.experiment_id
+    (model,) = mlflow.search_logged_models(experiment_ids=[exp_id], output_format="list")
+    assert model.name == "best_agent" and model.source_run_id == parent
+    assert (outputs / "bundles" / "table1-tiny-best" / "bundle.json").exists()
+    played = mlflow.pyfunc.load_model(f"models:/{model.model_id}").predict(pd.DataFrame({"quest_id": ["test_00006"]}))
+    assert list(played["quest_id"]) == ["test_00006"] and "Quest test_00006" in played["transcript"][0]
 
 
 @pytest.mark.slow
