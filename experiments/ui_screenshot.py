@@ -37,6 +37,9 @@ CHROMIUM_FLAGS = [  # no sandbox (root), and no background traffic on a closed n
     "--disable-component-update",
     "--disable-sync",
     "--hide-scrollbars",
+    "--run-all-compositor-stages-before-draw",
+    "--disable-site-isolation-trials",  # the UI shows an HTML artifact in a sandboxed iframe: paint it in-process
+    "--disable-features=site-per-process,IsolateOrigins",
 ]
 
 

@@ -370,8 +370,38 @@ def test_the_mlflow_ui_shows_the_parent_its_children_and_the_table_in_a_real_bro
     spec = importlib.util.spec_from_file_location("ui_screenshot", ROOT / "experiments" / "ui_screenshot.py")
     script = importlib.util.module_from_spec(spec)
     spec.loader.exec_module(script)
+    # an agent run's HTML transcript, as every BC and RL run logs it
+    from lq.eval import transcripts_html
+
+    client = MlflowClient(uri)
+    agent = client.create_run(client.get_run(parent).info.experiment_id).info.run_id
+    episode = {
+        "card": {"quest_id": "q1", "goal": "hug dragon", "setting": "A cave.", "motivation": "I want a hug."},
+        "turns": [
+            {"side": "partner", "name": "dragon", "kind": "speech", "text": "Who goes there?"},
+            {
+                "side": "self",
+                "name": "knight",
+                "kind": "action",
+                "text": "hug dragon",
+                "result": "You hug the dragon.",
+                "reached_goal": True,
+            },
+        ],
+        "act_goal_by": "self",
+        "speech_goal": False,
+        "steps": 1,
+    }
+    client.log_text(agent, transcripts_html([episode] * 40, "RL scratch, test, seed 0"), "transcripts/test_seed0.html")
+    client.set_terminated(agent, "FINISHED")
     out = tmp_path / "ui"
-    assert script.main(["--tracking-uri", uri, "--experiment", "table1", "--out", str(out)]) == 0
-    for name in ("runs.png", "parent.png", "table.png"):
+    argv = ["--tracking-uri", uri, "--experiment", "table1", "--out", str(out), "--transcript-run", agent]
+    assert script.main(argv) == 0
+    for name in ("runs.png", "parent.png", "table.png", "transcript.png"):
         data = (out / name).read_bytes()
         assert data[:8] == b"\x89PNG\r\n\x1a\n" and len(data) > 10_000
+    from PIL import Image
+
+    # the page itself is painted where the UI shows the artifact (not just the UI's frame around an empty iframe)
+    artifact_view = Image.open(out / "transcript.png").convert("L").crop((460, 200, 1160, 900))
+    assert len(set(artifact_view.get_flattened_data())) > 20
