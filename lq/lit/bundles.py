@@ -46,7 +46,7 @@ def built_module(stage: str, hparams: dict, vocabulary: torch.Tensor | None, whe
     """An agent module of ``stage`` with ``hparams`` and its agent built (the weights still to load): a scratch
     encoder's rows are ``vocabulary``'s (what the checkpoint saved), or the whole tokenizer's where it saved none."""
     if stage not in STAGES:
-        raise ValueError(f"{where}: not an lq agent (from lq bc or lq rl); lq_stage={stage!r}")
+        raise ValueError(f"{where}: not an lq agent checkpoint (from lq bc or lq rl); lq_stage={stage!r}")
     module = STAGES[stage](**hparams)
     module.build_agent(vocabulary, whole_vocabulary=vocabulary is None)
     return module
