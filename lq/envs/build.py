@@ -8,7 +8,7 @@ from pathlib import Path
 
 from lq.data.dataset import load_dataset
 from lq.data.demos import Demonstration
-from lq.envs.calibration import calibrate_partner
+from lq.envs.calibration import CALIBRATIONS, calibrate_partner
 from lq.envs.dungeon_master import DungeonMaster
 from lq.envs.episode import instances_from_data
 from lq.envs.models import load_poly_encoder
@@ -45,10 +45,15 @@ def build_env(
     top_k_every_repeat: bool = False,
     protocol: Protocol = PROTOCOLS["paper"],
     speech_rewards: bool = True,
+    partner_calibration: str = "share",
 ) -> QuestEnv:
     """``max_steps``: agent turns per episode in place of the protocol's. The partner's choice between acting and
-    speaking is calibrated on the training demonstrations (:meth:`PolyEncoderPartner.calibrate`, kept beside its
-    checkpoint)."""
+    speaking is calibrated on the demonstrations (:func:`lq.envs.calibration.calibrate_partner`, kept beside its
+    checkpoint): ``partner_calibration="share"`` makes it act on the training demonstrations' share of partner turns,
+    ``"completions"`` on the share at which it completes as many of the validation demonstrations' goals as their
+    partners did."""
+    if partner_calibration not in CALIBRATIONS:
+        raise ValueError(f"partner_calibration {partner_calibration!r}: choose {' or '.join(CALIBRATIONS)}")
     dataset = load_dataset(data_dir)
     quests, demos = dataset.quests, dataset.demos
     actions, utterances = demonstration_spaces(demos.all())
@@ -71,7 +76,10 @@ def build_env(
     )
     instances = instances_from_data(quests.all(), demos[split])
     train = instances if split == "train" else instances_from_data(quests.all(), demos["train"])
-    calibrate_partner(partner, dm, train, actions, partner_checkpoint)
+    held_out: list = []
+    if partner_calibration == "completions":
+        held_out = instances if split == "valid" else instances_from_data(quests.all(), demos["valid"])
+    calibrate_partner(partner, dm, train, actions, partner_checkpoint, held_out)
     return QuestEnv(
         instances,
         partner,

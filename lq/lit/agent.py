@@ -74,7 +74,8 @@ class AgentModule(L.LightningModule):
     scratch), ``data_dir``, the environment's ``partner_checkpoint`` and ``dm_checkpoint``, ``switch`` and
     ``switch_every``, ``ability``, ``protocol`` (:class:`lq.envs.protocol.Protocol`: what the agent chooses among,
     when episodes end, the speech goal; trained and evaluated under it), ``lr``, ``context_length``, ``candidate_dim``,
-    ``agent`` (Table 6 sizes), ``eval_max_steps`` (None: the protocol's), ``eval_batch_size``, ``seed``.
+    ``agent`` (Table 6 sizes), ``eval_max_steps`` (None: the protocol's), ``eval_batch_size``, ``seed``,
+    ``partner_calibration`` (how the environment's partner chooses to act: :func:`lq.envs.build.build_env`).
     """
 
     stage = "agent"
@@ -97,6 +98,7 @@ class AgentModule(L.LightningModule):
         eval_max_steps: int | None = None,
         eval_batch_size: int = 32,
         seed: int = 0,
+        partner_calibration: str = "share",
     ):
         super().__init__()
         self.check_choices(switch, ability)
@@ -192,6 +194,7 @@ class AgentModule(L.LightningModule):
             seed=seed,
             device=self.device,
             protocol=self.protocol,
+            partner_calibration=h.partner_calibration,
         )
 
     def evaluate(

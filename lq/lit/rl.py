@@ -70,6 +70,7 @@ class RLModule(AgentModule):
             device=self.device,
             top_k_every_repeat=h.top_k_every_repeat,
             protocol=self.protocol,
+            partner_calibration=h.partner_calibration,
             speech_rewards=h.ability != "speech_no_speech_goals",
         )
         self.sampler = PrioritySampler(len(self.env.instances), mix=h.priority_mix)

@@ -164,3 +164,9 @@ def test_the_calibrated_partner_completes_the_goal_when_persuaded_as_in_a_demons
     episodes = replay_demonstrations(env, "model")
     assert [e["act_goal_by"] for e in episodes] == ["partner", None, None]
     assert "give golden dragon egg to dragon" in episodes[0]["transcript"]
+    # held-out demonstrations where the knight is asked twice in three: the share that matches their completions
+    held_out = [QuestInstance(quest, _persuasion_demo(asks), "dragon_1", "knight_2") for asks in (True, True, False)]
+    _, fit = fit_action_bias(partner, dm, train, [quest.goal], held_out)
+    assert fit["held_out_demonstration_partner_completions"] == pytest.approx(2 / 3)
+    assert fit["action_share"] == pytest.approx(fit["demonstration_action_share"])  # the smallest share that matches
+    assert fit[f"held_out_partner_completions_at_{fit['action_share']:.3f}"] == pytest.approx(2 / 3)
