@@ -75,7 +75,7 @@ def load_bundle(path: str | Path, **overrides) -> AgentModule:
 
 
 def _copy_poly_encoder(checkpoint: str | Path, data_dir: str | Path, out: Path, name: str) -> None:
-    """A poly-encoder checkpoint as ``out/name.safetensors`` and ``.json``, with its candidate stores."""
+    """A poly-encoder checkpoint as ``out/name.safetensors`` and ``.json`` (its candidate stores: the caller)."""
     model, spec = load_poly_encoder(checkpoint, dataset=data_dir)
     save_poly_encoder(model, spec, out / f"{name}.safetensors", dataset_id(data_dir))
 

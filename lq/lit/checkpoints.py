@@ -133,7 +133,7 @@ def model_card(module: AgentModule, table: str | None, source: str | Path, train
         f"| encoder | {h.encoder['name']} |",
         f"| ability, switch | {h.ability}, {h.switch} (every {h.switch_every} turns where hardcoded) |",
         f"| data | `{Path(h.data_dir).name}`, fingerprint `{dataset_id(h.data_dir)}` (a copy is in `data/`) |",
-        f"| protocol | {protocol.name}: {protocol.describe()} |",
+        f"| protocol | {protocol.describe()} |",
         f"| seed | {h.seed} |",
         f"| exported from | `{Path(source).resolve()}` |",
     ]

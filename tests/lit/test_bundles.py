@@ -18,7 +18,7 @@ def test_export_then_eval_from_another_folder_gives_the_checkpoints_figures(trai
     assert main(["export", str(trained_agent), str(bundle), "--baselines", "1"]) == 0
     capsys.readouterr()
     card = (bundle / "README.md").read_text()
-    assert "| protocol | paper:" in card and "Random (whole spaces)" in card and "fingerprint" in card
+    assert "| protocol | protocol paper:" in card and "Random (whole spaces)" in card and "fingerprint" in card
     meta = json.loads((bundle / "bundle.json").read_text())
     assert not any(os.path.isabs(meta["hyper_parameters"][k]) for k in ("data_dir", "partner_checkpoint"))
 
