@@ -49,6 +49,7 @@ def _args(stage: str, root: Path, tmp_path: Path, *extra: str) -> list[str]:
     ]
 
 
+@pytest.mark.slow
 def test_bc_and_rl_fit_evaluate_and_compare(setup_dir, tmp_path, capsys):
     rl = ["--model.num_envs=4", "--model.rollout_steps=2", "--model.max_steps=4", "--model.updates_per_epoch=2"]
     assert main(_args("bc", setup_dir, tmp_path, "--model.batch_size=8", "--trainer.limit_train_batches=2")) == 0
@@ -117,6 +118,7 @@ def test_rl_runs_as_two_ddp_processes_on_cpu(setup_dir, tmp_path):
     assert (tmp_path / "rl/scratch/act_speech-hardcoded/seed-0/agent.ckpt").exists()
 
 
+@pytest.mark.slow
 def test_bc_and_rl_run_on_the_light_release_layout(setup_dir, tmp_path, capsys):
     """The real release's layout (stems, raw game logs, processed file) feeds both agent stages as it is."""
     from tests.release import write_release

@@ -27,6 +27,7 @@ def bundle(trained_agent, tmp_path_factory):
     return out
 
 
+@pytest.mark.slow
 def test_the_readme_gymnasium_script_runs_from_another_folder(bundle, tmp_path):
     script = readme_script("## Python, Gymnasium, bundles and play")
     assert len(script.strip().splitlines()) <= 22
@@ -41,6 +42,7 @@ def test_the_readme_gymnasium_script_runs_from_another_folder(bundle, tmp_path):
     assert all(line.endswith("of 10 episodes") for line in lines)
 
 
+@pytest.mark.slow
 def test_evaluate_gives_the_tables_rows_as_a_dataframe(bundle):
     import lq
 

@@ -49,6 +49,7 @@ def test_cloning_episodes_are_the_demonstrations_self_turns(setup_dir):
                 assert target in valid
 
 
+@pytest.mark.slow
 def test_behaviour_cloning_fits_the_training_demonstrations(setup_dir, tmp_path):
     torch.manual_seed(0)
     module = _module(setup_dir, candidate_dim=32, lr=2e-3)  # at 3e-3 Adam overshoots late, by chance of rounding
@@ -66,6 +67,7 @@ def test_behaviour_cloning_fits_the_training_demonstrations(setup_dir, tmp_path)
         assert name in trainer.callback_metrics
 
 
+@pytest.mark.slow
 def test_a_saved_agent_loads_and_evaluates_the_same(setup_dir, tmp_path):
     module = _module(setup_dir, seed=3)
     trainer = _trainer(tmp_path, 1, limit_train_batches=2, limit_val_batches=1)

@@ -13,6 +13,7 @@ def _table(capsys) -> list[str]:
     return [line for line in capsys.readouterr().out.splitlines() if line.startswith("|")]
 
 
+@pytest.mark.slow
 def test_export_then_eval_from_another_folder_gives_the_checkpoints_figures(trained_agent, tmp_path, capsys):
     bundle = tmp_path / "bundle"
     assert main(["export", str(trained_agent), str(bundle), "--baselines", "1"]) == 0
@@ -38,6 +39,7 @@ def test_export_then_eval_from_another_folder_gives_the_checkpoints_figures(trai
     assert len(from_checkpoint) >= 6
 
 
+@pytest.mark.slow
 def test_bundle_loads_the_same_weights(trained_agent, tmp_path):
     bundle = tmp_path / "b"
     assert main(["export", str(trained_agent), str(bundle), "--no-eval"]) == 0
@@ -47,6 +49,7 @@ def test_bundle_loads_the_same_weights(trained_agent, tmp_path):
     assert b.hparams.data_dir.startswith(str(bundle.resolve()))
 
 
+@pytest.mark.slow
 def test_export_refuses_to_clobber_and_leaves_nothing_half_written(trained_agent, tmp_path, capsys):
     (tmp_path / "taken").mkdir()
     assert main(["export", str(trained_agent), str(tmp_path / "taken"), "--no-eval"]) == 1

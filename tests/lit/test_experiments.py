@@ -290,6 +290,7 @@ def test_function_jobs_build_their_modules_side_by_side(setup_dir, monkeypatch):
     assert len(built) == 4 and Path.cwd() == ROOT
 
 
+@pytest.mark.slow
 def test_run_experiment_trains_children_under_a_parent_and_tabulates(setup_dir, tmp_path, monkeypatch):
     """Table 1 for the scratch encoder, two seeds: RL and BC children of one parent (two at a time), then the table
     and curves."""

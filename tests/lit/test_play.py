@@ -5,11 +5,14 @@ import os
 import subprocess
 from pathlib import Path
 
+import pytest
+
 from lq.cli import main
 
 ROOT = Path(__file__).resolve().parents[2]
 
 
+@pytest.mark.slow
 def test_a_person_as_the_partner_gives_the_agent_its_goal(trained_agent, tmp_path, monkeypatch, capsys):
     bundle = tmp_path / "bundle"
     assert main(["export", str(trained_agent), str(bundle), "--no-eval"]) == 0
@@ -30,6 +33,7 @@ def test_a_person_as_the_partner_gives_the_agent_its_goal(trained_agent, tmp_pat
     assert "<div class='turn partner action goal'>" in page and "<div class='turn self " in page
 
 
+@pytest.mark.slow
 def test_playing_the_self_character_against_the_trained_partner(trained_agent, tmp_path, monkeypatch, capsys):
     monkeypatch.setattr("sys.stdin", io.StringIO("look\nsteal rusty ale from old sailor\n"))
     assert (

@@ -57,6 +57,7 @@ def _module(tasks, lr=1e-3):
     return PretrainModule(EncoderConfig("tiny", TINY_SPEC, tasks=tasks), n_codes=4, lr=lr, warmup_steps=1)
 
 
+@pytest.mark.slow
 def test_overfits_one_small_batch(data_dir):
     dm = PretrainDataModule(str(data_dir), {"seq_timeline": 1.0}, batch_size=8, context_length=96, num_candidates=8)
     dm.setup("fit")
@@ -115,6 +116,7 @@ def test_unpretrained_and_unknown_tasks_are_refused(data_dir):
         PretrainDataModule(str(data_dir), {"reddit": 1.0})
 
 
+@pytest.mark.slow
 def test_resumes_from_last_ckpt(data_dir, tmp_path):
     def run(epochs, ckpt_path=None):
         dm = PretrainDataModule(
@@ -197,6 +199,7 @@ def _lq_pretrain(encoder: str, data_dir, *args: str, profile: str | None = None)
     return main(["pretrain", "fit", *configs, "--data.data_dir", str(data_dir), *args])
 
 
+@pytest.mark.slow
 def test_lq_pretrain_end_to_end_logs_to_mlflow(data_dir, tmp_path):
     uri = f"sqlite:///{tmp_path / 'mlflow.db'}"
     overrides = {

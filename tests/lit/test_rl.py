@@ -60,6 +60,7 @@ def _fit(root, tmp_path, epochs, ckpt_path=None):
     return module, trainer, record.steps
 
 
+@pytest.mark.slow
 def test_rl_trains_and_logs(setup_dir, tmp_path):
     module, trainer, _ = _fit(setup_dir, tmp_path, 1)
     metrics = trainer.callback_metrics
@@ -70,6 +71,7 @@ def test_rl_trains_and_logs(setup_dir, tmp_path):
     assert saved["lq_priority"]["plays"] == module.sampler.plays != [0] * len(module.sampler.plays)
 
 
+@pytest.mark.slow
 def test_rl_resumes_exactly_where_an_interrupted_run_stopped(setup_dir, tmp_path):
     """Killed after epoch 1 and resumed from its last checkpoint, a run goes on as the uninterrupted one of the same
     seed: the same losses and curves at every later update, the same priority table, quest sampler and weights."""
@@ -96,6 +98,7 @@ def test_rl_resumes_exactly_where_an_interrupted_run_stopped(setup_dir, tmp_path
     ("ability", "switch"),
     [("act", "hardcoded"), ("speech", "ratio"), ("speech_no_speech_goals", "hardcoded"), ("act_speech", "ratio")],
 )
+@pytest.mark.slow
 def test_abilities_and_switches_run_and_evaluate(setup_dir, tmp_path, ability, switch):
     module = _module(setup_dir, ability=ability, switch=switch)
     _trainer(tmp_path, 1).fit(module)
