@@ -71,23 +71,11 @@ def build_env(
 
 
 def gym_env(agent: AgentModule | str | Path, split: str = "test", **kwargs: Any) -> gymnasium.Env:
-    """``gymnasium.make("lq/Quest-v0")`` over what ``agent`` (an agent, a bundle or a checkpoint) trained with: its
-    data, partner, DM, protocol and context length. ``kwargs`` go to the environment (``max_steps``,
-    ``render_mode``)."""
+    """``gymnasium.make("lq/Quest-v0")`` over the environment ``agent`` (an agent, a bundle or a checkpoint) is
+    evaluated in (:meth:`AgentModule.eval_env`: its data, partner, DM and their calibration, protocol, context length).
+    ``kwargs`` go to the environment (``render_mode``)."""
     module = agent if isinstance(agent, AgentModule) else load_agent(agent)
-    h = module.hparams
-    env = _build_env(
-        h.data_dir,
-        split,
-        h.partner_checkpoint,
-        h.dm_checkpoint,
-        batch_size=1,
-        context_length=h.context_length,
-        auto_reset=False,
-        protocol=module.protocol,
-        max_steps=kwargs.pop("max_steps", h.eval_max_steps),
-    )
-    return gymnasium.make(ENV_ID, env=env, **kwargs)
+    return gymnasium.make(ENV_ID, env=module.eval_env(split), **kwargs)
 
 
 class AgentPolicy:

@@ -78,13 +78,6 @@ def goal_info(env: QuestEnv, slot: Slot, info: dict, utterances: list[int] | Non
     return out
 
 
-def ended_on_goals(env: QuestEnv, slot: Slot) -> bool:
-    """Whether the episode ended on its goals (terminated) rather than at the turn limit (truncated)."""
-    if slot.act_goal == "partner":
-        return True
-    return slot.act_goal == "self" and (env.protocol.end_at_act_goal or env.speech_goal(slot))
-
-
 def quest_env(
     data_dir: str | Path,
     partner_checkpoint: str | Path,
@@ -110,14 +103,7 @@ def quest_env(
         **kwargs,
     )
     if quests is not None:
-        wanted = set(quests)
-        env.instances = [inst for inst in env.instances if inst.quest.quest_id in wanted]
-        missing = wanted - {inst.quest.quest_id for inst in env.instances}
-        if missing:
-            raise ValueError(
-                f"quests {sorted(missing)} are not playable quests of the {split!r} split of {data_dir}: "
-                "give quest ids from its quests/ folder (and the split whose demonstrations link them)"
-            )
+        env.only(list(quests), f"a playable {split} quest of {data_dir}")
     return env
 
 
@@ -186,7 +172,7 @@ class QuestGymEnv(gymnasium.Env[str, str]):
             raise TypeError(f"an action is a string (a command or an utterance), not {type(action).__name__}")
         obs, rewards, dones, infos = self.env.step([action])
         slot = self._slot
-        terminated = dones[0] and ended_on_goals(self.env, slot)
+        terminated = dones[0] and self.env.ended_on_goals(slot)
         truncated = dones[0] and not terminated
         utterances = None if dones[0] else self.env.valid_utterances([0])[0]
         return obs[0], float(rewards[0]), terminated, truncated, goal_info(self.env, slot, infos[0], utterances)
@@ -243,7 +229,7 @@ class QuestVectorEnv(VectorEnv):
     def step(self, actions: Sequence[str]) -> tuple[tuple[str, ...], np.ndarray, np.ndarray, np.ndarray, dict]:
         before = list(self.env.slots)
         obs, rewards, dones, infos = self.env.step(list(actions))
-        terminated = np.array([d and ended_on_goals(self.env, s) for d, s in zip(dones, before, strict=True)])
+        terminated = np.array([d and self.env.ended_on_goals(s) for d, s in zip(dones, before, strict=True)])
         truncated = np.array(dones) & ~terminated
         out = self._infos(infos)
         for i, done in enumerate(dones):

@@ -177,11 +177,24 @@ class QuestEnv:
         return obs, rewards, dones, infos
 
     def _over(self, slot: Slot) -> bool:
-        """The protocol's end: the turn limit; a partner act completion; a self act completion where the protocol ends
-        there, or else once the speech goal is reached too."""
-        if slot.steps >= self.turn_limit(slot) or slot.act_goal == "partner":
+        """The protocol's end: on its goals (:meth:`ended_on_goals`) or at the turn limit."""
+        return self.ended_on_goals(slot) or slot.steps >= self.turn_limit(slot)
+
+    def ended_on_goals(self, slot: Slot) -> bool:
+        """Whether the protocol ends the episode on its goals: a partner act completion; a self act completion where
+        the protocol ends there, or else once the speech goal is reached too (Gymnasium's ``terminated``)."""
+        if slot.act_goal == "partner":
             return True
         return slot.act_goal == "self" and (self.protocol.end_at_act_goal or self.speech_goal(slot))
+
+    def only(self, quest_ids: Sequence[str], where: str) -> None:
+        """Play only the instances of ``quest_ids``, in that order; an id that is not one of the environment's quests
+        is named (``where``: what its quests are, e.g. "a test quest of data/default") with one that is."""
+        by_id = {inst.quest.quest_id: inst for inst in self.instances}
+        for quest in quest_ids:
+            if quest not in by_id:
+                raise ValueError(f"quest {quest!r} is not {where}; e.g. {next(iter(by_id))}")
+        self.instances = [by_id[q] for q in quest_ids]
 
     def speech_goal(self, slot: Slot) -> bool:
         if self.protocol.speech_goal == "demonstration":

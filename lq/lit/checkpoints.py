@@ -23,12 +23,20 @@ def load_agent(checkpoint: str | Path, **overrides) -> AgentModule:
     ``overrides`` replace hyperparameters (e.g. ``eval_max_steps``)."""
     if is_bundle(checkpoint):
         return load_bundle(checkpoint, **overrides)
+    return agent_of(read_checkpoint(checkpoint), checkpoint, **overrides)
+
+
+def read_checkpoint(checkpoint: str | Path) -> dict:
     try:
-        saved = torch.load(checkpoint, map_location="cpu", weights_only=False)
+        return torch.load(checkpoint, map_location="cpu", weights_only=False)
     except (FileNotFoundError, IsADirectoryError):
         raise FileNotFoundError(
             f"{checkpoint}: no such checkpoint or agent bundle; train one first (make bc, make rl)"
         ) from None
+
+
+def agent_of(saved: dict, checkpoint: str | Path, **overrides) -> AgentModule:
+    """The agent of a loaded checkpoint (``saved``, read from ``checkpoint``), built and in eval mode."""
     hparams = {k: v for k, v in saved.get("hyper_parameters", {}).items() if not k.startswith("_")}  # LightningCLI's
     if "protocol" not in hparams:  # from before protocols: it chose among the valid candidates (``restrict``)
         hparams.pop("restrict", None)
@@ -180,8 +188,8 @@ def export_agent(
     from lq.data.io import atomic_dir
     from lq.eval import results_table
 
-    module = load_agent(checkpoint)
-    saved = torch.load(checkpoint, map_location="cpu", weights_only=False) if not is_bundle(checkpoint) else {}
+    saved = {} if is_bundle(checkpoint) else read_checkpoint(checkpoint)  # read once: the agent and its MLflow run
+    module = load_bundle(checkpoint) if is_bundle(checkpoint) else agent_of(saved, checkpoint)
     table = None
     with atomic_dir(out, overwrite=overwrite) as tmp:
         export_bundle(module, checkpoint, tmp)

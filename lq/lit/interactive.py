@@ -90,13 +90,7 @@ def play_against(
     if side not in ("partner", "self"):
         raise ValueError(f"--as {side}: a person plays the partner or the self character")
     env = module.eval_env(split)
-    index = 0
-    if quest is not None:
-        ids = [inst.quest.quest_id for inst in env.instances]
-        if quest not in ids:
-            raise ValueError(f"quest {quest!r} is not a {split} quest of {module.hparams.data_dir}; e.g. {ids[0]}")
-        index = ids.index(quest)
-    env.instances = [env.instances[index]]
+    env.only([quest or env.instances[0].quest.quest_id], f"a {split} quest of {module.hparams.data_dir}")
     person = Person(env, side, read, write)
     if side == "partner":
         env.partner = person

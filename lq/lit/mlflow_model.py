@@ -25,14 +25,7 @@ class AgentModel(mlflow.pyfunc.PythonModel):
     def predict(self, context, model_input: pd.DataFrame, params: dict | None = None) -> pd.DataFrame:
         env = self.module.eval_env("test")
         if model_input is not None and len(model_input):
-            by_id = {inst.quest.quest_id: inst for inst in env.instances}
-            wanted = [str(q) for q in model_input["quest_id"]]
-            unknown = [q for q in wanted if q not in by_id]
-            if unknown:
-                raise ValueError(
-                    f"quest_id {unknown[:3]}: not test quests of this agent's data, e.g. {next(iter(by_id))}"
-                )
-            env.instances = [by_id[q] for q in wanted]
+            env.only([str(q) for q in model_input["quest_id"]], "a test quest of this agent's data")
         result = evaluate(env, self.module.make_actor(), progress=False, greedy=self.module.protocol.greedy)
         return pd.DataFrame([{k: e[k] for k in EPISODE_COLUMNS} for e in result.episodes])
 
