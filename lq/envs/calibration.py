@@ -10,7 +10,7 @@ acting turns and go up by :data:`SHARE_STEPS`, and of equally close ones the sma
 demonstrations it is the demonstrations' own share. A partner that acts on the demonstrations' share of its turns
 but at the wrong ones completes fewer goals than they did (the demonstrations' partners acted when asked); matching
 the completions on demonstrations it was not trained on asks for a partner whose acts follow what it heard, not for
-one that acts more on any turn (see ``docs/results.md``).
+one that acts more on any turn (see ``docs/results.md``; why lq's partner needs a bias: docs/deviations.md).
 
 The fit also replays the training demonstrations' self turns with the calibrated partner and reports how many goals
 it completes beside the demonstrations' own partners.

@@ -1,22 +1,11 @@
 """The evaluation protocol: what an agent chooses among, when an episode ends, what reaches the speech goal, and how
 the agent decodes. Agents train under the protocol they are evaluated at; every run logs its protocol and every table
-names it. ``docs/deviations.md`` lists where each choice comes from.
+names it.
 
-``paper`` (the default) is the paper's, read with the authors' released code where the paper is silent
-(``light/modeling/agents/quests/rl/switch/environments/quest.py`` and ``topk.py``):
-
-* the policies score the whole action and utterance spaces and choose among them; the valid sets (the engine's valid
-  actions, the Dungeon Master's M valid utterances) only give the valid-output losses their targets (equations 1 and
-  2), and those targets also hold the quest's demonstration utterances and goal action (``generate_valid_masks``);
-* the speech goal is reached when the agent says, word for word, one of the demonstration's self utterances (the
-  released test mode of ``check_speech_progress``); the DM's ranking enters the reward only;
-* a self act completion does not end the episode (``done = act_done and speech_done``): it ends when both goals are
-  reached, on a partner act completion, or after ``max_turns`` agent turns (30: the released ``num_steps``);
-* decoding samples from the policy (the released ``deterministic`` flag never reaches it); greedy is reported beside.
-
-``restricted`` is lq's earlier protocol, kept for comparison: choice among the valid candidates only (Jericho's
-handicap), episodes as long as the demonstration's self turns that end at the act goal, the speech goal at a speech
-score of 0.5, greedy decoding.
+``paper`` (the default) is the paper's, read with the authors' released code where the paper is silent: choice over
+the whole spaces, the speech goal on a demonstration utterance said, episodes of up to 30 turns that a self act
+completion does not end, sampled decoding. ``restricted`` is lq's earlier, easier protocol, kept for comparison.
+Each choice and its source (docs/deviations.md).
 """
 
 from __future__ import annotations

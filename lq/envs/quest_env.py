@@ -9,10 +9,8 @@ action (self act completion) or by the partner's (partner act completion); speec
 this quest's demonstration and 1/(2n) for an utterance in the DM's top k, each paid once per distinct
 utterance (the literal paper reading, the top-k term on every repeat, is ``top_k_every_repeat=True``).
 
-When an episode ends and what reaches the speech goal is the :class:`lq.envs.protocol.Protocol`'s: under ``paper``
-a self act completion does not end it; it ends when both goals are reached, on a partner act completion, or after
-the protocol's turn limit, and the speech goal is one of the demonstration's self utterances said. Under
-``restricted`` it ends at the act goal and the speech goal is a speech score (the speech rewards, at most 1) of 0.5.
+When an episode ends and what reaches the speech goal is the :class:`lq.envs.protocol.Protocol`'s
+(docs/deviations.md).
 
 The Dungeon Master's ranking (the M valid utterances, whose top k earn the bonus) is only needed before
 the agent speaks: it is asked for explicitly, ``valid_utterances(slots)``, as TextWorld asks for

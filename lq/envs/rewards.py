@@ -5,13 +5,9 @@
   demonstration, 1/(2n) for an utterance of that demonstration and 1/(2n) for an utterance among the
   Dungeon Master's top k for the context it was said in.
 
-How often the top-k bonus is paid decides what the agent learns. Read literally ("a further 1/(2n)
-is given each time"), it is paid on every repeat: then never acting and saying the DM's favourite
-line at every turn earns more (2.30 over 20 turns on the default data) than reaching the act goal at
-the first action slot (1.25), and RL learns to dodge the goal. So by default a step's speech reward
-is the *increase of the episode's speech score*: each demonstration utterance pays once and the
-top-k bonus once per distinct utterance, so the speech return is at most 1 and cannot be farmed.
-``top_k_every_repeat=True`` keeps the literal reading, for comparison.
+A step's speech reward is the increase of the episode's speech score: each demonstration utterance pays once and the
+top-k bonus once per distinct utterance, not on every repeat as the paper's literal reading (kept as
+``top_k_every_repeat=True``), which can be farmed (docs/deviations.md).
 """
 
 from __future__ import annotations

@@ -12,7 +12,8 @@
   n-layer feed-forward network give a query vector; a :class:`CandidateScorer` lets each candidate
   attend over the context's token states (or over ``codes`` learned summaries of them, poly-encoder
   style, for large spaces) and adds the query's dot product; an utterance also scores the context's words it shares,
-  each weighted by what the agent learned a word is worth (:class:`MatchCounts`). A candidate is matched against
+  each weighted by what the agent learned a word is worth (:class:`MatchCounts`; both exact-match features are lq's
+  addition to the paper's agent, docs/deviations.md). A candidate is matched against
   the words of the motivation and the history, not against one pooled vector: with a pooled state, an act-only
   probe went from 0.525 to 0.562 act goals in 9,600 transitions; with candidate attention, from 0.450
   to 0.688.

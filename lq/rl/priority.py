@@ -1,10 +1,7 @@
 """Priority sampling of quests (paper 4.2, after Graves et al. 2017).
 
-The paper: "quests that the agent has historically successfully completed less often are given a greater weight".
-Its literal rule, weight 1 / (1 + completions_i), has a flaw: the weight of a quest that can never be completed stays
-at 1 while every solvable quest's weight keeps falling, so the unsolvable quests take a share of training that grows
-towards 100% (in our runs 19% of the quests took 40-57% of the episodes). This sampler keeps the intent (draw more
-often what the agent fails at) but measures *recent* failure and mixes in the uniform distribution.
+The paper's weight by completion count lets never-solvable quests take ever more of training; this sampler draws by
+*recent* failure mixed with the uniform distribution instead (docs/deviations.md).
 
 Recent failure. Per quest i an exponential moving average of failure, f_i <- x + decay * (f_i - x) with x = 1 for
 a failed episode and 0 for a completed one; an unplayed quest starts at f_i = 1 (maximum priority). A moving average

@@ -18,11 +18,10 @@ and in execution alike:
 - ``go`` takes a way out by its room's name or by its path label ("go a cobblestone pathway leading
   to Town Hall"); the listing names the room.
 - A character that goes brings its followers, theirs in turn, from wherever they are, each if it
-  fits; each comes once, so following in a circle ends (LIGHT recurses and crashes there).
+  fits; each comes once, so following in a circle ends.
 
-Where LIGHT's listing is wrong by its own execution, lq keeps its rule: it does not list ``get`` of
-what is not gettable, ``put`` of an equipped thing, or ``follow`` of whom one already follows, and it
-does list ``put`` into a container one carries.
+Where these rules differ from LIGHT's (its counters, its listing's names and errors, circles of followers), lq keeps
+its own (docs/deviations.md).
 """
 
 from __future__ import annotations

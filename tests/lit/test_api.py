@@ -13,8 +13,9 @@ from lq.cli import main
 ROOT = Path(__file__).resolve().parents[2]
 
 
-def readme_script(heading: str) -> str:
-    text = (ROOT / "README.md").read_text()
+def docs_script(heading: str) -> str:
+    """The first Python block under ``heading`` in docs/interfaces.md."""
+    text = (ROOT / "docs" / "interfaces.md").read_text()
     section = text[text.index(heading) :]
     start = section.index("```python\n") + len("```python\n")
     return section[start : section.index("```", start)]
@@ -29,7 +30,7 @@ def bundle(trained_agent, tmp_path_factory):
 
 @pytest.mark.slow
 def test_the_readme_gymnasium_script_runs_from_another_folder(bundle, tmp_path):
-    script = readme_script("## Python, Gymnasium, bundles and play")
+    script = docs_script("## Python, Gymnasium, bundles and play")
     assert len(script.strip().splitlines()) <= 22
     (tmp_path / "gym_loop.py").write_text(script)
     env = {k: v for k, v in os.environ.items() if k not in ("HF_HUB_OFFLINE", "TRANSFORMERS_OFFLINE", "PYTHONPATH")}
