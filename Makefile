@@ -15,8 +15,6 @@ unexport PYTHONDONTWRITEBYTECODE
 
 DEST ?= data/release
 DATA ?= data/default
-# each dataset's checkpoints apart: outputs/ for the default data, outputs/<folder name>/ for any other DATA
-OUT ?= $(if $(filter data/default data/default/,$(DATA)),outputs,outputs/$(notdir $(abspath $(DATA))))
 SCALE ?= default
 SEED ?= 0
 LIGHT_DB ?=
@@ -24,9 +22,6 @@ PYTEST_ARGS ?=
 
 ENCODER ?= general_light
 PROFILE ?= tiny
-# the environment's partner and DM: small poly-encoders on the CPU profile, MiniLM-sized (general) otherwise
-ENV_MODEL = $(if $(filter tiny,$(PROFILE)),small,general)
-ENV_ENCODER ?= $(if $(filter command line,$(origin ENCODER)),$(ENCODER),$(ENV_MODEL))
 ARGS ?=
 # make play: a world or quest file (default: the first test quest of DATA, generated if missing); PLAY_AS whom to play
 # (not AS: make predefines AS, the assembler); PLAY_AGENT a trained agent's bundle or checkpoint to play against
@@ -34,7 +29,7 @@ WORLD ?=
 PLAY_AS ?=
 PLAY_AGENT ?=
 
-.PHONY: stage-profile help venv test test-fast quickstart ablations tables ui-screenshot data download stats dataset pretrain partner dm env-models bc rl eval play bench ui clean
+.PHONY: help venv test test-fast quickstart ablations plan tables ui-screenshot data download stats pretrain partner dm bc rl eval play bench ui clean
 
 help: ## show this help
 	@grep -hE '^[a-zA-Z_.-]+:.*?## ' $(MAKEFILE_LIST) | awk 'BEGIN {FS = ":.*?## "}; {printf "  \033[36mmake %-12s\033[0m %s\n", $$1, $$2}'
@@ -51,7 +46,7 @@ $(STAMP): pyproject.toml
 	touch $(STAMP)
 
 QUICK_ENCODERS ?= scratch general_light
-# tiny's data, partner, DM and pretrained encoder; its agents trained for less (conf/profile/{rl,bc}-quick.yaml)
+# tiny's data, partner, DM and pretrained encoder; its agents trained for less (the quick profile, an overlay of tiny)
 QUICK_PROFILE ?= quick
 # agent runs (RL, BC) of an experiment trained side by side, the cores shared among them
 JOBS ?= 2
@@ -62,9 +57,17 @@ quickstart: $(STAMP) ## from nothing: data, partner, DM, pretraining, BC and RL,
 
 EXPERIMENTS ?= table1 table2 table7 table45
 RESUME ?=
-ablations: $(STAMP) ## the paper's tables as MLflow parent/child runs: make ablations [PROFILE=tiny] [SEEDS="0 1 2"] [EXPERIMENTS=...] [RESUME=1]
-	$(BIN)/lq experiment run $(EXPERIMENTS) --seeds $(SEEDS) --profile $(PROFILE) --protocol $(PROTOCOL) --data $(DATA) --jobs $(JOBS) \
-		$(if $(RESUME),--resume)
+# where the children run: local (JOBS side by side, one GPU each) or submitit (SLURM; LAUNCHER_ARGS="slurm_partition=gpu
+# gpus_per_node=1 timeout_min=240", or cluster=local for submitit's local executor)
+LAUNCHER ?= local
+LAUNCHER_ARGS ?=
+XP_ARGS = --seeds $(SEEDS) --profile $(PROFILE) --protocol $(PROTOCOL) --data $(DATA) --jobs $(JOBS) --launcher $(LAUNCHER) \
+	$(if $(LAUNCHER_ARGS),--launcher-args $(LAUNCHER_ARGS)) $(if $(RESUME),--resume)
+ablations: $(STAMP) ## the paper's tables as MLflow parent/child runs: make ablations [PROFILE=tiny] [SEEDS="0 1 2"] [EXPERIMENTS=...] [LAUNCHER=local|submitit] [RESUME=1]
+	$(BIN)/lq experiment run $(EXPERIMENTS) $(XP_ARGS)
+
+plan: $(STAMP) ## print every job of the tables as a command line, for any scheduler (opens their parent runs): make plan EXPERIMENTS=table1
+	$(BIN)/lq experiment plan $(EXPERIMENTS) $(XP_ARGS)
 
 tables: $(STAMP) ## rebuild every table and curve from the MLflow store alone (no training) into outputs/tables/
 	$(BIN)/lq experiment tables $(EXPERIMENTS) --profile $(PROFILE) --protocol $(PROTOCOL)
@@ -92,73 +95,29 @@ download: $(STAMP) ## fetch the public LIGHT-Quests and ATOMIC releases into DES
 stats: $(STAMP) ## print dataset statistics beside the paper's (DATA=path, default data/default)
 	$(BIN)/lq data stats $(DATA)
 
-# the dataset every training target reads: data/default is generated when missing (seconds); another DATA must exist
-dataset: $(STAMP)
-	@test -d $(DATA) || { test "$(DATA)" = data/default && $(MAKE) data; } || \
-		{ echo "no dataset in $(DATA): make data writes data/default; lq data download DEST fetches the release"; exit 1; }
-
-# the stage targets read conf/profile/{,env-,rl-,bc-}PROFILE.yaml alone; quick is an overlay the experiment driver
-# reads after tiny's (make quickstart), never alone
-stage-profile:
-	@test "$(PROFILE)" != quick || { echo "error: PROFILE=quick is the quickstart's experiment profile (lq experiment \
-	run --profile quick); the stage targets take PROFILE=tiny or paper (make rl PROFILE=tiny ARGS='--trainer.max_epochs 2' \
-	trains an RL agent as quick does)"; exit 1; }
-
-INIT_FROM = $(if $(filter adaptive,$(ENCODER)),--model.encoder.init_from $(OUT)/pretrain/general/best.ckpt)
-pretrain: stage-profile dataset ## pretrain a poly-encoder: make pretrain ENCODER=general_light PROFILE=tiny [ARGS=...] (adaptive: general first)
-	@test "$(ENCODER)" != adaptive || test -f $(OUT)/pretrain/general/best.ckpt || $(MAKE) pretrain ENCODER=general
-	$(BIN)/lq pretrain fit --config conf/pretrain.yaml --config conf/encoder/$(ENCODER).yaml \
-		--config conf/profile/$(PROFILE).yaml --data.data_dir $(DATA) --out_dir $(OUT)/pretrain $(INIT_FROM) $(ARGS)
-
-partner: stage-profile dataset ## train the environment's partner agent: make partner [PROFILE=tiny] (small; PROFILE=paper: general)
-	$(BIN)/lq partner fit --config conf/partner.yaml --config conf/encoder/$(ENV_ENCODER).yaml \
-		--config conf/profile/env-$(PROFILE).yaml --data.data_dir $(DATA) --out_dir $(OUT)/partner $(ARGS)
-
-dm: stage-profile dataset ## train the environment's Dungeon Master: make dm [PROFILE=tiny] (small; PROFILE=paper: general)
-	$(BIN)/lq dm fit --config conf/dm.yaml --config conf/encoder/$(ENV_ENCODER).yaml \
-		--config conf/profile/env-$(PROFILE).yaml --data.data_dir $(DATA) --out_dir $(OUT)/dm $(ARGS)
-
 ABILITY ?= act_speech
 SWITCH ?= hardcoded
 # how agents are trained and evaluated (conf/protocol/): paper (the paper's and its released code's) or restricted
 PROTOCOL ?= paper
 SEEDS ?= 0 1 2
-AGENT = $(ENCODER)/$(ABILITY)-$(SWITCH)
-ENV_ARGS = --model.partner_checkpoint $(OUT)/partner/$(ENV_MODEL)/best.ckpt --model.dm_checkpoint $(OUT)/dm/$(ENV_MODEL)/best.ckpt \
-	--pretrain_dir $(OUT)/pretrain
-# what an agent needs: the dataset, the partner and the DM, and (but for scratch) its pretrained encoder
-env-models: stage-profile dataset
-	@# the partner and the DM side by side, the cores shared between them (small models: about twice as fast);
-	@# the default MLflow store is made first: two processes creating it at once collide
-	@missing=""; for m in partner dm; do test -f $(OUT)/$$m/$(ENV_MODEL)/best.ckpt || missing="$$missing $$m"; done; \
-	test -z "$$missing" || { threads=$$(( $$(getconf _NPROCESSORS_ONLN) / $$(echo $$missing | wc -w) )); \
-		$(BIN)/python -c "import mlflow; mlflow.MlflowClient('sqlite:///mlflow.db').search_experiments()"; \
-		OMP_NUM_THREADS=$$(( threads > 0 ? threads : 1 )) \
-		$(MAKE) -j2 --output-sync=line $$missing ENCODER=$(ENV_MODEL) PROFILE=$(PROFILE); }
-	@test "$(ENCODER)" = scratch || test -f $(OUT)/pretrain/$(ENCODER)/best.ckpt || \
-		$(MAKE) pretrain ENCODER=$(ENCODER) PROFILE=$(PROFILE) ARGS=
+# one stage as lq's resolver (lq/conf/resolver.py) configures it: config files, checkpoints, what it needs first
+STAGE = $(BIN)/lq stage --profile $(PROFILE) --protocol $(PROTOCOL) --data $(DATA) $(if $(ARGS),--args '$(ARGS)')
+AGENT = --encoder $(ENCODER) --ability $(ABILITY) --switch $(SWITCH) --seeds $(SEEDS)
 
-bc: env-models ## behaviour cloning, one agent per seed: make bc ENCODER=scratch [ABILITY] [SWITCH] [PROFILE] [PROTOCOL=paper|restricted] [SEEDS="0 1 2"]
-	@for seed in $(SEEDS); do \
-		$(BIN)/lq bc fit --config conf/bc.yaml --config conf/encoder/$(ENCODER).yaml \
-			--config conf/profile/bc-$(PROFILE).yaml --config conf/protocol/$(PROTOCOL).yaml \
-			--model.data_dir $(DATA) --model.ability $(ABILITY) \
-			--model.switch $(SWITCH) --seed_everything $$seed --model.seed $$seed --eval_seeds 0 $(ENV_ARGS) \
-			--out_dir $(OUT)/bc $(ARGS) || exit 1; \
-	done
+pretrain: $(STAMP) ## pretrain a poly-encoder: make pretrain ENCODER=general_light [PROFILE=tiny|paper] [ARGS=...] (adaptive: general first)
+	$(STAGE) pretrain --encoder $(ENCODER)
 
-rl: env-models ## RL agents per seed, then RL, BC (trained if missing) and the baselines side by side: make rl ENCODER=scratch [ABILITY] [SWITCH] [PROFILE] [PROTOCOL] [SEEDS]
-	@for seed in $(SEEDS); do \
-		$(BIN)/lq rl fit --config conf/rl.yaml --config conf/encoder/$(ENCODER).yaml \
-			--config conf/profile/rl-$(PROFILE).yaml --config conf/protocol/$(PROTOCOL).yaml \
-			--model.data_dir $(DATA) --model.ability $(ABILITY) \
-			--model.switch $(SWITCH) --seed_everything $$seed --model.seed $$seed --eval_seeds 0 $(ENV_ARGS) \
-			--out_dir $(OUT)/rl $(ARGS) || exit 1; \
-		test -f $(OUT)/bc/$(AGENT)/seed-$$seed/best.ckpt || $(MAKE) bc SEEDS=$$seed || exit 1; \
-	done
-	$(BIN)/lq eval $(foreach s,$(SEEDS),$(OUT)/rl/$(AGENT)/seed-$(s)/agent.ckpt) \
-		$(foreach s,$(SEEDS),$(OUT)/bc/$(AGENT)/seed-$(s)/best.ckpt) --baselines $(words $(SEEDS)) \
-		--out $(OUT)/eval/$(subst /,-,$(AGENT))
+partner: $(STAMP) ## train the environment's partner agent: make partner [PROFILE=tiny] (the profile's encoder unless ENCODER=...)
+	$(STAGE) partner $(if $(filter command line,$(origin ENCODER)),--encoder $(ENCODER))
+
+dm: $(STAMP) ## train the environment's Dungeon Master: make dm [PROFILE=tiny] (the profile's encoder unless ENCODER=...)
+	$(STAGE) dm $(if $(filter command line,$(origin ENCODER)),--encoder $(ENCODER))
+
+bc: $(STAMP) ## behaviour cloning, one agent per seed: make bc ENCODER=scratch [ABILITY] [SWITCH] [PROFILE] [PROTOCOL=paper|restricted] [SEEDS="0 1 2"]
+	$(STAGE) bc $(AGENT)
+
+rl: $(STAMP) ## RL agents per seed, then RL, BC (trained if missing) and the baselines side by side: make rl ENCODER=scratch [ABILITY] [SWITCH] [PROFILE] [PROTOCOL] [SEEDS]
+	$(STAGE) rl $(AGENT) --compare --eval-seeds 0
 
 CKPT ?=
 eval: $(STAMP) ## zero-shot evaluation of agent checkpoints side by side: make eval CKPT="a.ckpt b.ckpt" [ARGS="--baselines 3"]

@@ -4,7 +4,7 @@ time goes, for the scratch encoder and a pretrained one at the CPU profile, unde
 one run, since this machine's speed drifts between days: compare only figures of one run.
 
     python benchmarks/rl.py [--data data/default] [--warmup 20] [--updates 20] [--encoders scratch general_light]
-                            [--profile conf/profile/rl-tiny.yaml] [--protocols restricted paper]
+                            [--profile conf/profile/tiny/rl.yaml] [--protocols restricted paper]
 
 Each encoder runs the same loop as ``lq rl fit`` (``lq.rl.a2c.collect``, ``a2c_losses``, backward, clipping and an
 Adam step) with the profile's sizes. The first ``--warmup`` updates fill the caches that a run keeps (each context
@@ -30,6 +30,7 @@ from timing import TIMES, timed
 
 import lq.envs.episode as episode
 import lq.envs.quest_env as quest_env
+from lq.conf.resolver import Resolver
 from lq.envs.protocol import protocol_of
 from lq.lit.rl import RLModule
 from lq.models.agent import AgentConfig
@@ -76,11 +77,12 @@ def run(encoder: str, protocol: str, args: argparse.Namespace, folder: Path) -> 
     enc["spec"] = EncoderSpec(**enc.get("spec", {}))
     note: list[str] = []
     small = EncoderSpec(init="scratch", hidden_size=128, num_layers=2, num_heads=4, intermediate_size=512)
-    config["partner_checkpoint"] = stand_in(config["partner_checkpoint"], small, 16, folder, note)
-    config["dm_checkpoint"] = stand_in(config["dm_checkpoint"], small, 16, folder, note)
+    where = Resolver()  # the default profile's checkpoints, as make partner / dm / pretrain leave them
+    for stage in ("partner", "dm"):
+        config[f"{stage}_checkpoint"] = stand_in(where.checkpoint(stage), small, 16, folder, note)
     pretrained = None
     if encoder != "scratch":
-        pretrained = stand_in(f"outputs/pretrain/{encoder}/best.ckpt", EncoderSpec(), 64, folder, note)
+        pretrained = stand_in(where.checkpoint("pretrain", encoder), EncoderSpec(), 64, folder, note)
     agent = config.pop("agent")
     agent["scratch"] = EncoderSpec(**agent["scratch"])
     config.pop("coefficients", None)
@@ -132,7 +134,7 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--updates", type=int, default=20, help="timed A2C updates per encoder")
     parser.add_argument("--warmup", type=int, default=20, help="updates first, timed apart (the caches fill)")
     parser.add_argument("--encoders", nargs="+", default=["scratch", "general_light"])
-    parser.add_argument("--profile", type=Path, default=ROOT / "conf/profile/rl-tiny.yaml")
+    parser.add_argument("--profile", type=Path, default=ROOT / "conf/profile/tiny/rl.yaml")
     parser.add_argument("--protocols", nargs="+", default=["restricted", "paper"], help="conf/protocol/ names")
     args = parser.parse_args(argv)
     if not (args.data / "demos").is_dir():

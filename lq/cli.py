@@ -7,6 +7,7 @@ LightningModules) go through LightningCLI.
 from __future__ import annotations
 
 import argparse
+import shlex
 import sys
 from collections.abc import Sequence
 from pathlib import Path
@@ -185,30 +186,76 @@ def _cmd_export(args: argparse.Namespace) -> int:
     return 0
 
 
+def _launcher(args: argparse.Namespace):
+    from lq.experiments.launchers import launcher
+
+    try:
+        return launcher(args.launcher, args.launcher_args or ())
+    except ValueError as e:
+        raise UsageError(str(e)) from None
+
+
+def _cmd_stage(args: argparse.Namespace) -> int:
+    from lq import experiments as X
+
+    try:
+        setup = X.Setup(
+            profile=args.profile,
+            protocol=args.protocol,
+            seeds=args.seeds,
+            data_dir=args.data,
+            tracking_uri=args.tracking_uri,
+            eval_seeds=args.eval_seeds,
+            extra_args={args.stage: shlex.split(args.args)} if args.args else {},
+            launcher=_launcher(args),
+        )
+    except FileNotFoundError as e:
+        raise UsageError(str(e)) from None
+    encoder = args.encoder or (setup.env_encoder if args.stage in ("partner", "dm") else "general_light")
+    if args.print:
+        config = X.Config(args.stage, encoder, args.ability, args.switch)
+        for seed in setup.seeds if args.stage in ("rl", "bc") else setup.seeds[:1]:
+            print(shlex.join(["lq", *X.stage_args(config, setup, seed)]))
+        return 0
+    X.run_stage(args.stage, setup, encoder, args.ability, args.switch, compare=args.compare)
+    return 0
+
+
 def _cmd_experiment(args: argparse.Namespace) -> int:
     from lq import experiments as X
 
-    setup = X.Setup(
-        profile=args.profile or "tiny",
-        protocol=args.protocol or "paper",
-        seeds=args.seeds,
-        data_dir=args.data,
-        tracking_uri=args.tracking_uri,
-        eval_seeds=args.eval_seeds,
-        jobs=args.jobs,
-        log_model=args.log_model,
-        extra_args={"*": args.args.split()} if args.args else {},
-    )
     names = args.names or list(X.EXPERIMENTS)
     unknown = [n for n in names if n not in X.EXPERIMENTS]
     if unknown:
         raise UsageError(f"unknown experiment {', '.join(unknown)}; choose from {', '.join(X.EXPERIMENTS)}")
-    if args.action == "run":
+    if args.action in ("spaces", "baselines"):
+        return _experiment_job(args, names)
+    try:
+        setup = X.Setup(
+            profile=args.profile or "tiny",
+            protocol=args.protocol or "paper",
+            seeds=args.seeds,
+            data_dir=args.data,
+            tracking_uri=args.tracking_uri,
+            eval_seeds=args.eval_seeds,
+            jobs=args.jobs,
+            log_model=args.log_model,
+            extra_args={"*": shlex.split(args.args)} if args.args else {},
+            launcher=_launcher(args),
+        )
+    except FileNotFoundError as e:
+        raise UsageError(str(e)) from None
+    if args.action in ("run", "plan"):
         for name in names:
             experiment = X.EXPERIMENTS[name](*([args.encoders] if args.encoders else []))
+            if args.action == "plan":
+                print("\n".join(X.plan(experiment, setup, resume=args.resume)))
+                continue
             parent, tables = X.run_experiment(experiment, setup, resume=args.resume)
             print(f"{experiment.title}: parent run {parent} in MLflow experiment lq-{name}")
             X.write_local(tables, args.out)
+        if args.action == "plan":
+            return 0
     else:
         from mlflow.tracking import MlflowClient
 
@@ -220,12 +267,56 @@ def _cmd_experiment(args: argparse.Namespace) -> int:
                 print(f"{name}: no finished parent run{of} in {setup.tracking_uri} (run: lq experiment run {name})")
                 continue
             experiment = X.experiment_for(client, parent)
-            tags = client.get_run(parent).data.tags
+            run = client.get_run(parent)
+            tags = run.data.tags
             profile, protocol = tags.get("lq.profile", "?"), tags.get("lq.protocol", "restricted")
             print(f"{experiment.title}: from parent run {parent}, profile {profile}, protocol {protocol} (no training)")
             X.write_local(X.build_tables(experiment, parent, setup.tracking_uri), args.out)
+            if run.info.status == "RUNNING":  # a planned parent: its children ran elsewhere, the tables finish it
+                client.set_terminated(parent, "FINISHED")
     print(f"tables in {args.out}/ and on the parent runs; browse them with: make ui (http://127.0.0.1:5000)")
     return 0
+
+
+def _experiment_job(args: argparse.Namespace, names: list[str]) -> int:
+    """``lq experiment spaces`` and ``lq experiment baselines``: the two jobs of an experiment that are not a stage
+    run, as ``lq experiment plan`` prints them."""
+    from lq import experiments as X
+
+    if not args.module_args:
+        raise UsageError(f"experiment {args.action}: --module-args (the RL stage's arguments) is required")
+    module_args = shlex.split(args.module_args)
+    if args.action == "spaces":
+        X.running.encode_agent_spaces(module_args)
+        return 0
+    if len(names) != 1 or not args.parent or not args.config or len(args.seeds) != 1:
+        raise UsageError("experiment baselines: name one experiment, --config KEY, one --seeds N and --parent RUN_ID")
+    experiment = X.EXPERIMENTS[names[0]](*([args.encoders] if args.encoders else []))
+    configs = {c.key: c for c in experiment.configs if c.stage == "baselines"}
+    if args.config not in configs:
+        raise UsageError(f"--config {args.config}: {names[0]}'s baselines are {', '.join(configs)}")
+    from mlflow.tracking import MlflowClient
+
+    client = MlflowClient(args.tracking_uri)
+    run = X.run_baselines(client, names[0], configs[args.config], module_args, args.seeds[0], args.parent)
+    print(f"baselines child run {run} of parent {args.parent}")
+    return 0
+
+
+def _launcher_arguments(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument(
+        "--launcher",
+        default="local",
+        choices=["local", "submitit"],
+        help="local: child processes here (--jobs side by side, one GPU each); submitit: each job to SLURM (or "
+        "submitit's local executor: --launcher-args cluster=local)",
+    )
+    parser.add_argument(
+        "--launcher-args",
+        nargs="+",
+        metavar="KEY=VALUE",
+        help="submitit's parameters, e.g. slurm_partition=gpu gpus_per_node=1 timeout_min=240 mem_gb=32",
+    )
 
 
 def build_parser() -> argparse.ArgumentParser:
@@ -270,13 +361,18 @@ def build_parser() -> argparse.ArgumentParser:
     ex.add_argument("--tracking-uri", default="sqlite:///mlflow.db", help="the MLflow store of --log-model's run")
     ex.set_defaults(func=_cmd_export)
     xp = sub.add_parser("experiment", help="the paper's tables: train as MLflow parent/child runs, or rebuild tables")
-    xp.add_argument("action", choices=["run", "tables"], help="run: train and tabulate; tables: from the store only")
+    xp.add_argument(
+        "action",
+        choices=["run", "plan", "tables", "baselines", "spaces"],
+        help="run: train and tabulate; plan: print every job as a command line, for any scheduler; tables: from the "
+        "store only (--parent: that parent, finished by it); baselines, spaces: two jobs plan prints",
+    )
     xp.add_argument("names", nargs="*", help="table1, table2, table7, table45 (default: all)")
     xp.add_argument("--encoders", nargs="+", help="encoder types to include (default: the paper's for that table)")
     xp.add_argument(
         "--profile",
-        help="run: conf/profile/PROFILE.yaml, env-PROFILE.yaml and {rl,bc}-PROFILE.yaml (default tiny; quick: tiny's "
-        "agents trained for less); tables: the newest parent run of this profile (default: of any)",
+        help="run, plan: the folder conf/profile/PROFILE/ (default tiny; quick: tiny's agents trained for less); "
+        "tables: the newest parent run of this profile (default: of any)",
     )
     xp.add_argument(
         "--protocol",
@@ -303,7 +399,32 @@ def build_parser() -> argparse.ArgumentParser:
         help="run: export the best agent as a bundle (OUTPUTS/bundles/) and log it on the parent as an MLflow model",
     )
     xp.add_argument("--out", type=Path, default=Path("outputs/tables"), help="also write the tables here")
+    _launcher_arguments(xp)
+    xp.add_argument("--config", help="baselines: the configuration key (baselines-ABILITY-SWITCH)")
+    xp.add_argument("--module-args", help="baselines, spaces: the RL stage's arguments that build the agent module")
     xp.set_defaults(func=_cmd_experiment)
+
+    st = sub.add_parser(
+        "stage",
+        help="one stage as the resolver configures it: what it needs first, then one run per seed (the make targets)",
+    )
+    st.add_argument("stage", choices=["pretrain", "partner", "dm", "bc", "rl"])
+    st.add_argument("--encoder", help="conf/encoder/ENCODER.yaml (default general_light; partner, dm: the profile's)")
+    st.add_argument("--profile", default="tiny", help="the folder conf/profile/PROFILE/ (tiny, paper, quick, ...)")
+    st.add_argument("--protocol", default="paper", help="conf/protocol/PROTOCOL.yaml (agents: paper or restricted)")
+    st.add_argument("--ability", default="act_speech", help="agents: act_speech, act, speech, speech_no_speech_goals")
+    st.add_argument("--switch", default="hardcoded", help="agents: hardcoded or ratio")
+    st.add_argument("--seeds", type=int, nargs="+", default=[0], help="agents: one run per seed")
+    st.add_argument("--eval-seeds", type=int, default=1, help="agents: zero-shot evaluations after fitting")
+    st.add_argument("--data", default="data/default", help="dataset folder (data/default is generated if missing)")
+    st.add_argument("--tracking-uri", default="sqlite:///mlflow.db", help="MLflow store or tracking server")
+    st.add_argument("--args", help="extra arguments of this stage's runs, e.g. '--trainer.max_epochs 1'")
+    st.add_argument(
+        "--compare", action="store_true", help="rl: then BC where missing, and both evaluated beside the baselines"
+    )
+    st.add_argument("--print", action="store_true", help="print the stage's command lines and run nothing")
+    _launcher_arguments(st)
+    st.set_defaults(func=_cmd_stage)
     sub.add_parser(
         "pretrain",
         help="multi-task poly-encoder pretraining (LightningCLI: lq pretrain fit --config ...)",

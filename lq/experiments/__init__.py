@@ -15,7 +15,8 @@ and utterance spaces. Every agent experiment also has a child per seed holding t
 baselines of its abilities and switches (``<name>_baselines`` table).
 
 - :mod:`lq.experiments.specs`: what each experiment trains and tabulates;
-- :mod:`lq.experiments.running`: preparing, the parent and child runs, resuming;
+- :mod:`lq.experiments.running`: preparing, the parent and child runs, resuming, plans, single stages;
+- :mod:`lq.experiments.launchers`: where the jobs run (local processes, or SLURM through submitit);
 - :mod:`lq.experiments.reporting`: tables, cell metrics, curves and transcripts from the store.
 """
 
@@ -35,11 +36,14 @@ from lq.experiments.reporting import (
 )
 from lq.experiments.running import (
     Setup,
-    outputs_for,
+    child_waves,
+    plan,
+    preparation,
     prepare,
     resumable_parent,
     run_baselines,
     run_experiment,
+    run_stage,
     stage_args,
 )
 from lq.experiments.specs import (
@@ -71,18 +75,21 @@ __all__ = [
     "build_tables",
     "cell_metrics",
     "cell_values",
+    "child_waves",
     "children",
     "experiment_for",
     "experiment_id",
     "latest_parent",
     "log_best_transcripts",
-    "outputs_for",
     "parent_runs",
+    "plan",
     "prepare",
+    "preparation",
     "render",
     "resumable_parent",
     "run_baselines",
     "run_experiment",
+    "run_stage",
     "stage_args",
     "table1",
     "table2",

@@ -4,17 +4,14 @@ run (resumable), and the baselines' children."""
 from __future__ import annotations
 
 import json
-import os
-import subprocess
-import sys
-import threading
+import shlex
 import time
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
-from functools import partial
 from pathlib import Path
 
-from lq import conf
+from lq.conf.resolver import AGENT_STAGES, ENV_STAGES, Resolver
+from lq.experiments.launchers import Launcher, Local, shown
 from lq.experiments.reporting import (
     _client,
     _print,
@@ -28,256 +25,154 @@ from lq.experiments.specs import ENCODERS, Config, Experiment
 from lq.lit.cli import DEFAULT_TRACKING_URI
 
 
-def outputs_for(data_dir: str | Path) -> str:
-    """Where a dataset's checkpoints go: ``outputs/`` for the default data, ``outputs/<folder name>/`` for any other
-    (the Makefile's OUT), so that a partner, DM or agent trained on one dataset is never picked up for another."""
-    return "outputs" if Path(data_dir) == Path("data/default") else f"outputs/{Path(data_dir).resolve().name}"
-
-
-# profiles that train only the agents differently: their base's partner, DM and pretrained encoders (the same
-# checkpoints), then conf/profile/{rl,bc}-PROFILE.yaml read after the base's
-OVERLAYS = {"quick": "tiny"}
-
-
 @dataclass
-class Setup:
-    """Where things are and how big they are trained."""
+class Setup(Resolver):
+    """How an experiment runs: the resolver's profile, protocol, data and outputs, and the seeds, the MLflow store,
+    how many children run side by side and where (the launcher)."""
 
-    profile: str = "tiny"
-    protocol: str = "paper"  # conf/protocol/PROTOCOL.yaml: how the agents are trained and evaluated
     seeds: Sequence[int] = (0, 1, 2)
-    data_dir: str = "data/default"
     tracking_uri: str = DEFAULT_TRACKING_URI
-    outputs: str = ""  # default: outputs_for(data_dir)
     eval_seeds: int = 1
-    jobs: int = 1  # agent children trained side by side, the cores shared among them
+    jobs: int = 1  # agent children side by side under the local launcher, the cores shared among them
     log_model: bool = False  # export the best agent as a bundle and log it on the parent as an MLflow logged model
     extra_args: dict[str, Sequence[str]] = field(default_factory=dict)  # per stage ("rl", ...; "*": every stage)
-
-    def __post_init__(self) -> None:
-        self.outputs = self.outputs or outputs_for(self.data_dir)
-
-    @property
-    def base(self) -> str:
-        """The profile whose environment models, encoders and agent sizes this one uses (itself, or the one an
-        overlay profile such as ``quick`` trains its agents less than)."""
-        return OVERLAYS.get(self.profile, self.profile)
-
-    @property
-    def env_encoder(self) -> str:
-        """The environment's partner and DM: small poly-encoders on the CPU profile, MiniLM-sized otherwise."""
-        return "small" if self.base == "tiny" else "general"
-
-    def agent_outputs(self, stage: str) -> str:
-        """Where the agents' checkpoints go: an overlay profile's apart from its base's."""
-        return f"{self.outputs}/{stage}" if self.base == self.profile else f"{self.outputs}/{self.profile}/{stage}"
-
-    def profile_config(self, stage: str) -> list[str]:
-        """The profile's config files of a stage, in order: the base's, then an overlay's own for the agents."""
-        if stage in ("rl", "bc"):
-            names = [f"{stage}-{p}" for p in dict.fromkeys((self.base, self.profile))]
-        else:
-            names = [f"env-{self.base}" if stage in ("partner", "dm") else self.base]
-        paths = [conf.ROOT / "profile" / f"{name}.yaml" for name in names]
-        for path in paths:
-            if not path.exists():
-                raise FileNotFoundError(f"{path}: no such profile for the {stage} stage (PROFILE={self.profile})")
-        if stage in ("rl", "bc"):
-            paths.append(self.protocol_config)
-        return [str(path) for path in paths]
-
-    @property
-    def protocol_config(self) -> Path:
-        path = conf.ROOT / "protocol" / f"{self.protocol}.yaml"
-        if not path.exists():
-            known = ", ".join(sorted(p.stem for p in path.parent.glob("*.yaml")))
-            raise FileNotFoundError(f"{path}: no such protocol (PROTOCOL={self.protocol}); choose from {known}")
-        return path
-
-
-def _lq(*args: str) -> None:
-    """Run ``python -m lq ARGS`` and fail loudly with the command if it fails."""
-    cmd = [sys.executable, "-m", "lq", *args]
-    _print("$ " + " ".join(cmd))
-    done = subprocess.run(cmd, check=False)
-    if done.returncode != 0:
-        raise RuntimeError(f"exit status {done.returncode}: {' '.join(cmd)}")
-
-
-Job = Sequence[str] | Callable[[], object]  # the arguments of an ``lq`` command, or a function to run here
-
-
-def _lq_pool(commands: Sequence[tuple[str, Job]], jobs: int) -> None:
-    """Run independent jobs (``(label, job)``: ``lq`` arguments for a child process, each output line prefixed with
-    its label; or a function, run in a thread of this process), up to ``jobs`` at once, the cores shared among them
-    (``OMP_NUM_THREADS``; a function's torch threads); once one fails no other starts, and the failures are raised
-    after the running ones have ended. Small models spend much of a step outside matrix products: two of them on a
-    core each take about as long as one on both."""
-    if jobs <= 1 or len(commands) < 2:
-        for label, job in commands:
-            if callable(job):
-                _print(f"$ {label}: in this process")
-                job()
-            else:
-                _lq(*job)
-        return
-    threads = max(1, (os.cpu_count() or 1) // min(jobs, len(commands)))
-    queue, running, failed = list(commands), [], []
-    while queue or running:
-        while queue and len(running) < jobs:
-            running.append(_start(*queue.pop(0), threads))
-        for item in [r for r in running if r.poll() is not None]:
-            item.join()
-            running.remove(item)
-            if item.poll() != 0:
-                failed.append(item.failure())
-                queue.clear()  # no other starts
-        time.sleep(0.2)
-    if failed:
-        raise RuntimeError("; ".join(failed))
-
-
-@dataclass
-class _Started:
-    """A job of :func:`_lq_pool` under way: ``poll`` is its exit status once it ended (None before)."""
-
-    name: str
-    poll: Callable[[], int | None]
-    join: Callable[[], None]
-    error: list[BaseException] = field(default_factory=list)
-
-    def failure(self) -> str:
-        return f"{self.name}: {self.error[0]!r}" if self.error else f"exit status {self.poll()}: {self.name}"
-
-
-def _start(label: str, job: Job, threads: int) -> _Started:
-    if callable(job):
-        import torch
-
-        torch.set_num_threads(threads)
-        _print(f"$ {label}: in this process, {threads} thread(s)")
-
-        def run() -> None:
-            try:
-                job()
-            except BaseException as e:  # raised by the pool, after the others end
-                started.error.append(e)
-
-        thread = threading.Thread(target=run, daemon=True)
-        started = _Started(label, lambda: None if thread.is_alive() else int(bool(started.error)), thread.join)
-        thread.start()
-        return started
-    cmd = [sys.executable, "-m", "lq", *job]
-    _print(f"$ OMP_NUM_THREADS={threads} " + " ".join(cmd))
-    env = {**os.environ, "OMP_NUM_THREADS": str(threads)}
-    process = subprocess.Popen(cmd, env=env, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
-    relay = threading.Thread(target=_relay, args=(process, f"[{label}] "), daemon=True)
-    relay.start()
-    return _Started(" ".join(cmd), process.poll, relay.join)
-
-
-def _relay(process: subprocess.Popen, prefix: str) -> None:
-    for line in process.stdout:
-        _print(prefix + line.rstrip("\n"))
+    launcher: Launcher = field(default_factory=Local)
 
 
 def stage_args(config: Config, setup: Setup, seed: int, out_dir: str | None = None) -> list[str]:
-    """The command line of one stage run (``lq STAGE fit ...``) of ``config`` with ``seed``."""
-    stage = config.stage
-    args = [
-        stage,
-        "fit",
-        "--config",
-        str(conf.path(f"{stage}.yaml")),
-        "--config",
-        str(conf.path("encoder", f"{config.encoder}.yaml")),
-        *(arg for path in setup.profile_config(stage) for arg in ("--config", path)),
-        "--seed_everything",
-        str(seed),
-        "--trainer.logger.init_args.tracking_uri",
-        setup.tracking_uri,
-        "--out_dir",
-        out_dir or (setup.agent_outputs(stage) if stage in ("rl", "bc") else f"{setup.outputs}/{stage}"),
-    ]
-    if stage in ("pretrain", "partner", "dm"):  # the poly-encoder stages read a DataModule
-        args += ["--data.data_dir", setup.data_dir]
-    else:
-        args += [
-            "--model.data_dir",
-            setup.data_dir,
-            "--model.ability",
-            config.ability,
-            "--model.switch",
-            config.switch,
-            "--model.seed",
-            str(seed),
-            "--eval_seeds",
-            str(setup.eval_seeds),
-            "--pretrain_dir",
-            f"{setup.outputs}/pretrain",
-            "--model.partner_checkpoint",
-            f"{setup.outputs}/partner/{setup.env_encoder}/best.ckpt",
-            "--model.dm_checkpoint",
-            f"{setup.outputs}/dm/{setup.env_encoder}/best.ckpt",
+    """The command line of one stage run (``lq STAGE fit ...``) of ``config`` with ``seed``: the resolver's, logging
+    to the setup's store, with its extra arguments."""
+    args = setup.stage_args(config.stage, config.encoder, seed, config.ability, config.switch, out_dir)
+    args += ["--trainer.logger.init_args.tracking_uri", setup.tracking_uri]
+    if config.stage in AGENT_STAGES:
+        args += ["--eval_seeds", str(setup.eval_seeds)]
+    return args + [*setup.extra_args.get("*", ()), *setup.extra_args.get(config.stage, ())]
+
+
+@dataclass(frozen=True)
+class Step:
+    """A job of an experiment: its label, its ``lq`` arguments, and the file that exists once it is done (none for a
+    child: MLflow knows those)."""
+
+    label: str
+    args: Sequence[str]
+    output: str | None = None
+
+    @property
+    def done(self) -> bool:
+        return self.output is not None and Path(self.output).exists()
+
+
+Wave = tuple[list[Step], int]  # jobs independent of each other, and how many the local launcher runs at once
+
+
+def preparation(configs: Sequence[Config], setup: Setup) -> list[Wave]:
+    """What the configurations need before their children, in waves each after the one before: the data; the
+    pretrained encoders (``general`` before ``adaptive``, each on every core); then, a core each, the partner, the DM
+    and each pretrained encoder's vectors of the agents' action and utterance spaces (each agent would otherwise
+    encode them at its start)."""
+    waves: list[Wave] = [([_data_step(setup)], 1)]
+    agents = [c for c in configs if c.stage in AGENT_STAGES]
+    needed = {n for c in agents for n in setup.needs(c.stage, c.encoder) if n[0] == "pretrain"}
+    encoders = sorted({e for _, e in needed}, key=ENCODERS.index)
+    for group in ([e for e in encoders if e != "adaptive"], [e for e in encoders if e == "adaptive"]):
+        if group:  # the agents read the checkpoint only; Table 4/5 is make pretrain's and the table45 experiment's
+            waves.append(([_pretrain_step(e, setup) for e in group], 1))
+    if agents:
+        env = [
+            Step(stage, stage_args(Config(stage, setup.env_encoder), setup, 0), setup.checkpoint(stage))
+            for stage in ENV_STAGES
         ]
-    return args + [*setup.extra_args.get("*", ()), *setup.extra_args.get(stage, ())]
+        spaces = [
+            Step(
+                f"{e} vectors of the agents' spaces",
+                ["experiment", "spaces", "--module-args", shlex.join(_module_args(Config("rl", e), setup, 0))],
+                str(Path(setup.checkpoint("pretrain", e)).parent / "candidates" / "agent-utterances.pt"),
+            )
+            for e in encoders
+        ]
+        waves.append((env + spaces, 2))
+    return waves
+
+
+def _data_step(setup: Setup) -> Step:
+    """The dataset: the embedded default data is generated where it is missing (seconds); another must exist."""
+    manifest = f"{setup.data_dir}/manifest.json"
+    if not Path(manifest).exists() and Path(setup.data_dir) != Path("data/default"):
+        raise FileNotFoundError(
+            f"{manifest}: no dataset in {setup.data_dir}; lq data generate {setup.data_dir} writes the embedded "
+            "default data there, lq data download DEST fetches the release"
+        )
+    return Step("data", ["data", "generate", setup.data_dir], manifest)
+
+
+def _pretrain_step(encoder: str, setup: Setup) -> Step:
+    args = [*stage_args(Config("pretrain", encoder), setup, 0), "--tables.enabled", "false"]
+    return Step(f"pretrain {encoder}", args, setup.checkpoint("pretrain", encoder))
 
 
 def prepare(configs: Sequence[Config], setup: Setup) -> None:
-    """Make what the configurations need and the outputs lack: data, pretrained encoders, partner, DM, and each
-    pretrained encoder's vectors of the agents' action and utterance spaces."""
-    if not (Path(setup.data_dir) / "manifest.json").exists():
-        _lq("data", "generate", setup.data_dir)
-    _client(setup.tracking_uri).search_experiments(max_results=1)  # a new store's tables, made once, not in a race
-    needed = {c.encoder for c in configs if c.stage in ("rl", "bc") and c.encoder != "scratch"}
-    if "adaptive" in needed:
-        needed.add("general")
-    pretrained = sorted(needed, key=ENCODERS.index)  # general before adaptive
-    for encoder in pretrained:  # each on every core
-        if not Path(f"{setup.outputs}/pretrain/{encoder}/best.ckpt").exists():
-            # the agents read its checkpoint only; its Table 4/5 is `make pretrain`'s and the table45 experiment's
-            args = stage_args(Config("pretrain", encoder), setup, 0)
-            _lq(*args, *_init_from(encoder, f"{setup.outputs}/pretrain"), "--tables.enabled", "false")
-    if all(c.stage == "pretrain" for c in configs):
+    """Make what the configurations need and the outputs lack (:func:`preparation`), through the setup's launcher."""
+    for steps, parallel in preparation(configs, setup):
+        todo = [s for s in steps if not s.done]
+        if todo and todo[0].label != "data":
+            _client(setup.tracking_uri).search_experiments(max_results=1)  # a new store's tables, made once
+        setup.launcher.run([(s.label, s.args) for s in todo], parallel)
+
+
+def run_stage(
+    stage: str,
+    setup: Setup,
+    encoder: str,
+    ability: str = "act_speech",
+    switch: str = "hardcoded",
+    compare: bool = False,
+) -> None:
+    """What ``make pretrain``, ``make partner``, ``make dm``, ``make bc`` and ``make rl`` run: what the stage needs and
+    the outputs lack (:func:`preparation`; for ``adaptive`` the general encoder), then one run per seed (poly-encoder
+    stages: the first seed only). ``compare`` (the RL stage): then the BC agents of the same configuration and seeds
+    where missing, and all of them evaluated side by side with the baselines (``OUTPUTS/eval/``)."""
+    config = Config(stage, encoder, ability, switch)
+    waves = preparation([config], setup)
+    if stage == "pretrain" and encoder == "adaptive":
+        waves.append(([_pretrain_step("general", setup)], 1))
+    for steps, parallel in waves:
+        todo = [s for s in steps if not s.done]
+        setup.launcher.run([(s.label, s.args) for s in todo], parallel)
+    seeds = setup.seeds if stage in AGENT_STAGES else setup.seeds[:1]
+    setup.launcher.run([(f"{stage} s{seed}", stage_args(config, setup, seed)) for seed in seeds], 1)
+    if not compare:
         return
-    # then, a core each: the partner and the DM, and in the slot the shorter leaves free the encoders' vectors of
-    # the agents' spaces (each agent would otherwise encode them at its start, on its one core)
-    env_models = [Config(stage, setup.env_encoder) for stage in ("partner", "dm")]
-    jobs: list[tuple[str, Job]] = [
-        (c.stage, stage_args(c, setup, 0))
-        for c in env_models
-        if not Path(f"{setup.outputs}/{c.stage}/{c.encoder}/best.ckpt").exists()
-    ]
-    jobs += [
-        (f"{encoder} vectors of the agents' spaces", partial(_encode_agent_spaces, encoder, setup))
-        for encoder in pretrained
-    ]
-    _lq_pool(jobs, 2)
+    if stage != "rl":
+        raise ValueError(f"compare: the RL stage's agents are compared with BC's and the baselines, not {stage}'s")
+    bc = Config("bc", encoder, ability, switch)
+    setup = Setup(**{**setup.__dict__, "extra_args": {}})  # the RL stage's extra arguments are not BC's
+    agents = [(s, setup.agent_checkpoint(c.stage, encoder, ability, switch, s)) for c in (config, bc) for s in seeds]
+    missing = [s for s, checkpoint in agents[len(seeds) :] if not Path(checkpoint).exists()]
+    setup.launcher.run([(f"bc s{seed}", stage_args(bc, setup, seed)) for seed in missing], 1)
+    out = f"{setup.outputs}/eval/{encoder}-{ability}-{switch}"
+    evaluate = ["eval", *(c for _, c in agents), "--baselines", str(len(seeds)), "--out", out]
+    setup.launcher.run([("eval", evaluate)], 1)
 
 
-# jsonargparse changes the process's working directory while it reads a config file: function jobs of the pool
-# parse their command lines one at a time (their relative paths would otherwise resolve against another's folder)
-_PARSING = threading.Lock()
+def _module_args(config: Config, setup: Setup, seed: int) -> list[str]:
+    """The RL stage's arguments for ``config``'s encoder, ability and switch (after ``rl fit``): what builds the agent
+    module the baselines and the spaces' vectors are computed with."""
+    return stage_args(Config("rl", config.encoder or "scratch", config.ability, config.switch), setup, seed)[2:]
 
 
-def _rl_module(config: Config, setup: Setup, seed: int):
-    """The RL stage's agent module as ``setup`` configures it for ``config`` (not set up: nothing built yet)."""
+def rl_module(module_args: Sequence[str]):
+    """The RL stage's agent module built from its command line (not set up: nothing built yet)."""
     from lq.lit.cli import STAGES, stage_classes
 
-    with _PARSING:
-        args = stage_args(Config("rl", config.encoder or "scratch", config.ability, config.switch), setup, seed)[2:]
-        cli = STAGES["rl"](*stage_classes("rl"), args=args, parse_only=True)  # not "rl fit"
-        return cli.parser.instantiate(cli.config).model
+    cli = STAGES["rl"](*stage_classes("rl"), args=list(module_args), parse_only=True)
+    return cli.parser.instantiate(cli.config).model
 
 
-def _encode_agent_spaces(encoder: str, setup: Setup) -> None:
+def encode_agent_spaces(module_args: Sequence[str]) -> None:
     """A pretrained encoder's vectors of the agents' action and utterance spaces, stored beside its checkpoint (a
     store already there with the same weights and texts is read, not encoded again)."""
-    _rl_module(Config("rl", encoder), setup, 0).build_agent()
-
-
-def _init_from(encoder: str, pretrain_dir: str) -> list[str]:
-    return ["--model.encoder.init_from", f"{pretrain_dir}/general/best.ckpt"] if encoder == "adaptive" else []
+    rl_module(module_args).build_agent()
 
 
 def resumable_parent(client, experiment: Experiment, setup: Setup) -> str | None:
@@ -327,75 +222,117 @@ def log_best_model(client, experiment: Experiment, pid: str, setup: Setup, log: 
     return uri
 
 
+def open_parent(client, experiment: Experiment, setup: Setup, resume: bool, log: Callable[[str], None]):
+    """The parent run of ``experiment`` (a new one, or with ``resume`` the newest unfinished one, reopened) and the
+    (configuration, seed) pairs whose children finished before."""
+    exp_id = experiment_id(client, experiment.name)
+    pid = resumable_parent(client, experiment, setup) if resume else None
+    if pid is not None:
+        done = _reopen(client, pid, experiment, setup)
+        log(f"[{experiment.name}] resuming parent run {pid}: {len(done)} children finished before")
+        return pid, done
+    if resume:
+        log(f"[{experiment.name}] no unfinished parent run to resume: starting a new one")
+    parent = client.create_run(
+        exp_id,
+        run_name=f"{experiment.name}-{setup.profile}-{setup.protocol}",
+        tags={
+            "lq.experiment": experiment.name,
+            "lq.profile": setup.profile,
+            "lq.protocol": setup.protocol,
+            "lq.role": "parent",
+        },
+    )
+    pid = parent.info.run_id
+    client.log_param(pid, "seeds", " ".join(map(str, setup.seeds)))
+    client.log_param(pid, "encoders", " ".join(experiment.encoders))
+    client.log_param(pid, "configurations", len(experiment.configs))
+    return pid, set()
+
+
+def child_waves(experiment: Experiment, setup: Setup, pid: str, done: set[tuple[str, str]] = frozenset()) -> list[Wave]:
+    """The parent's children that have not finished, in waves each after the one before: pretraining children (the
+    adaptive encoder after the general one of its seed's folder, which it starts from; one at a time on every core),
+    then the agents and the baselines (``setup.jobs`` at a time)."""
+    waves: list[list[Step]] = [[], [], []]
+    for config in experiment.configs:
+        for seed in setup.seeds:
+            if (config.key, str(seed)) in done:
+                continue
+            tags = {"mlflow.parentRunId": pid, "lq.config": config.key, "lq.seed": str(seed)}
+            label = f"{config.key} s{seed}"
+            if config.stage == "baselines":
+                args = [
+                    "experiment",
+                    "baselines",
+                    experiment.name,
+                    "--config",
+                    config.key,
+                    "--seeds",
+                    str(seed),
+                    "--parent",
+                    pid,
+                    "--tracking-uri",
+                    setup.tracking_uri,
+                    "--module-args",
+                    shlex.join(_module_args(config, setup, seed)),
+                ]
+                waves[2].append(Step(label, args))
+                continue
+            # one encoder per seed, kept apart from the agents' encoders
+            out_dir = (
+                f"{setup.outputs}/experiments/{experiment.name}/seed-{seed}" if config.stage == "pretrain" else None
+            )
+            args = [
+                *stage_args(config, setup, seed, out_dir),
+                "--trainer.logger.init_args.experiment_name",
+                f"lq-{experiment.name}",
+                "--trainer.logger.init_args.tags",
+                json.dumps(tags),
+            ]
+            wave = 2 if config.stage in AGENT_STAGES else 1 if config.encoder == "adaptive" else 0
+            waves[wave].append(Step(label, args))
+    return [(steps, setup.jobs if i == 2 else 1) for i, steps in enumerate(waves) if steps]
+
+
+def plan(experiment: Experiment, setup: Setup, resume: bool = False) -> list[str]:
+    """Every job of ``experiment`` as an ``lq`` command line, for any scheduler: the preparation, the children (under
+    a parent run opened now, or the resumed one) and the tables that finish the parent, in numbered steps, each
+    after the one before; the lines of one step are independent of each other. A preparation line whose output
+    exists says so in a comment."""
+    client = _client(setup.tracking_uri)
+    pid, done = open_parent(client, experiment, setup, resume, lambda _: None)
+    lines = [
+        f"# {experiment.title}: profile {setup.profile}, protocol {setup.protocol}, seeds "
+        f"{' '.join(map(str, setup.seeds))}; parent run {pid} in MLflow experiment lq-{experiment.name} "
+        f"({setup.tracking_uri})"
+    ]
+    waves = [*preparation(experiment.configs, setup), *child_waves(experiment, setup, pid, done)]
+    finish = ["experiment", "tables", experiment.name, "--parent", pid, "--tracking-uri", setup.tracking_uri]
+    waves.append(([Step("tables", finish)], 1))
+    for i, (steps, _) in enumerate(waves, 1):
+        lines.append(f"# step {i} of {len(waves)}: {', '.join(dict.fromkeys(s.label.split(' s')[0] for s in steps))}")
+        lines += [shown(s.args) + (f"  # done: {s.output} exists" if s.done else "") for s in steps]
+    return lines
+
+
 def run_experiment(
     experiment: Experiment, setup: Setup, log: Callable[[str], None] = _print, resume: bool = False
 ) -> tuple[str, dict[str, tuple[str, str]]]:
-    """Train every configuration of ``experiment`` per seed as children of a parent run, then build its tables;
-    returns the parent's run id and the tables (Markdown, CSV). ``resume``: continue the newest unfinished parent
-    of this experiment and profile (an interrupted run), training only the children that did not finish."""
+    """Train every configuration of ``experiment`` per seed as children of a parent run, through the setup's
+    launcher, then build its tables; returns the parent's run id and the tables (Markdown, CSV). ``resume``:
+    continue the newest unfinished parent of this experiment and profile (an interrupted run, whichever launcher
+    ran it), training only the children that did not finish."""
     started = time.monotonic()
     prepare(experiment.configs, setup)
     prepared = time.monotonic()
     client = _client(setup.tracking_uri)
-    exp_id = experiment_id(client, experiment.name)
-    pid = resumable_parent(client, experiment, setup) if resume else None
-    done: set[tuple[str, str]] = set()
-    if pid is not None:
-        done = _reopen(client, pid, experiment, setup)
-        log(f"[{experiment.name}] resuming parent run {pid}: {len(done)} children finished before")
-    else:
-        if resume:
-            log(f"[{experiment.name}] no unfinished parent run to resume: starting a new one")
-        parent = client.create_run(
-            exp_id,
-            run_name=f"{experiment.name}-{setup.profile}-{setup.protocol}",
-            tags={
-                "lq.experiment": experiment.name,
-                "lq.profile": setup.profile,
-                "lq.protocol": setup.protocol,
-                "lq.role": "parent",
-            },
-        )
-        pid = parent.info.run_id
-        client.log_param(pid, "seeds", " ".join(map(str, setup.seeds)))
-        client.log_param(pid, "encoders", " ".join(experiment.encoders))
-        client.log_param(pid, "configurations", len(experiment.configs))
+    pid, done = open_parent(client, experiment, setup, resume, log)
     try:
-        agents, baselines = [], []  # run side by side (setup.jobs) once the rest is done
-        for config in experiment.configs:
-            for seed in setup.seeds:
-                if (config.key, str(seed)) in done:
-                    continue
-                tags = {"mlflow.parentRunId": pid, "lq.config": config.key, "lq.seed": str(seed)}
-                if config.stage == "baselines":  # after the agents, in the slot the shorter ones leave free
-                    baselines.append(
-                        (f"{config.key} s{seed}", partial(run_baselines, client, exp_id, config, setup, seed, tags))
-                    )
-                    continue
-                out_dir = None
-                extra: list[str] = []
-                if config.stage == "pretrain":  # one encoder per seed, kept apart from the agents' encoders
-                    out_dir = f"{setup.outputs}/experiments/{experiment.name}/seed-{seed}"
-                    extra = _init_from(config.encoder, out_dir)  # adaptive after general: these run in order
-                args = [
-                    *stage_args(config, setup, seed, out_dir),
-                    *extra,
-                    "--trainer.logger.init_args.experiment_name",
-                    f"lq-{experiment.name}",
-                    "--trainer.logger.init_args.tags",
-                    json.dumps(tags),
-                ]
-                if config.stage in ("rl", "bc"):
-                    agents.append((f"{config.key} s{seed}", args))
-                else:
-                    log(f"[{experiment.name}] {config.key} seed {seed}")
-                    _lq(*args)
-        if agents or baselines:
-            log(
-                f"[{experiment.name}] {len(agents)} agent runs and {len(baselines)} of the baselines, "
-                f"{max(1, min(setup.jobs, len(agents) + len(baselines)))} at a time"
-            )
-        _lq_pool(agents + baselines, setup.jobs)
+        waves = child_waves(experiment, setup, pid, done)
+        log(f"[{experiment.name}] {sum(len(steps) for steps, _ in waves)} children")
+        for steps, parallel in waves:
+            setup.launcher.run([(s.label, s.args) for s in steps], parallel)
         trained = time.monotonic()
         tables = build_tables(experiment, pid, setup.tracking_uri, log)
         if setup.log_model:
@@ -412,15 +349,16 @@ def run_experiment(
     return pid, tables
 
 
-def run_baselines(client, exp_id: str, config: Config, setup: Setup, seed: int, tags: dict[str, str]) -> str:
-    """A child run with the baselines and the ceiling of ``config``'s ability and switch: the RL stage's agent module
-    as ``setup`` configures it (its environment, switch, spaces and evaluation), each rule in place of the agent
-    (``baselines/<rule>/<goal>_rate``); returns its run id."""
+def run_baselines(client, experiment: str, config: Config, module_args: Sequence[str], seed: int, pid: str) -> str:
+    """A child of parent run ``pid`` with the baselines and the ceiling of ``config``'s ability and switch: the RL
+    stage's agent module built from ``module_args`` (its environment, switch, spaces and evaluation), each rule in
+    place of the agent (``baselines/<rule>/<goal>_rate``); returns its run id."""
     from lq.lit.checkpoints import baseline_results
 
-    module = _rl_module(config, setup, seed)
-    run_id = client.create_run(exp_id, run_name=f"{config.key}-s{seed}", tags={**tags, "lq.stage": "baselines"})
-    run_id = run_id.info.run_id
+    module = rl_module(module_args)
+    tags = {"mlflow.parentRunId": pid, "lq.config": config.key, "lq.seed": str(seed), "lq.stage": "baselines"}
+    exp_id = experiment_id(client, experiment)
+    run_id = client.create_run(exp_id, run_name=f"{config.key}-s{seed}", tags=tags).info.run_id
     try:
         results = baseline_results(module, "test", [seed])
         for key, [result] in results.items():

@@ -15,6 +15,7 @@ import lightning as L
 import torch
 from lightning.pytorch.loggers import MLFlowLogger
 
+from lq.conf.resolver import ENV_STAGES, Resolver
 from lq.data.context import HEADER_TAGS, HISTORY_TAGS
 from lq.data.dataset import dataset_id, load_dataset
 from lq.data.io import json_strings
@@ -30,9 +31,8 @@ from lq.rl.acting import ABILITIES, Actor
 from lq.rl.switch import HardcodedSwitch, RatioSwitch
 
 SCRATCH = EncoderConfig(name="scratch")
-# Where make partner / make dm (PROFILE=paper) leave the environment's models; the tiny profiles name the small ones
-PARTNER_CHECKPOINT = "outputs/partner/general/best.ckpt"
-DM_CHECKPOINT = "outputs/dm/general/best.ckpt"
+# the environment's models as the resolver places them for the default profile and data (lq stage rl names them)
+PARTNER_CHECKPOINT, DM_CHECKPOINT = (Resolver().checkpoint(stage) for stage in ENV_STAGES)
 SWITCHES = ("hardcoded", "ratio")
 
 

@@ -1,7 +1,7 @@
 """LightningCLI entry points of every training stage (``lq pretrain``, ``partner``, ``dm``, ``bc``, ``rl``).
 
 Configs merge in order: ``--config conf/pretrain.yaml --config conf/encoder/general_light.yaml
---config conf/profile/tiny.yaml``. Runs log to MLflow (``sqlite:///mlflow.db`` unless the config
+--config conf/profile/tiny/pretrain.yaml``. Runs log to MLflow (``sqlite:///mlflow.db`` unless the config
 says otherwise), named after the encoder; the resolved config is logged as the run's
 ``config.yaml`` artifact by :class:`LogConfigToMLflow` (Lightning's own config-saving callback
 fails with a sqlite tracking URI: Lightning issues 19441 and 20273).
@@ -17,6 +17,7 @@ from lightning.pytorch.callbacks.progress.progress_bar import ProgressBar
 from lightning.pytorch.cli import LightningArgumentParser, LightningCLI, SaveConfigCallback
 from lightning.pytorch.loggers import MLFlowLogger
 
+from lq.conf.resolver import Resolver, agent_dir, model_dir, pretrained_checkpoint
 from lq.lit.callbacks import LogProgress, StageTimer, wants_log_progress
 
 DEFAULT_TRACKING_URI = "sqlite:///mlflow.db"
@@ -40,10 +41,6 @@ class LogConfigToMLflow(SaveConfigCallback):
         for logger in trainer.loggers:
             if isinstance(logger, MLFlowLogger):
                 logger.experiment.log_text(logger.run_id, text, "config.yaml")
-
-
-def _checkpoint_dir(out_dir: str, encoder_name: str) -> str:
-    return f"{out_dir.rstrip('/')}/{encoder_name}"
 
 
 def _floats(metrics: dict) -> dict[str, float]:
@@ -80,7 +77,9 @@ class StageCLI(LightningCLI):
         super().__init__(*args, **kwargs)
 
     def add_arguments_to_parser(self, parser: LightningArgumentParser) -> None:
-        parser.add_argument("--out_dir", default=f"outputs/{self.stage}", help="where checkpoints go, per encoder")
+        parser.add_argument(
+            "--out_dir", default=Resolver().stage_dir(self.stage), help="where checkpoints go, per encoder"
+        )
         # read by the pretraining stage; accepted by all so that one profile serves every stage
         parser.add_argument(
             "--tables.max_quests", type=int | None, default=None, help="test quests per Table 4/5 row (all if unset)"
@@ -100,7 +99,7 @@ class StageCLI(LightningCLI):
         self.link_checkpoint_dir(parser)
 
     def link_checkpoint_dir(self, parser: LightningArgumentParser) -> None:
-        parser.link_arguments(("out_dir", "model.encoder.name"), "checkpoint.dirpath", compute_fn=_checkpoint_dir)
+        parser.link_arguments(("out_dir", "model.encoder.name"), "checkpoint.dirpath", compute_fn=model_dir)
 
     def instantiate_classes(self) -> None:
         if self.parse_only:
@@ -222,33 +221,25 @@ class DungeonMasterCLI(EnvModelCLI):
     stage = "dm"
 
 
-def _pretrained_checkpoint(pretrain_dir: str, encoder_name: str) -> str | None:
-    """The agent's frozen encoder: the pretraining run's best checkpoint (none for scratch)."""
-    return None if encoder_name == "scratch" else f"{pretrain_dir.rstrip('/')}/{encoder_name}/best.ckpt"
-
-
-def _agent_dir(out_dir: str, encoder_name: str, ability: str, switch: str, seed: int) -> str:
-    """``OUT/ENCODER/ABILITY-SWITCH/seed-N``: one folder per configuration and seed of an agent stage."""
-    return f"{out_dir.rstrip('/')}/{encoder_name}/{ability}-{switch}/seed-{seed}"
-
-
 class AgentCLI(StageCLI):
     """The agent stages (``lq bc``, ``lq rl``): the frozen encoder comes from the pretraining run named by the encoder
     config, checkpoints go per configuration and seed, and fitting ends with the zero-shot evaluation."""
 
     def add_arguments_to_parser(self, parser: LightningArgumentParser) -> None:
         super().add_arguments_to_parser(parser)
-        parser.add_argument("--pretrain_dir", default="outputs/pretrain", help="where pretrained encoders are")
+        parser.add_argument(
+            "--pretrain_dir", default=Resolver().stage_dir("pretrain"), help="where pretrained encoders are"
+        )
         parser.add_argument("--eval_seeds", type=int, default=1, help="zero-shot evaluations after fitting")
         parser.link_arguments(
-            ("pretrain_dir", "model.encoder.name"), "model.pretrained_checkpoint", compute_fn=_pretrained_checkpoint
+            ("pretrain_dir", "model.encoder.name"), "model.pretrained_checkpoint", compute_fn=pretrained_checkpoint
         )
 
     def link_checkpoint_dir(self, parser: LightningArgumentParser) -> None:
         parser.link_arguments(
             ("out_dir", "model.encoder.name", "model.ability", "model.switch", "model.seed"),
             "checkpoint.dirpath",
-            compute_fn=_agent_dir,
+            compute_fn=agent_dir,
         )
 
     def before_fit(self) -> None:

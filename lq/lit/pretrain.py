@@ -170,6 +170,11 @@ class PretrainModule(L.LightningModule):
         self.model = PolyEncoder.from_spec(self.encoder_config.spec, n_codes)
         if self.encoder_config.init_from:
             self.load_encoder_from(self.encoder_config.init_from)
+        elif self.encoder_config.name == "adaptive":
+            raise ValueError(
+                "the adaptive encoder starts from the general one: pass --model.encoder.init_from PATH (its "
+                "best.ckpt), or run make pretrain ENCODER=adaptive, which pretrains general first and names it"
+            )
         self.lr, self.weight_decay, self.warmup_steps = lr, weight_decay, warmup_steps
         self.task_names: list[str] = []
         self.metrics = nn.ModuleDict()

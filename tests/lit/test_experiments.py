@@ -2,6 +2,7 @@
 
 import os
 import shutil
+import sys
 from pathlib import Path
 
 import pandas as pd
@@ -12,6 +13,8 @@ from mlflow.tracking import MlflowClient
 from lq import conf
 from lq import experiments as X
 from lq.cli import main
+from lq.experiments import launchers
+from lq.experiments.launchers import Local
 from tests.lit.test_agent_cli import TINY_AGENT
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -113,7 +116,18 @@ def test_the_best_agents_transcripts_go_on_the_parent(tmp_path):
     assert X.log_best_transcripts(client, [], parent, str(tmp_path)) is None
 
 
-def test_resume_trains_only_the_children_an_interrupted_parent_lacks(tmp_path, monkeypatch):
+class Recorder:
+    """A launcher that runs nothing and keeps the jobs it was given, wave by wave."""
+
+    def __init__(self):
+        self.waves = []
+
+    def run(self, jobs, parallel):
+        if jobs:
+            self.waves.append([args for _, args in jobs])
+
+
+def test_resume_trains_only_the_children_an_interrupted_parent_lacks(tmp_path):
     uri = f"sqlite:///{tmp_path / 'mlflow.db'}"
     client = MlflowClient(uri)
     outputs = tmp_path / "outputs"
@@ -122,12 +136,11 @@ def test_resume_trains_only_the_children_an_interrupted_parent_lacks(tmp_path, m
         (outputs / name / "small" / "best.ckpt").touch()
     (tmp_path / "data").mkdir()
     (tmp_path / "data" / "manifest.json").touch()
-    setup = X.Setup(seeds=(0, 1), data_dir=str(tmp_path / "data"), tracking_uri=uri, outputs=str(outputs))
+    launcher = Recorder()
+    setup = X.Setup(
+        seeds=(0, 1), data_dir=str(tmp_path / "data"), tracking_uri=uri, outputs=str(outputs), launcher=launcher
+    )
     experiment = X.table1(["scratch"])
-    calls = []
-    monkeypatch.setattr(X.running, "_lq", lambda *args: calls.append(args))
-    baselines = []
-    monkeypatch.setattr(X.running, "run_baselines", lambda *args: baselines.append(args[4]))
 
     # an interrupted run: the parent and one child still RUNNING (their process died), one child finished
     exp_id = X.experiment_id(client, "table1")
@@ -144,49 +157,46 @@ def test_resume_trains_only_the_children_an_interrupted_parent_lacks(tmp_path, m
     with pytest.raises(ValueError, match="ran seeds '0 1', not '0 1 2': resume with the same seeds"):
         X.run_experiment(experiment, X.Setup(**{**setup.__dict__, "seeds": (0, 1, 2)}), log=print, resume=True)
     assert X.run_experiment(experiment, setup, log=lambda _: None, resume=True)[0] == pid
-    trained = [(a[a.index("--config") + 3], a[a.index("--seed_everything") + 1]) for a in calls]
-    assert trained == [
-        (C("encoder", "scratch.yaml"), "1"),
-        (C("encoder", "scratch.yaml"), "0"),
-        (C("encoder", "scratch.yaml"), "1"),
-    ]
-    assert [a[0] for a in calls] == ["rl", "bc", "bc"]
-    assert baselines == [0, 1]  # their children had not finished either
+    [children] = launcher.waves  # nothing to prepare: the environment's models and the data are there
+    trained = [(a[0], a[a.index("--seed_everything") + 1]) for a in children if a[0] != "experiment"]
+    assert trained == [("rl", "1"), ("bc", "0"), ("bc", "1")]
+    baselines = [a for a in children if a[:2] == ["experiment", "baselines"]]
+    assert [a[a.index("--seeds") + 1] for a in baselines] == ["0", "1"]  # their children had not finished either
+    assert all(a[a.index("--parent") + 1] == pid for a in baselines)
     assert client.get_run(dead.info.run_id).info.status == "KILLED"
     assert client.get_run(pid).info.status == "FINISHED"
     # nothing left to resume: a new parent
     assert X.run_experiment(experiment, setup, log=lambda _: None, resume=True)[0] != pid
 
 
-def test_independent_stages_run_side_by_side_with_their_output_prefixed(tmp_path, capsys):
+def test_the_local_launcher_runs_jobs_side_by_side_with_their_output_prefixed(tmp_path, capsys):
     first, second = tmp_path / "a", tmp_path / "b"
-    X.running._lq_pool([("data", ["data", "generate", str(d), "--scale", "tiny"]) for d in (first, second)], 2)
+    Local().run([("data", ["data", "generate", str(d), "--scale", "tiny"]) for d in (first, second)], 2)
     assert (first / "manifest.json").is_file() and (second / "manifest.json").is_file()
     out = capsys.readouterr().out
-    assert "$ OMP_NUM_THREADS=" in out and "\n[data] " in out  # each line of a child under its stage's name
+    assert "$ OMP_NUM_THREADS=" in out and "\n[data] " in out  # each line of a child under its job's label
     with pytest.raises(RuntimeError, match=r"exit status \d+: .* data generate .*"):  # one fails: said after both end
-        X.running._lq_pool(
-            [("data", ["data", "generate", str(first), "--scale", "tiny"]), ("data", ["data", "stats", str(second)])], 2
+        Local().run(
+            [("data", ["data", "generate", str(first), "--scale", "tiny"]), ("s", ["data", "stats", str(second)])], 2
         )
 
 
-def test_a_function_takes_a_slot_of_the_pool_beside_the_commands(tmp_path, capsys):
-    data, threads = tmp_path / "a", []
-    X.running._lq_pool(
-        [
-            ("data", ["data", "generate", str(data), "--scale", "tiny"]),
-            ("f", lambda: threads.append(torch.get_num_threads())),
-        ],
-        2,
-    )
-    assert (data / "manifest.json").is_file() and threads == [max(1, (os.cpu_count() or 1) // 2)]  # the cores shared
-
-    def fails() -> None:
-        raise ValueError("no quests")
-
-    with pytest.raises(RuntimeError, match=r"^f: ValueError\('no quests'\)$"):  # said once the command has ended
-        X.running._lq_pool([("f", fails), ("data", ["data", "stats", str(data)])], 2)
-    assert "\n[data] " in capsys.readouterr().out
+def test_the_local_launcher_pins_one_gpu_per_child_and_shares_the_cores(tmp_path, monkeypatch):
+    """Where there are GPUs, each of the jobs side by side sees one of them, a different one; on a CPU none is set."""
+    seen = tmp_path / "seen"
+    seen.mkdir()
+    env = "os.environ.get('CUDA_VISIBLE_DEVICES', '-') + ' ' + os.environ['OMP_NUM_THREADS']"
+    script = f"import os, sys; open(sys.argv[1], 'w').write({env})"
+    monkeypatch.setattr(launchers, "command", lambda args: [sys.executable, "-c", script, *args])
+    monkeypatch.setenv("CUDA_VISIBLE_DEVICES", "2,5")
+    Local().run([(f"j{i}", [str(seen / str(i))]) for i in range(4)], 2)
+    pinned = [(seen / str(i)).read_text().split() for i in range(4)]
+    threads = str(max(1, (os.cpu_count() or 1) // 2))
+    # two slots, one GPU each: every child sees one GPU, the first two (started together) different ones
+    assert {g for g, _ in pinned} == {"2", "5"} and {t for _, t in pinned} == {threads}
+    monkeypatch.setenv("CUDA_VISIBLE_DEVICES", "")  # no GPU visible: nothing pinned
+    Local().run([("j", [str(seen / "cpu")])], 1)
+    assert (seen / "cpu").read_text() == f" {os.cpu_count() or 1}"  # every core, no GPU named
 
 
 def test_a_missing_cell_reads_n_a_and_bad_names_are_refused(tmp_path):
@@ -199,8 +209,8 @@ def test_a_missing_cell_reads_n_a_and_bad_names_are_refused(tmp_path):
     with pytest.raises(ValueError, match="scratch is not pretrained"):
         X.table45(["scratch"])
     assert main(["experiment", "tables", "table9", "--tracking-uri", f"sqlite:///{tmp_path / 'm.db'}"]) == 2
-    with pytest.raises(FileNotFoundError, match="rl-huge.yaml"):
-        X.Setup(profile="huge").profile_config("rl")
+    with pytest.raises(FileNotFoundError, match="no such profile .PROFILE=huge.; choose from paper, quick, tiny"):
+        X.Setup(profile="huge")
 
 
 def test_the_paper_tables_have_their_configurations():
@@ -223,7 +233,7 @@ def test_the_paper_tables_have_their_configurations():
     assert [t.name for t in t45.tables] == ["table4", "table5"] and len(t45.configs) == 4
     env_model = X.stage_args(X.Config("partner", "small"), X.Setup(data_dir="d"), 0)
     assert env_model[:2] == ["partner", "fit"] and "--data.data_dir" in env_model and "--model.ability" not in env_model
-    assert C("profile", "env-tiny.yaml") in env_model and C("encoder", "small.yaml") in env_model
+    assert C("profile", "tiny", "env.yaml") in env_model and C("encoder", "small.yaml") in env_model
     agent = X.stage_args(X.Config("rl", "scratch"), X.Setup(data_dir="data/default", profile="paper"), 0)
     assert agent[agent.index("--model.partner_checkpoint") + 1] == "outputs/partner/general/best.ckpt"
     # another dataset's checkpoints are kept apart, under its folder's name
@@ -240,17 +250,24 @@ def test_the_quick_profile_trains_tiny_agents_for_less_on_tiny_environment_model
         assert X.stage_args(X.Config(stage, "small"), quick, 0) == X.stage_args(X.Config(stage, "small"), tiny, 0)
     args = X.stage_args(X.Config("rl", "scratch"), quick, 0)
     configs = [args[i + 1] for i, a in enumerate(args) if a == "--config"]
-    assert configs[-3:] == [C("profile", "rl-tiny.yaml"), C("profile", "rl-quick.yaml"), C("protocol", "paper.yaml")]
+    assert configs[-3:] == [
+        C("profile", "tiny", "rl.yaml"),
+        C("profile", "quick", "rl.yaml"),
+        C("protocol", "paper.yaml"),
+    ]
     assert args[args.index("--model.partner_checkpoint") + 1] == "outputs/partner/small/best.ckpt"
     assert args[args.index("--out_dir") + 1] == "outputs/quick/rl"  # not over the tiny agents
     for stage, epochs in (("rl", 2), ("bc", 2)):
         args = X.stage_args(X.Config(stage, "scratch"), quick, 0)[2:]
         config = STAGES[stage](*stage_classes(stage), args=args, parse_only=True).config
         assert config.trainer.max_epochs == epochs and config.model.context_length == 64  # tiny's sizes
-    assert X.Setup(profile="paper").profile_config("rl") == [C("profile", "rl-paper.yaml"), C("protocol", "paper.yaml")]
-    assert X.Setup(protocol="restricted").profile_config("bc")[-1] == C("protocol", "restricted.yaml")
+    assert [str(p) for p in X.Setup(profile="paper").configs("rl", "scratch")[2:]] == [
+        C("profile", "paper", "rl.yaml"),
+        C("protocol", "paper.yaml"),
+    ]
+    assert str(X.Setup(protocol="restricted").configs("bc", "scratch")[-1]) == C("protocol", "restricted.yaml")
     with pytest.raises(FileNotFoundError, match="no such protocol .PROTOCOL=strict.; choose from paper, restricted"):
-        X.Setup(protocol="strict").profile_config("rl")
+        X.Setup(protocol="strict")
 
 
 def test_prepare_encodes_the_agents_spaces_once_for_every_agent_of_a_pretrained_encoder(
@@ -268,26 +285,15 @@ def test_prepare_encodes_the_agents_spaces_once_for_every_agent_of_a_pretrained_
     setup = X.Setup(seeds=(0,), data_dir=str(setup_dir / "data"), outputs=str(outputs), extra_args={"*": TINY_AGENT})
     X.prepare(X.table1(["general_light"]).configs, setup)
     out = capsys.readouterr().out
-    assert "$ general_light vectors of the agents' spaces: in this process" in out and " fit " not in out
+    assert " experiment spaces --module-args " in out and " fit " not in out
     stores = outputs / "pretrain" / "general_light" / "candidates"
     assert sorted(p.name for p in stores.iterdir()) == ["agent-actions.pt", "agent-utterances.pt"]
     written = {p.name: p.stat().st_mtime_ns for p in stores.iterdir()}
-    module = X.running._rl_module(X.Config("bc", "general_light"), setup, 0)
+    module = X.running.rl_module(X.running._module_args(X.Config("bc", "general_light"), setup, 0))
     module.build_agent()  # an agent of that encoder: its key matches, so it reads the stores and writes none
     assert {p.name: p.stat().st_mtime_ns for p in stores.iterdir()} == written
     saved = torch.load(stores / "agent-actions.pt", weights_only=True)["embeddings"]
     assert torch.equal(module.agent.actions.frozen, saved) and len(saved) == len(module.action_space)
-
-
-def test_function_jobs_build_their_modules_side_by_side(setup_dir, monkeypatch):
-    """jsonargparse changes the working directory while it reads a config file: threads building modules at once
-    must not resolve each other's relative paths (conf/...) against it."""
-    monkeypatch.chdir(ROOT)
-    setup = X.Setup(seeds=(0,), data_dir=str(setup_dir / "data"), extra_args={"*": TINY_AGENT})
-    built = []
-    jobs = [(f"b{i}", lambda: built.append(X.running._rl_module(X.Config("baselines"), setup, 0))) for i in range(4)]
-    X.running._lq_pool(jobs, 4)
-    assert len(built) == 4 and Path.cwd() == ROOT
 
 
 @pytest.mark.slow

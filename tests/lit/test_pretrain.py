@@ -8,7 +8,7 @@ import torch
 from lightning.pytorch.callbacks import ModelCheckpoint
 
 from lq.cli import main
-from lq.experiments.running import OVERLAYS, Setup
+from lq.conf import resolver
 from lq.generate import generate_dataset
 from lq.lit.cli import STAGES, fit_pretrain, stage_classes
 from lq.lit.metrics import HitsAtK
@@ -151,36 +151,21 @@ def test_resumes_from_last_ckpt(data_dir, tmp_path):
 
 @pytest.mark.parametrize("encoder", sorted(Path(p).stem for p in glob.glob(str(ROOT / "conf/encoder/*.yaml"))))
 def test_every_encoder_config_parses_with_every_stage_and_profile(encoder, monkeypatch):
-    monkeypatch.chdir(ROOT)  # profile_config's paths are the repository's
+    """Every profile the resolver knows, every stage, as it orders their config files."""
+    monkeypatch.chdir(ROOT)
     assert {Path(p).stem for p in glob.glob(str(ROOT / "conf/*.yaml"))} == set(STAGES), "a stage config without a CLI"
-    for stage, cli_class in STAGES.items():
-        agent_stage = stage in ("bc", "rl")
-        # the agent stages and the environment's models (partner, DM) have profiles of their own
-        family = stage if agent_stage else "env" if stage in ("partner", "dm") else ""  # profile/<family>-<size>.yaml
-        sizes = {
-            Path(p).stem.rpartition("-")[2]
-            for p in glob.glob(str(ROOT / "conf/profile/*.yaml"))
-            if Path(p).stem.rpartition("-")[0] == family
-        }
-        assert sizes - set(OVERLAYS) == {"tiny", "paper"}, (stage, sizes)
-        for size in sorted(sizes):  # as the experiment driver reads them: an overlay (quick) after its base (tiny)
-            profiles = Setup(profile=size).profile_config(stage)
-            cli = cli_class(
-                *stage_classes(stage),
-                parse_only=True,
-                args=[
-                    "--config",
-                    str(ROOT / f"conf/{stage}.yaml"),
-                    "--config",
-                    str(ROOT / f"conf/encoder/{encoder}.yaml"),
-                    *(a for p in profiles for a in ("--config", str(ROOT / p))),
-                ],
-            )
+    assert set(resolver.profiles()) >= {"tiny", "paper", "quick"}
+    for profile in resolver.profiles():
+        where = resolver.Resolver(profile=profile)
+        for stage, cli_class in STAGES.items():
+            args = [a for f in where.configs(stage, encoder) for a in ("--config", str(f))]
+            cli = cli_class(*stage_classes(stage), parse_only=True, args=args)
             assert cli.config.model.encoder.name == encoder
-            if agent_stage:  # one folder per configuration and seed
+            if stage in resolver.AGENT_STAGES:  # one folder per configuration and seed
                 assert cli.config.checkpoint.dirpath == f"outputs/{stage}/{encoder}/act_speech-hardcoded/seed-0"
-                expected = None if encoder == "scratch" else f"outputs/pretrain/{encoder}/best.ckpt"
+                expected = None if encoder == "scratch" else where.checkpoint("pretrain", encoder)
                 assert cli.config.model.pretrained_checkpoint == expected
+                assert cli.config.model.partner_checkpoint == resolver.Resolver().checkpoint("partner")
                 continue
             assert cli.config.checkpoint.dirpath.endswith(f"{stage}/{encoder}")
             fixed = {
@@ -195,7 +180,7 @@ def _lq_pretrain(encoder: str, data_dir, *args: str, profile: str | None = None)
     """``lq pretrain fit`` with the stage config, one encoder config, an optional profile and overrides."""
     configs = ["--config", str(ROOT / "conf/pretrain.yaml"), "--config", str(ROOT / f"conf/encoder/{encoder}.yaml")]
     if profile:
-        configs += ["--config", str(ROOT / f"conf/profile/{profile}.yaml")]
+        configs += ["--config", str(ROOT / f"conf/profile/{profile}/pretrain.yaml")]
     return main(["pretrain", "fit", *configs, "--data.data_dir", str(data_dir), *args])
 
 
@@ -213,7 +198,13 @@ def test_lq_pretrain_end_to_end_logs_to_mlflow(data_dir, tmp_path):
     args = [x for kv in overrides.items() for x in kv]
     configs = [f"--config={ROOT / c}" for c in ("conf/pretrain.yaml", "conf/encoder/general_light.yaml")]
     metrics = fit_pretrain(
-        [*configs, f"--config={ROOT / 'conf/profile/tiny.yaml'}", f"--data.data_dir={data_dir}", *TINY_ARGS, *args]
+        [
+            *configs,
+            f"--config={ROOT / 'conf/profile/tiny/pretrain.yaml'}",
+            f"--data.data_dir={data_dir}",
+            *TINY_ARGS,
+            *args,
+        ]
     )
     assert (tmp_path / "out" / "general_light" / "last.ckpt").is_file()
     client = mlflow.MlflowClient(uri)

@@ -1,0 +1,67 @@
+"""The resolver: one place for a stage's config files, their order and every checkpoint path."""
+
+import pytest
+
+from lq.conf import ROOT, resolver
+from lq.conf.resolver import Profile, Resolver
+
+
+def test_a_profile_is_a_folder_an_overlay_reads_after_its_base():
+    quick, tiny = Profile("quick"), Profile("tiny")
+    assert quick.base == tiny and quick.is_overlay and not tiny.is_overlay
+    assert quick.env_encoder == tiny.env_encoder == "small" and Profile("paper").env_encoder == "general"
+    assert quick.files("rl") == [ROOT / "profile/tiny/rl.yaml", ROOT / "profile/quick/rl.yaml"]
+    assert quick.files("partner") == tiny.files("dm") == [ROOT / "profile/tiny/env.yaml"]  # quick has no env.yaml
+    where = Resolver(profile="quick", protocol="restricted")
+    assert where.configs("bc", "adaptive") == [
+        ROOT / "bc.yaml",
+        ROOT / "encoder/adaptive.yaml",
+        ROOT / "profile/tiny/bc.yaml",
+        ROOT / "profile/quick/bc.yaml",
+        ROOT / "protocol/restricted.yaml",
+    ]
+
+
+def test_every_checkpoint_path_comes_from_one_place():
+    tiny, quick, paper = Resolver(), Resolver(profile="quick"), Resolver(profile="paper", data_dir="data/release")
+    assert tiny.checkpoint("partner") == quick.checkpoint("partner") == "outputs/partner/small/best.ckpt"
+    assert paper.checkpoint("dm") == "outputs/release/dm/general/best.ckpt"  # another dataset's kept apart
+    assert quick.checkpoint("pretrain", "light") == "outputs/pretrain/light/best.ckpt"  # tiny's encoders
+    assert quick.agent_checkpoint("rl", "scratch", "act", "ratio", 2) == (
+        "outputs/quick/rl/scratch/act-ratio/seed-2/agent.ckpt"  # not over tiny's agents
+    )
+    assert tiny.agent_checkpoint("bc", "light", "act_speech", "hardcoded", 0).endswith("seed-0/best.ckpt")
+    args = paper.stage_args("rl", "light", seed=1)
+    assert args[args.index("--model.partner_checkpoint") + 1] == paper.checkpoint("partner")
+    assert args[args.index("--pretrain_dir") + 1] == "outputs/release/pretrain"
+    adaptive = tiny.stage_args("pretrain", "adaptive", out_dir="outputs/experiments/table45/seed-1")
+    assert adaptive[adaptive.index("--model.encoder.init_from") + 1] == (
+        "outputs/experiments/table45/seed-1/general/best.ckpt"  # the general encoder of the same folder
+    )
+
+
+def test_what_a_stage_needs_first():
+    tiny = Resolver()
+    assert tiny.needs("rl", "adaptive") == [
+        ("pretrain", "general"),
+        ("partner", "small"),
+        ("dm", "small"),
+        ("pretrain", "adaptive"),
+    ]
+    assert tiny.needs("bc", "scratch") == [("partner", "small"), ("dm", "small")]
+    assert tiny.needs("pretrain", "light") == [] and tiny.needs("partner", "small") == []
+
+
+def test_bad_names_are_refused_with_the_choices(tmp_path, monkeypatch):
+    with pytest.raises(FileNotFoundError, match="no such profile .PROFILE=huge.; choose from paper, quick, tiny"):
+        Resolver(profile="huge")
+    with pytest.raises(FileNotFoundError, match="no such lq config; .* has adaptive.yaml"):
+        Resolver().configs("rl", "bert")
+    with pytest.raises(ValueError, match="unknown stage eval"):
+        Resolver().configs("eval", "scratch")
+    # a profile.yaml that is neither a base nor an overlay
+    monkeypatch.setattr(resolver, "ROOT", tmp_path)
+    (tmp_path / "profile" / "odd").mkdir(parents=True)
+    (tmp_path / "profile" / "odd" / "profile.yaml").write_text("base: tiny\nenv_encoder: small\n")
+    with pytest.raises(ValueError, match="odd/profile.yaml: a profile.yaml holds env_encoder .* or base"):
+        Profile("odd").base
