@@ -4,12 +4,13 @@ the stage CLIs' defaults all read it.
 
 A profile is a folder of ``conf/profile/``: one file per stage family (``pretrain.yaml``, ``env.yaml`` for the
 partner and the DM, ``rl.yaml``, ``bc.yaml``) and ``profile.yaml``, read here only: ``env_encoder`` (the encoder of
-the environment's partner and DM) or ``base`` (an overlay: the base's files, then its own, and the base's
-environment models and pretrained encoders). Where things go (``outputs_for``)::
+the environment's partner and DM) or ``base`` (an overlay: the base's files, then its own; the stages it has no file
+for are the base's runs, checkpoints shared). Where things go (``outputs_for``)::
 
     OUTPUTS/pretrain/ENCODER/best.ckpt              pretrained encoders (and their vectors of the agents' spaces)
     OUTPUTS/{partner,dm}/ENV_ENCODER/best.ckpt      the environment's partner and Dungeon Master
-    OUTPUTS[/OVERLAY]/{rl,bc}/ENCODER/ABILITY-SWITCH/seed-N/{agent,best}.ckpt   the agents
+    OUTPUTS/{rl,bc}/ENCODER/ABILITY-SWITCH/seed-N/{agent,best}.ckpt   the agents
+    OUTPUTS/OVERLAY/STAGE/...                       an overlay's runs of the stages it has a file of its own for
 """
 
 from __future__ import annotations
@@ -99,14 +100,15 @@ class Profile:
     def env_encoder(self) -> str:
         return self.base.meta["env_encoder"]
 
+    def owns(self, stage: str) -> bool:
+        """An overlay with a file of its own for ``stage``: its runs of that stage differ from its base's."""
+        return self.is_overlay and (ROOT / "profile" / self.name / f"{PROFILE_FILE[stage]}.yaml").is_file()
+
     def files(self, stage: str) -> list[Path]:
         """The profile's files of ``stage``, in order: the base's, then an overlay's own (where it has one)."""
         name = f"{PROFILE_FILE[stage]}.yaml"
         files = [path("profile", self.base.name, name)]
-        own = ROOT / "profile" / self.name / name
-        if self.is_overlay and own.is_file():
-            files.append(own)
-        return files
+        return [*files, ROOT / "profile" / self.name / name] if self.owns(stage) else files
 
 
 @dataclass
@@ -137,10 +139,11 @@ class Resolver:
         return Profile(self.profile).env_encoder
 
     def stage_dir(self, stage: str) -> str:
-        """Where a stage's runs go: an overlay profile's agents apart from its base's."""
-        if stage in AGENT_STAGES and Profile(self.profile).is_overlay:
-            return f"{self.outputs}/{self.profile}/{stage}"
-        return f"{self.outputs}/{stage}"
+        """Where a stage's runs go: ``OUTPUTS/STAGE``, or ``OUTPUTS/OVERLAY/STAGE`` for the stages an overlay profile
+        has a file of its own for (its runs differ from the base's); its other stages are the base's runs."""
+        return (
+            f"{self.outputs}/{self.profile}/{stage}" if Profile(self.profile).owns(stage) else f"{self.outputs}/{stage}"
+        )
 
     def configs(self, stage: str, encoder: str) -> list[Path]:
         """The config files of a stage run, in the order they are read: the stage's, the encoder's, the profile's

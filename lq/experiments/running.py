@@ -57,6 +57,7 @@ class Step:
     label: str
     args: Sequence[str]
     output: str | None = None
+    config: Config | None = None  # a child's
 
     @property
     def done(self) -> bool:
@@ -277,7 +278,7 @@ def child_waves(experiment: Experiment, setup: Setup, pid: str, done: set[tuple[
                     "--module-args",
                     shlex.join(_module_args(config, setup, seed)),
                 ]
-                waves[2].append(Step(label, args))
+                waves[2].append(Step(label, args, config=config))
                 continue
             # one encoder per seed, kept apart from the agents' encoders
             out_dir = (
@@ -291,7 +292,10 @@ def child_waves(experiment: Experiment, setup: Setup, pid: str, done: set[tuple[
                 json.dumps(tags),
             ]
             wave = 2 if config.stage in AGENT_STAGES else 1 if config.encoder == "adaptive" else 0
-            waves[wave].append(Step(label, args))
+            waves[wave].append(Step(label, args, config=config))
+    # the longest first, so that the slots end together: RL before BC, a pretrained encoder before scratch, the
+    # baselines last
+    waves[2].sort(key=lambda s: (s.config.stage == "baselines", s.config.stage != "rl", s.config.encoder == "scratch"))
     return [(steps, setup.jobs if i == 2 else 1) for i, steps in enumerate(waves) if steps]
 
 
@@ -309,6 +313,7 @@ def plan(experiment: Experiment, setup: Setup, resume: bool = False) -> list[str
     ]
     waves = [*preparation(experiment.configs, setup), *child_waves(experiment, setup, pid, done)]
     finish = ["experiment", "tables", experiment.name, "--parent", pid, "--tracking-uri", setup.tracking_uri]
+    finish += ["--out", f"{setup.outputs}/tables"]
     waves.append(([Step("tables", finish)], 1))
     for i, (steps, _) in enumerate(waves, 1):
         lines.append(f"# step {i} of {len(waves)}: {', '.join(dict.fromkeys(s.label.split(' s')[0] for s in steps))}")

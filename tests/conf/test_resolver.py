@@ -11,7 +11,8 @@ def test_a_profile_is_a_folder_an_overlay_reads_after_its_base():
     assert quick.base == tiny and quick.is_overlay and not tiny.is_overlay
     assert quick.env_encoder == tiny.env_encoder == "small" and Profile("paper").env_encoder == "general"
     assert quick.files("rl") == [ROOT / "profile/tiny/rl.yaml", ROOT / "profile/quick/rl.yaml"]
-    assert quick.files("partner") == tiny.files("dm") == [ROOT / "profile/tiny/env.yaml"]  # quick has no env.yaml
+    assert quick.files("partner") == [ROOT / "profile/tiny/env.yaml", ROOT / "profile/quick/env.yaml"]
+    assert tiny.files("dm") == [ROOT / "profile/tiny/env.yaml"]
     where = Resolver(profile="quick", protocol="restricted")
     assert where.configs("bc", "adaptive") == [
         ROOT / "bc.yaml",
@@ -24,9 +25,10 @@ def test_a_profile_is_a_folder_an_overlay_reads_after_its_base():
 
 def test_every_checkpoint_path_comes_from_one_place():
     tiny, quick, paper = Resolver(), Resolver(profile="quick"), Resolver(profile="paper", data_dir="data/release")
-    assert tiny.checkpoint("partner") == quick.checkpoint("partner") == "outputs/partner/small/best.ckpt"
+    assert tiny.checkpoint("partner") == "outputs/partner/small/best.ckpt"
+    assert quick.checkpoint("partner") == "outputs/quick/partner/small/best.ckpt"  # its own file: its own runs
     assert paper.checkpoint("dm") == "outputs/release/dm/general/best.ckpt"  # another dataset's kept apart
-    assert quick.checkpoint("pretrain", "light") == "outputs/pretrain/light/best.ckpt"  # tiny's encoders
+    assert quick.checkpoint("pretrain", "light") == "outputs/quick/pretrain/light/best.ckpt"
     assert quick.agent_checkpoint("rl", "scratch", "act", "ratio", 2) == (
         "outputs/quick/rl/scratch/act-ratio/seed-2/agent.ckpt"  # not over tiny's agents
     )
@@ -52,6 +54,25 @@ def test_what_a_stage_needs_first():
     assert tiny.needs("pretrain", "light") == [] and tiny.needs("partner", "small") == []
 
 
+def test_an_overlay_without_a_file_for_a_stage_shares_its_bases_runs(tmp_path, monkeypatch):
+    for name, text in (("base", "env_encoder: small\n"), ("over", "base: base\n")):
+        (tmp_path / "profile" / name).mkdir(parents=True)
+        (tmp_path / "profile" / name / "profile.yaml").write_text(text)
+    for stage in ("env", "rl"):
+        (tmp_path / "profile" / "base" / f"{stage}.yaml").write_text("{}\n")
+    (tmp_path / "profile" / "over" / "rl.yaml").write_text("{}\n")
+    (tmp_path / "protocol").mkdir()
+    (tmp_path / "protocol" / "paper.yaml").write_text("{}\n")
+    monkeypatch.setattr(resolver, "ROOT", tmp_path)
+    over = Resolver(profile="over", protocol="paper")
+    assert (
+        over.checkpoint("partner")
+        == Resolver(profile="base").checkpoint("partner")
+        == "outputs/partner/small/best.ckpt"
+    )
+    assert over.stage_dir("rl") == "outputs/over/rl" and over.stage_dir("bc") == "outputs/bc"
+
+
 def test_bad_names_are_refused_with_the_choices(tmp_path, monkeypatch):
     with pytest.raises(FileNotFoundError, match="no such profile .PROFILE=huge.; choose from paper, quick, tiny"):
         Resolver(profile="huge")
@@ -64,4 +85,4 @@ def test_bad_names_are_refused_with_the_choices(tmp_path, monkeypatch):
     (tmp_path / "profile" / "odd").mkdir(parents=True)
     (tmp_path / "profile" / "odd" / "profile.yaml").write_text("base: tiny\nenv_encoder: small\n")
     with pytest.raises(ValueError, match="odd/profile.yaml: a profile.yaml holds env_encoder .* or base"):
-        Profile("odd").base
+        Profile("odd").files("rl")

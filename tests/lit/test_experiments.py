@@ -1,7 +1,9 @@
 """Experiment drivers: parent and child MLflow runs, tables from the store, learning curves."""
 
 import os
+import re
 import shutil
+import subprocess
 import sys
 from pathlib import Path
 
@@ -14,7 +16,7 @@ from lq import conf
 from lq import experiments as X
 from lq.cli import main
 from lq.experiments import launchers
-from lq.experiments.launchers import Local
+from lq.experiments.launchers import Local, Submitit
 from tests.lit.test_agent_cli import TINY_AGENT
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -241,13 +243,11 @@ def test_the_paper_tables_have_their_configurations():
     assert agent[agent.index("--model.partner_checkpoint") + 1] == "outputs/release/partner/general/best.ckpt"
 
 
-def test_the_quick_profile_trains_tiny_agents_for_less_on_tiny_environment_models_and_encoders(monkeypatch):
+def test_the_quick_profile_trains_every_stage_less_than_tiny_and_apart_from_it(monkeypatch):
     monkeypatch.chdir(ROOT)
     from lq.lit.cli import STAGES, stage_classes
 
-    quick, tiny = X.Setup(profile="quick"), X.Setup(profile="tiny")
-    for stage in ("partner", "dm", "pretrain"):  # the same runs, the same checkpoints: made once for both
-        assert X.stage_args(X.Config(stage, "small"), quick, 0) == X.stage_args(X.Config(stage, "small"), tiny, 0)
+    quick = X.Setup(profile="quick")
     args = X.stage_args(X.Config("rl", "scratch"), quick, 0)
     configs = [args[i + 1] for i, a in enumerate(args) if a == "--config"]
     assert configs[-3:] == [
@@ -255,19 +255,18 @@ def test_the_quick_profile_trains_tiny_agents_for_less_on_tiny_environment_model
         C("profile", "quick", "rl.yaml"),
         C("protocol", "paper.yaml"),
     ]
-    assert args[args.index("--model.partner_checkpoint") + 1] == "outputs/partner/small/best.ckpt"
+    assert args[args.index("--model.partner_checkpoint") + 1] == "outputs/quick/partner/small/best.ckpt"
+    assert args[args.index("--pretrain_dir") + 1] == "outputs/quick/pretrain"
     assert args[args.index("--out_dir") + 1] == "outputs/quick/rl"  # not over the tiny agents
-    for stage, epochs in (("rl", 2), ("bc", 2)):
-        args = X.stage_args(X.Config(stage, "scratch"), quick, 0)[2:]
+    for stage, encoder, epochs in (("rl", "scratch", 2), ("bc", "scratch", 2), ("partner", "small", 3)):
+        args = X.stage_args(X.Config(stage, encoder), quick, 0)[2:]
         config = STAGES[stage](*stage_classes(stage), args=args, parse_only=True).config
-        assert config.trainer.max_epochs == epochs and config.model.context_length == 64  # tiny's sizes
-    assert [str(p) for p in X.Setup(profile="paper").configs("rl", "scratch")[2:]] == [
-        C("profile", "paper", "rl.yaml"),
-        C("protocol", "paper.yaml"),
-    ]
-    assert str(X.Setup(protocol="restricted").configs("bc", "scratch")[-1]) == C("protocol", "restricted.yaml")
-    with pytest.raises(FileNotFoundError, match="no such protocol .PROTOCOL=strict.; choose from paper, restricted"):
-        X.Setup(protocol="strict")
+        assert config.trainer.max_epochs == epochs  # tiny's 8, 5 and 6
+        assert (config.model if stage != "partner" else config.data).context_length == 64  # tiny's sizes
+    args = X.stage_args(X.Config("pretrain", "general_light"), quick, 0)[2:]
+    assert (
+        STAGES["pretrain"](*stage_classes("pretrain"), args=args, parse_only=True).config.data.max_train_examples == 160
+    )
 
 
 def test_prepare_encodes_the_agents_spaces_once_for_every_agent_of_a_pretrained_encoder(
@@ -294,6 +293,81 @@ def test_prepare_encodes_the_agents_spaces_once_for_every_agent_of_a_pretrained_
     assert {p.name: p.stat().st_mtime_ns for p in stores.iterdir()} == written
     saved = torch.load(stores / "agent-actions.pt", weights_only=True)["embeddings"]
     assert torch.equal(module.agent.actions.frozen, saved) and len(saved) == len(module.action_space)
+
+
+# a table's children trained for a few steps
+TINY_TABLE = {
+    "*": TINY_AGENT,
+    "rl": [
+        "--model.num_envs=4",
+        "--model.rollout_steps=2",
+        "--model.max_steps=4",
+        "--model.updates_per_epoch=2",
+        "--trainer.log_every_n_steps=1",
+    ],
+    "bc": ["--model.batch_size=8", "--trainer.limit_train_batches=2"],
+}
+
+
+def _tiny_setup(setup_dir, folder: Path, **kwargs) -> X.Setup:
+    """A setup of its own store and outputs (the setup's partner and DM copied there), the table's children tiny."""
+    for name in ("partner", "dm"):
+        (folder / "outputs" / name / "small").mkdir(parents=True)
+        shutil.copy(setup_dir / f"{name}.ckpt", folder / "outputs" / name / "small" / "best.ckpt")
+    return X.Setup(
+        profile="tiny",
+        data_dir=str(setup_dir / "data"),
+        tracking_uri=f"sqlite:///{folder / 'mlflow.db'}",
+        outputs=str(folder / "outputs"),
+        extra_args=TINY_TABLE,
+        **kwargs,
+    )
+
+
+def _cells(setup: X.Setup, parent: str, experiment: X.Experiment) -> dict:
+    client = MlflowClient(setup.tracking_uri)
+    assert client.get_run(parent).info.status == "FINISHED"
+    runs = X.children(client, parent)
+    return {
+        (table.name, row, column): X.cell_values(client, runs, cell)
+        for table in experiment.tables
+        for row, cells in table.rows
+        for column, cell in cells.items()
+    }
+
+
+@pytest.mark.slow
+def test_a_table_through_submitit_or_run_as_planned_equals_the_local_launchers(setup_dir, tmp_path, monkeypatch):
+    """Table 1 for the scratch encoder, one seed, three ways: the local launcher; each job a job of submitit's local
+    executor (real jobs, local processes); and every line ``lq experiment plan`` prints, run by a shell as printed.
+    The cells are the same, to the last digit."""
+    monkeypatch.chdir(ROOT)
+    experiment = X.table1(["scratch"])
+    local = _tiny_setup(setup_dir, tmp_path / "local", seeds=(0,), jobs=2)
+    expected = _cells(local, X.run_experiment(experiment, local, log=lambda _: None)[0], experiment)
+    assert len(expected) == 5 + 7 * 3 - 2 and all(len(v) == 1 for v in expected.values())  # every cell filled
+
+    jobs = Submitit(str(tmp_path / "jobs"), {"cluster": "local", "timeout_min": 30})
+    submitted = _tiny_setup(setup_dir, tmp_path / "submitit", seeds=(0,), launcher=jobs)
+    assert _cells(submitted, X.run_experiment(experiment, submitted, log=lambda _: None)[0], experiment) == expected
+    assert len(list((tmp_path / "jobs").glob("*_log.out"))) == 3  # the RL, BC and baselines children
+
+    planned = _tiny_setup(setup_dir, tmp_path / "plan", seeds=(0,))
+    lines = X.plan(experiment, planned)
+    parent = re.search(r"parent run (\w+)", lines[0]).group(1)
+    commands = [line for line in lines if not line.startswith("#") and "# done:" not in line]
+    assert [c.split()[1:3] for c in commands] == [
+        ["rl", "fit"],
+        ["bc", "fit"],
+        ["experiment", "baselines"],
+        ["experiment", "tables"],
+    ]  # the data, partner and DM are there: their lines say "done"
+    assert sum("# done: " in line for line in lines) == 3
+    env = {**os.environ, "PATH": f"{Path(sys.executable).parent}:{os.environ['PATH']}", "OMP_NUM_THREADS": "1"}
+    for command in commands:
+        assert subprocess.run(["bash", "-c", command], env=env, cwd=ROOT, check=False).returncode == 0, command
+    assert _cells(planned, parent, experiment) == expected
+    assert (tmp_path / "plan" / "outputs" / "tables" / "table1.md").is_file()
 
 
 @pytest.mark.slow
