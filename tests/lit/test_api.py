@@ -1,4 +1,4 @@
-"""The Python API from outside the repository: the README's Gymnasium script runs from another folder, evaluate
+"""The Python API from outside the repository: docs/interfaces.md's Gymnasium script runs from another folder, evaluate
 returns the tables' rows, and importing lq changes nothing in the process."""
 
 import os
@@ -29,7 +29,7 @@ def bundle(trained_agent, tmp_path_factory):
 
 
 @pytest.mark.slow
-def test_the_readme_gymnasium_script_runs_from_another_folder(bundle, tmp_path):
+def test_the_docs_gymnasium_script_runs_from_another_folder(bundle, tmp_path):
     script = docs_script("## Python, Gymnasium, bundles and play")
     assert len(script.strip().splitlines()) <= 22
     (tmp_path / "gym_loop.py").write_text(script)

@@ -1,7 +1,9 @@
 """Experiment drivers: parent and child MLflow runs, tables from the store, learning curves."""
 
+import json
 import os
 import re
+import shlex
 import shutil
 import subprocess
 import sys
@@ -258,14 +260,14 @@ def test_the_quick_profile_trains_every_stage_less_than_tiny_and_apart_from_it(m
     assert args[args.index("--model.partner_checkpoint") + 1] == "outputs/quick/partner/small/best.ckpt"
     assert args[args.index("--pretrain_dir") + 1] == "outputs/quick/pretrain"
     assert args[args.index("--out_dir") + 1] == "outputs/quick/rl"  # not over the tiny agents
-    for stage, encoder, epochs in (("rl", "scratch", 2), ("bc", "scratch", 2), ("partner", "small", 3)):
+    for stage, encoder, epochs in (("rl", "scratch", 2), ("bc", "scratch", 2), ("partner", "small", 2)):
         args = X.stage_args(X.Config(stage, encoder), quick, 0)[2:]
         config = STAGES[stage](*stage_classes(stage), args=args, parse_only=True).config
         assert config.trainer.max_epochs == epochs  # tiny's 8, 5 and 6
         assert (config.model if stage != "partner" else config.data).context_length == 64  # tiny's sizes
     args = X.stage_args(X.Config("pretrain", "general_light"), quick, 0)[2:]
     assert (
-        STAGES["pretrain"](*stage_classes("pretrain"), args=args, parse_only=True).config.data.max_train_examples == 160
+        STAGES["pretrain"](*stage_classes("pretrain"), args=args, parse_only=True).config.data.max_train_examples == 128
     )
 
 
@@ -334,6 +336,44 @@ def _cells(setup: X.Setup, parent: str, experiment: X.Experiment) -> dict:
         for row, cells in table.rows
         for column, cell in cells.items()
     }
+
+
+def test_the_plan_of_table1_names_every_preparation_step_and_child_as_a_command(tmp_path, monkeypatch):
+    """30 agents (RL and BC, five encoders, three seeds), the baselines per seed, the preparation in order (general
+    before adaptive, the environment's models and the spaces' vectors after them) and the tables; every agent line
+    parses as its stage's command line."""
+    monkeypatch.chdir(ROOT)
+    from lq.lit.cli import STAGES, stage_classes
+
+    setup = X.Setup(data_dir="data/default", tracking_uri=f"sqlite:///{tmp_path / 'm.db'}", outputs=str(tmp_path / "o"))
+    lines = X.plan(X.table1(), setup)
+    steps = [line for line in lines[1:] if line.startswith("# step")]
+    assert steps == [
+        "# step 1 of 6: data",
+        "# step 2 of 6: pretrain general, pretrain light, pretrain general_light",
+        "# step 3 of 6: pretrain adaptive",
+        "# step 4 of 6: partner, dm, general vectors of the agents' spaces, light vectors of the agents' spaces, "
+        "general_light vectors of the agents' spaces, adaptive vectors of the agents' spaces",
+        "# step 5 of 6: rl-general-act_speech-hardcoded, rl-light-act_speech-hardcoded, "
+        "rl-general_light-act_speech-hardcoded, rl-adaptive-act_speech-hardcoded, rl-scratch-act_speech-hardcoded, "
+        "bc-general-act_speech-hardcoded, bc-light-act_speech-hardcoded, bc-general_light-act_speech-hardcoded, "
+        "bc-adaptive-act_speech-hardcoded, bc-scratch-act_speech-hardcoded, baselines-act_speech-hardcoded",
+        "# step 6 of 6: tables",
+    ]
+    commands = [shlex.split(line.split("  # done")[0]) for line in lines if not line.startswith("#")]
+    assert all(c[0] == "lq" for c in commands) and len(commands) == 1 + 4 + 6 + 33 + 1
+    agents = [c[1:] for c in commands if c[1] in ("rl", "bc")]
+    assert (
+        len(agents) == 30
+        and len({(a[0], a[a.index("--config") + 3], a[a.index("--model.seed") + 1]) for a in agents}) == 30
+    )
+    parent = re.search(r"parent run (\w+)", lines[0]).group(1)
+    for args in agents[:2]:  # two parse fully (every one is built by the same function)
+        config = STAGES[args[0]](*stage_classes(args[0]), args=args[2:], parse_only=True).config
+        assert json.loads(config.trainer.logger.init_args.tags)["mlflow.parentRunId"] == parent
+    assert [c[1:3] for c in commands].count(["experiment", "baselines"]) == 3
+    assert commands[-1][1:5] == ["experiment", "tables", "table1", "--parent"] and commands[-1][5] == parent
+    assert MlflowClient(setup.tracking_uri).get_run(parent).info.status == "RUNNING"  # the tables line finishes it
 
 
 @pytest.mark.slow
