@@ -316,7 +316,8 @@ def plan(experiment: Experiment, setup: Setup, resume: bool = False) -> list[str
     finish += ["--out", f"{setup.outputs}/tables"]
     waves.append(([Step("tables", finish)], 1))
     for i, (steps, _) in enumerate(waves, 1):
-        lines.append(f"# step {i} of {len(waves)}: {', '.join(dict.fromkeys(s.label.split(' s')[0] for s in steps))}")
+        names = dict.fromkeys(s.config.key if s.config else s.label for s in steps)
+        lines.append(f"# step {i} of {len(waves)}: {', '.join(names)}")
         lines += [shown(s.args) + (f"  # done: {s.output} exists" if s.done else "") for s in steps]
     return lines
 

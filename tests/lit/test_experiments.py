@@ -1,6 +1,5 @@
 """Experiment drivers: parent and child MLflow runs, tables from the store, learning curves."""
 
-import json
 import os
 import re
 import shlex
@@ -370,7 +369,7 @@ def test_the_plan_of_table1_names_every_preparation_step_and_child_as_a_command(
     parent = re.search(r"parent run (\w+)", lines[0]).group(1)
     for args in agents[:2]:  # two parse fully (every one is built by the same function)
         config = STAGES[args[0]](*stage_classes(args[0]), args=args[2:], parse_only=True).config
-        assert json.loads(config.trainer.logger.init_args.tags)["mlflow.parentRunId"] == parent
+        assert config.trainer.logger.init_args.tags["mlflow.parentRunId"] == parent
     assert [c[1:3] for c in commands].count(["experiment", "baselines"]) == 3
     assert commands[-1][1:5] == ["experiment", "tables", "table1", "--parent"] and commands[-1][5] == parent
     assert MlflowClient(setup.tracking_uri).get_run(parent).info.status == "RUNNING"  # the tables line finishes it

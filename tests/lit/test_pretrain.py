@@ -163,7 +163,8 @@ def test_every_encoder_config_parses_with_every_stage_and_profile(encoder, monke
             assert cli.config.model.encoder.name == encoder
             if stage in resolver.AGENT_STAGES:  # one folder per configuration and seed
                 assert cli.config.checkpoint.dirpath == f"outputs/{stage}/{encoder}/act_speech-hardcoded/seed-0"
-                expected = None if encoder == "scratch" else where.checkpoint("pretrain", encoder)
+                # the configs alone: the default pretraining folder (lq stage adds the profile's --pretrain_dir)
+                expected = None if encoder == "scratch" else resolver.Resolver().checkpoint("pretrain", encoder)
                 assert cli.config.model.pretrained_checkpoint == expected
                 assert cli.config.model.partner_checkpoint == resolver.Resolver().checkpoint("partner")
                 continue
