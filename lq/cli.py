@@ -186,31 +186,29 @@ def _cmd_export(args: argparse.Namespace) -> int:
     return 0
 
 
-def _launcher(args: argparse.Namespace):
+def _setup(args: argparse.Namespace, stage: str, **fields):
+    """The experiment setup of ``lq stage`` and ``lq experiment``: ``--args`` go to ``stage`` ("*": every stage)."""
+    from lq.experiments import Setup
     from lq.experiments.launchers import launcher
 
     try:
-        return launcher(args.launcher, args.launcher_args or ())
-    except ValueError as e:
+        return Setup(
+            seeds=args.seeds,
+            data_dir=args.data,
+            tracking_uri=args.tracking_uri,
+            eval_seeds=args.eval_seeds,
+            extra_args={stage: shlex.split(args.args)} if args.args else {},
+            launcher=launcher(args.launcher, args.launcher_args or ()),
+            **fields,
+        )
+    except (FileNotFoundError, ValueError) as e:
         raise UsageError(str(e)) from None
 
 
 def _cmd_stage(args: argparse.Namespace) -> int:
     from lq import experiments as X
 
-    try:
-        setup = X.Setup(
-            profile=args.profile,
-            protocol=args.protocol,
-            seeds=args.seeds,
-            data_dir=args.data,
-            tracking_uri=args.tracking_uri,
-            eval_seeds=args.eval_seeds,
-            extra_args={args.stage: shlex.split(args.args)} if args.args else {},
-            launcher=_launcher(args),
-        )
-    except FileNotFoundError as e:
-        raise UsageError(str(e)) from None
+    setup = _setup(args, args.stage, profile=args.profile, protocol=args.protocol)
     encoder = args.encoder or (setup.env_encoder if args.stage in ("partner", "dm") else "general_light")
     if args.print:
         config = X.Config(args.stage, encoder, args.ability, args.switch)
@@ -230,21 +228,10 @@ def _cmd_experiment(args: argparse.Namespace) -> int:
         raise UsageError(f"unknown experiment {', '.join(unknown)}; choose from {', '.join(X.EXPERIMENTS)}")
     if args.action in ("spaces", "baselines"):
         return _experiment_job(args, names)
-    try:
-        setup = X.Setup(
-            profile=args.profile or "tiny",
-            protocol=args.protocol or "paper",
-            seeds=args.seeds,
-            data_dir=args.data,
-            tracking_uri=args.tracking_uri,
-            eval_seeds=args.eval_seeds,
-            jobs=args.jobs,
-            log_model=args.log_model,
-            extra_args={"*": shlex.split(args.args)} if args.args else {},
-            launcher=_launcher(args),
-        )
-    except FileNotFoundError as e:
-        raise UsageError(str(e)) from None
+    setup = _setup(
+        args, "*", profile=args.profile or "tiny", protocol=args.protocol or "paper", jobs=args.jobs,
+        log_model=args.log_model,
+    )  # fmt: skip
     if args.action in ("run", "plan"):
         for name in names:
             experiment = X.EXPERIMENTS[name](*([args.encoders] if args.encoders else []))

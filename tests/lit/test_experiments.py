@@ -427,17 +427,7 @@ def test_run_experiment_trains_children_under_a_parent_and_tabulates(setup_dir, 
         outputs=str(outputs),
         jobs=2,  # the agent runs two at a time, both logging to one sqlite store
         log_model=True,
-        extra_args={
-            "*": TINY_AGENT,
-            "rl": [
-                "--model.num_envs=4",
-                "--model.rollout_steps=2",
-                "--model.max_steps=4",
-                "--model.updates_per_epoch=2",
-                "--trainer.log_every_n_steps=1",
-            ],
-            "bc": ["--model.batch_size=8", "--trainer.limit_train_batches=2"],
-        },
+        extra_args=TINY_TABLE,
     )
     experiment = X.table1(["scratch"])
     parent, tables = X.run_experiment(experiment, setup, log=lambda _: None)
