@@ -151,7 +151,7 @@ def run_stage(
     agents = [(s, setup.agent_checkpoint(c.stage, encoder, ability, switch, s)) for c in (config, bc) for s in seeds]
     missing = [s for s, checkpoint in agents[len(seeds) :] if not Path(checkpoint).exists()]
     setup.launcher.run([(f"bc s{seed}", stage_args(bc, setup, seed)) for seed in missing], 1)
-    out = f"{setup.outputs}/eval/{encoder}-{ability}-{switch}"
+    out = f"{Path(setup.stage_dir('rl')).parent}/eval/{encoder}-{ability}-{switch}"  # beside the RL agents' folder
     evaluate = ["eval", *(c for _, c in agents), "--baselines", str(len(seeds)), "--out", out]
     setup.launcher.run([("eval", evaluate)], 1)
 
