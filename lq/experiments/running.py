@@ -114,7 +114,12 @@ def _pretrain_step(encoder: str, setup: Setup) -> Step:
 
 def prepare(configs: Sequence[Config], setup: Setup) -> None:
     """Make what the configurations need and the outputs lack (:func:`preparation`), through the setup's launcher."""
-    for steps, parallel in preparation(configs, setup):
+    _make_missing(preparation(configs, setup), setup)
+
+
+def _make_missing(waves: Sequence[Wave], setup: Setup) -> None:
+    """Run the steps of ``waves`` whose output is missing, a wave at a time."""
+    for steps, parallel in waves:
         todo = [s for s in steps if not s.done]
         if todo and todo[0].label != "data":
             _client(setup.tracking_uri).search_experiments(max_results=1)  # a new store's tables, made once
@@ -133,19 +138,17 @@ def run_stage(
     the outputs lack (:func:`preparation`; for ``adaptive`` the general encoder), then one run per seed (poly-encoder
     stages: the first seed only). ``compare`` (the RL stage): then the BC agents of the same configuration and seeds
     where missing, and all of them evaluated side by side with the baselines (``OUTPUTS/eval/``)."""
+    if compare and stage != "rl":
+        raise ValueError(f"compare: the RL stage's agents are compared with BC's and the baselines, not {stage}'s")
     config = Config(stage, encoder, ability, switch)
     waves = preparation([config], setup)
     if stage == "pretrain" and encoder == "adaptive":
         waves.append(([_pretrain_step("general", setup)], 1))
-    for steps, parallel in waves:
-        todo = [s for s in steps if not s.done]
-        setup.launcher.run([(s.label, s.args) for s in todo], parallel)
+    _make_missing(waves, setup)
     seeds = setup.seeds if stage in AGENT_STAGES else setup.seeds[:1]
     setup.launcher.run([(f"{stage} s{seed}", stage_args(config, setup, seed)) for seed in seeds], 1)
     if not compare:
         return
-    if stage != "rl":
-        raise ValueError(f"compare: the RL stage's agents are compared with BC's and the baselines, not {stage}'s")
     bc = Config("bc", encoder, ability, switch)
     setup = Setup(**{**setup.__dict__, "extra_args": {}})  # the RL stage's extra arguments are not BC's
     agents = [(s, setup.agent_checkpoint(c.stage, encoder, ability, switch, s)) for c in (config, bc) for s in seeds]

@@ -172,6 +172,38 @@ def test_resume_trains_only_the_children_an_interrupted_parent_lacks(tmp_path):
     assert X.run_experiment(experiment, setup, log=lambda _: None, resume=True)[0] != pid
 
 
+def test_a_stage_makes_what_it_needs_first_and_make_rl_compares_with_bc(tmp_path):
+    """``lq stage rl --encoder adaptive --compare`` (make rl) on empty outputs: general before adaptive, the partner,
+    the DM and the spaces' vectors, the RL agent, the BC agent it lacks, then both evaluated with the baselines; the
+    stage's extra arguments reach the RL run only."""
+    (tmp_path / "data").mkdir()
+    (tmp_path / "data" / "manifest.json").touch()
+    launcher = Recorder()
+    setup = X.Setup(
+        seeds=(3,),
+        data_dir=str(tmp_path / "data"),
+        tracking_uri=f"sqlite:///{tmp_path / 'm.db'}",
+        outputs=str(tmp_path / "o"),
+        extra_args={"rl": ["--model.num_envs=4"]},
+        launcher=launcher,
+    )
+    X.run_stage("rl", setup, "adaptive", compare=True)
+    firsts = [[a[:2] if a[0] != "pretrain" else a[a.index("--config") + 3] for a in wave] for wave in launcher.waves]
+    assert firsts == [
+        [C("encoder", "general.yaml")],
+        [C("encoder", "adaptive.yaml")],
+        [["partner", "fit"], ["dm", "fit"], ["experiment", "spaces"]],
+        [["rl", "fit"]],
+        [["bc", "fit"]],
+        [["eval", setup.agent_checkpoint("rl", "adaptive", "act_speech", "hardcoded", 3)]],
+    ]
+    rl, bc = launcher.waves[3][0], launcher.waves[4][0]
+    assert "--model.num_envs=4" in rl and "--model.num_envs=4" not in bc
+    assert launcher.waves[5][0][2] == setup.agent_checkpoint("bc", "adaptive", "act_speech", "hardcoded", 3)
+    with pytest.raises(ValueError, match="compare: the RL stage's agents"):
+        X.run_stage("bc", setup, "scratch", compare=True)
+
+
 def test_the_local_launcher_runs_jobs_side_by_side_with_their_output_prefixed(tmp_path, capsys):
     first, second = tmp_path / "a", tmp_path / "b"
     Local().run([("data", ["data", "generate", str(d), "--scale", "tiny"]) for d in (first, second)], 2)
