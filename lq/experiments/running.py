@@ -91,6 +91,7 @@ def preparation(configs: Sequence[Config], setup: Setup) -> list[Wave]:
                 str(Path(setup.checkpoint("pretrain", e)).parent / "candidates" / "agent-utterances.pt"),
             )
             for e in encoders
+            if any(c.encoder == e for c in agents)  # not general for adaptive's sake alone
         ]
         waves.append((env + spaces, 2))
     return waves
