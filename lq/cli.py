@@ -215,7 +215,12 @@ def _cmd_stage(args: argparse.Namespace) -> int:
         for seed in setup.seeds if args.stage in ("rl", "bc") else setup.seeds[:1]:
             print(shlex.join(["lq", *X.stage_args(config, setup, seed)]))
         return 0
-    X.run_stage(args.stage, setup, encoder, args.ability, args.switch, compare=args.compare)
+    if args.compare and args.stage != "rl":
+        raise UsageError(f"--compare compares RL agents with BC's and the baselines: lq stage rl, not {args.stage}")
+    try:
+        X.run_stage(args.stage, setup, encoder, args.ability, args.switch, compare=args.compare)
+    except FileNotFoundError as e:  # a dataset that is not there, a config that does not exist
+        raise UsageError(str(e)) from None
     return 0
 
 
@@ -238,7 +243,10 @@ def _cmd_experiment(args: argparse.Namespace) -> int:
             if args.action == "plan":
                 print("\n".join(X.plan(experiment, setup, resume=args.resume)))
                 continue
-            parent, tables = X.run_experiment(experiment, setup, resume=args.resume)
+            try:
+                parent, tables = X.run_experiment(experiment, setup, resume=args.resume)
+            except FileNotFoundError as e:  # a dataset that is not there, a config that does not exist
+                raise UsageError(str(e)) from None
             print(f"{experiment.title}: parent run {parent} in MLflow experiment lq-{name}")
             X.write_local(tables, args.out)
         if args.action == "plan":
@@ -358,7 +366,7 @@ def build_parser() -> argparse.ArgumentParser:
     xp.add_argument("--encoders", nargs="+", help="encoder types to include (default: the paper's for that table)")
     xp.add_argument(
         "--profile",
-        help="run, plan: the folder conf/profile/PROFILE/ (default tiny; quick: tiny's agents trained for less); "
+        help="run, plan: the folder conf/profile/PROFILE/ (default tiny; quick: tiny's stages trained for less); "
         "tables: the newest parent run of this profile (default: of any)",
     )
     xp.add_argument(

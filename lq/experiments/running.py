@@ -75,7 +75,8 @@ def preparation(configs: Sequence[Config], setup: Setup) -> list[Wave]:
     waves: list[Wave] = [([_data_step(setup)], 1)]
     agents = [c for c in configs if c.stage in AGENT_STAGES]
     needed = {n for c in agents for n in setup.needs(c.stage, c.encoder) if n[0] == "pretrain"}
-    encoders = sorted({e for _, e in needed}, key=ENCODERS.index)
+    # the paper's encoders in their order (general before adaptive), then any other
+    encoders = sorted({e for _, e in needed}, key=lambda e: (ENCODERS.index(e) if e in ENCODERS else len(ENCODERS), e))
     for group in ([e for e in encoders if e != "adaptive"], [e for e in encoders if e == "adaptive"]):
         if group:  # the agents read the checkpoint only; Table 4/5 is make pretrain's and the table45 experiment's
             waves.append(([_pretrain_step(e, setup) for e in group], 1))
@@ -141,6 +142,7 @@ def run_stage(
     where missing, and all of them evaluated side by side with the baselines (``OUTPUTS/eval/``)."""
     if compare and stage != "rl":
         raise ValueError(f"compare: the RL stage's agents are compared with BC's and the baselines, not {stage}'s")
+    setup.configs(stage, encoder)  # an unknown stage or encoder named now, with the choices
     config = Config(stage, encoder, ability, switch)
     waves = preparation([config], setup)
     if stage == "pretrain" and encoder == "adaptive":

@@ -204,6 +204,23 @@ def test_a_stage_makes_what_it_needs_first_and_make_rl_compares_with_bc(tmp_path
         X.run_stage("bc", setup, "scratch", compare=True)
 
 
+def test_lq_stage_refuses_bad_input_with_the_fix(tmp_path, capsys):
+    assert main(["stage", "bc", "--compare"]) == 2
+    assert main(["stage", "rl", "--encoder", "bert"]) == 2
+    assert main(["stage", "rl", "--encoder", "scratch", "--data", str(tmp_path / "none")]) == 2
+    assert main(["stage", "rl", "--profile", "huge"]) == 2
+    assert main(["stage", "rl", "--launcher-args", "partition"]) == 2
+    uri = f"sqlite:///{tmp_path / 'm.db'}"
+    assert main(["experiment", "run", "table1", "--data", str(tmp_path / "none"), "--tracking-uri", uri]) == 2
+    err = capsys.readouterr().err
+    assert "--compare compares RL agents with BC's and the baselines: lq stage rl, not bc" in err
+    assert "encoder/bert.yaml: no such lq config" in err and "has adaptive.yaml" in err
+    assert "no dataset in" in err and "lq data generate" in err
+    assert "no such profile (PROFILE=huge); choose from paper, quick, tiny" in err
+    assert "the local launcher takes none" in err
+    assert not (tmp_path / "none").exists()  # nothing written
+
+
 def test_the_local_launcher_runs_jobs_side_by_side_with_their_output_prefixed(tmp_path, capsys):
     first, second = tmp_path / "a", tmp_path / "b"
     Local().run([("data", ["data", "generate", str(d), "--scale", "tiny"]) for d in (first, second)], 2)
