@@ -46,7 +46,7 @@ $(STAMP): pyproject.toml
 	touch $(STAMP)
 
 QUICK_ENCODERS ?= scratch general_light
-# tiny's data, partner, DM and pretrained encoder; its agents trained for less (the quick profile, an overlay of tiny)
+# the quick profile: an overlay of tiny that trains each stage for less, apart from tiny's runs (outputs/quick/)
 QUICK_PROFILE ?= quick
 # agent runs (RL, BC) of an experiment trained side by side, the cores shared among them
 JOBS ?= 2
