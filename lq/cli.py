@@ -207,13 +207,13 @@ def _setup(args: argparse.Namespace, stage: str, **fields):
 
 def _cmd_stage(args: argparse.Namespace) -> int:
     from lq import experiments as X
+    from lq.experiments.launchers import shown
 
     setup = _setup(args, args.stage, profile=args.profile, protocol=args.protocol)
     encoder = args.encoder or (setup.env_encoder if args.stage in ("partner", "dm") else "general_light")
     if args.print:
         config = X.Config(args.stage, encoder, args.ability, args.switch)
-        for seed in setup.seeds if args.stage in ("rl", "bc") else setup.seeds[:1]:
-            print(shlex.join(["lq", *X.stage_args(config, setup, seed)]))
+        print("\n".join(shown(run) for _, run in X.running.stage_runs(config, setup)))
         return 0
     if args.compare and args.stage != "rl":
         raise UsageError(f"--compare compares RL agents with BC's and the baselines: lq stage rl, not {args.stage}")

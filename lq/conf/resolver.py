@@ -130,10 +130,6 @@ class Resolver:
             )
 
     @property
-    def base(self) -> str:
-        return Profile(self.profile).base.name
-
-    @property
     def env_encoder(self) -> str:
         """The environment's partner and DM: small poly-encoders on the CPU profile, MiniLM-sized otherwise."""
         return Profile(self.profile).env_encoder

@@ -3,6 +3,7 @@ run (resumable), and the baselines' children."""
 
 from __future__ import annotations
 
+import dataclasses
 import json
 import shlex
 import time
@@ -116,11 +117,12 @@ def _pretrain_step(encoder: str, setup: Setup) -> Step:
 
 def prepare(configs: Sequence[Config], setup: Setup) -> None:
     """Make what the configurations need and the outputs lack (:func:`preparation`), through the setup's launcher."""
-    _make_missing(preparation(configs, setup), setup)
+    _run_waves(preparation(configs, setup), setup)
 
 
-def _make_missing(waves: Sequence[Wave], setup: Setup) -> None:
-    """Run the steps of ``waves`` whose output is missing, a wave at a time."""
+def _run_waves(waves: Sequence[Wave], setup: Setup) -> None:
+    """Run the steps of ``waves`` that are not done (a child always runs), a wave at a time, through the setup's
+    launcher."""
     for steps, parallel in waves:
         todo = [s for s in steps if not s.done]
         if todo and todo[0].label != "data":
@@ -144,22 +146,28 @@ def run_stage(
         raise ValueError(f"compare: the RL stage's agents are compared with BC's and the baselines, not {stage}'s")
     setup.configs(stage, encoder)  # an unknown stage or encoder named now, with the choices
     config = Config(stage, encoder, ability, switch)
-    waves = preparation([config], setup)
-    if stage == "pretrain" and encoder == "adaptive":
-        waves.append(([_pretrain_step("general", setup)], 1))
-    _make_missing(waves, setup)
-    seeds = setup.seeds if stage in AGENT_STAGES else setup.seeds[:1]
-    setup.launcher.run([(f"{stage} s{seed}", stage_args(config, setup, seed)) for seed in seeds], 1)
+    waves = preparation([config], setup)  # an agent's needs; a pretraining run's (adaptive: general) below
+    if stage == "pretrain":
+        waves += [([_pretrain_step(e, setup)], 1) for _, e in setup.needs(stage, encoder)]
+    _run_waves(waves, setup)
+    setup.launcher.run(stage_runs(config, setup), 1)
     if not compare:
         return
-    bc = Config("bc", encoder, ability, switch)
-    setup = Setup(**{**setup.__dict__, "extra_args": {}})  # the RL stage's extra arguments are not BC's
-    agents = [(s, setup.agent_checkpoint(c.stage, encoder, ability, switch, s)) for c in (config, bc) for s in seeds]
-    missing = [s for s, checkpoint in agents[len(seeds) :] if not Path(checkpoint).exists()]
-    setup.launcher.run([(f"bc s{seed}", stage_args(bc, setup, seed)) for seed in missing], 1)
+    seeds = setup.seeds
+    rl = [setup.agent_checkpoint("rl", encoder, ability, switch, s) for s in seeds]
+    bc = [setup.agent_checkpoint("bc", encoder, ability, switch, s) for s in seeds]
+    missing = dataclasses.replace(
+        setup, seeds=[s for s, c in zip(seeds, bc, strict=True) if not Path(c).exists()], extra_args={}
+    )
+    setup.launcher.run(stage_runs(Config("bc", encoder, ability, switch), missing), 1)  # not the RL stage's extras
     out = f"{Path(setup.stage_dir('rl')).parent}/eval/{encoder}-{ability}-{switch}"  # beside the RL agents' folder
-    evaluate = ["eval", *(c for _, c in agents), "--baselines", str(len(seeds)), "--out", out]
-    setup.launcher.run([("eval", evaluate)], 1)
+    setup.launcher.run([("eval", ["eval", *rl, *bc, "--baselines", str(len(seeds)), "--out", out])], 1)
+
+
+def stage_runs(config: Config, setup: Setup) -> list[tuple[str, list[str]]]:
+    """The runs of one stage: one per seed for the agents, the first seed's alone for a poly-encoder stage."""
+    seeds = setup.seeds if config.stage in AGENT_STAGES else setup.seeds[:1]
+    return [(f"{config.stage} s{seed}", stage_args(config, setup, seed)) for seed in seeds]
 
 
 def _module_args(config: Config, setup: Setup, seed: int) -> list[str]:
@@ -343,8 +351,7 @@ def run_experiment(
     try:
         waves = child_waves(experiment, setup, pid, done)
         log(f"[{experiment.name}] {sum(len(steps) for steps, _ in waves)} children")
-        for steps, parallel in waves:
-            setup.launcher.run([(s.label, s.args) for s in steps], parallel)
+        _run_waves(waves, setup)
         trained = time.monotonic()
         tables = build_tables(experiment, pid, setup.tracking_uri, log)
         if setup.log_model:
