@@ -9,11 +9,18 @@ One line per field, each starting with a tag as in LIGHT's own task files::
     _partner_name knight
     _partner_persona I am a knight ...
     _self_carrying golden egg, sword
+    _setting_objects gold coins, old chest
+    _partner_carrying shield
     _short_motivation I need to ...
     _mid_motivation ...
     _long_motivation ...
     _partner_say Who goes there?
     _self_act get golden egg
+
+The room's objects and what the partner carries (``_setting_objects``, ``_partner_carrying``, as LIGHT's
+``_object_desc`` lines name a room's objects) are written when they are known: the environment fills them for the
+agent's own side (:func:`lq.envs.episode.slot_context` with ``objects``), where they say which "get" and "steal"
+actions can be done.
 
 Which motivations appear is a switch (``motivations=("short",)``, or ``()`` for none): the
 Table 4/5 ablations turn them off and on.
@@ -39,6 +46,8 @@ SCENE_TAGS = (
     "_partner_name",
     "_partner_persona",
     "_self_carrying",
+    "_setting_objects",
+    "_partner_carrying",
 )
 MOTIVATION_TAGS = tuple(f"_{level}_motivation" for level in (*MOTIVATION_LEVELS, "self"))
 TIMELINE_TAG = "_timeline_act"
@@ -56,12 +65,15 @@ class Context:
     partner_name: str = ""
     partner_persona: str = ""
     carrying: list[str] = field(default_factory=list)
+    objects: list[str] = field(default_factory=list)  # the room's objects that no one holds
+    partner_carrying: list[str] = field(default_factory=list)
     motivations: dict[str, str] = field(default_factory=dict)  # level ("short", "mid", "long", "self") -> text
     history: list[tuple[str, str, str]] = field(default_factory=list)  # (who: self|partner, type, text)
 
     def swapped(self) -> Context:
         """The same scene from the partner's side: names and personas exchanged, the history's sides swapped, and
-        neither the self character's motivations nor what it carries."""
+        neither the self character's motivations nor what is carried or lies about (the partner's models read no
+        objects)."""
         return Context(
             setting_name=self.setting_name,
             setting_desc=self.setting_desc,
@@ -82,6 +94,8 @@ class Context:
             self.partner_name,
             self.partner_persona,
             ", ".join(self.carrying),
+            ", ".join(self.objects),
+            ", ".join(self.partner_carrying),
         )
         for tag, value in zip(SCENE_TAGS, values, strict=True):
             if value:
@@ -142,3 +156,11 @@ def history(demo: Demonstration, turn: int) -> list[tuple[str, str, str]]:
 
 def timeline_prefix(actions: Sequence[str]) -> str:
     return "\n".join(f"{TIMELINE_TAG} {a}" for a in actions)
+
+
+def last_line(text: str, tag: str) -> str:
+    """The text of a serialised context's last line tagged ``tag`` (``""`` if it has none)."""
+    for line in reversed(text.split("\n")):
+        if line.startswith(f"{tag} "):
+            return line[len(tag) + 1 :]
+    return ""

@@ -46,12 +46,13 @@ def build_env(
     protocol: Protocol = PROTOCOLS["paper"],
     speech_rewards: bool = True,
     partner_calibration: str = "share",
+    objects: bool = False,
 ) -> QuestEnv:
     """``max_steps``: agent turns per episode in place of the protocol's. The partner's choice between acting and
     speaking is calibrated on the demonstrations (:func:`lq.envs.calibration.calibrate_partner`, kept beside its
     checkpoint): ``partner_calibration="share"`` makes it act on the training demonstrations' share of partner turns,
     ``"completions"`` on the share at which it completes as many of the validation demonstrations' goals as their
-    partners did."""
+    partners did. ``objects``: the agent's context lists the room's objects (:class:`QuestEnv`)."""
     if partner_calibration not in CALIBRATIONS:
         raise ValueError(f"partner_calibration {partner_calibration!r}: choose {' or '.join(CALIBRATIONS)}")
     dataset = load_dataset(data_dir)
@@ -93,4 +94,5 @@ def build_env(
         seed=seed,
         top_k_every_repeat=top_k_every_repeat,
         speech_rewards=speech_rewards,
+        objects=objects,
     )

@@ -12,6 +12,12 @@ but at the wrong ones completes fewer goals than they did (the demonstrations' p
 the completions on demonstrations it was not trained on asks for a partner whose acts follow what it heard, not for
 one that acts more on any turn (see ``docs/results.md``; why lq's partner needs a bias: docs/deviations.md).
 
+Before the bias, how much the partner listens (:class:`lq.envs.partner.PolyEncoderPartner`'s ``listen_weight``: a
+valid action's bonus per content word it shares with what the agent said last) is fit on the same turns: of
+:data:`LISTEN_STEPS` (multiples of the spread of its scores of one turn's valid actions), the weight at which its
+best valid action is the demonstrated one at the most of their partners' action turns, the smallest of equally good
+ones.
+
 The fit also replays the training demonstrations' self turns with the calibrated partner and reports how many goals
 it completes beside the demonstrations' own partners.
 
@@ -34,7 +40,7 @@ from lq.envs.episode import QuestInstance
 from lq.envs.partner import PolyEncoderPartner, bias_for_share
 from lq.envs.protocol import PROTOCOLS
 from lq.envs.quest_env import QuestEnv
-from lq.envs.replay import by_whom, demonstration_turns, replay_demonstrations
+from lq.envs.replay import DemoTurn, by_whom, demonstration_turns, replay_demonstrations
 from lq.models.poly_encoder import stores_beside
 
 PAPER = PROTOCOLS["paper"]  # replays run as long as their demonstrations: the protocol only decides when they stop
@@ -42,6 +48,25 @@ PAPER = PROTOCOLS["paper"]  # replays run as long as their demonstrations: the p
 
 CALIBRATIONS = ("share", "completions")  # without held-out demonstrations, and with them (see the module)
 SHARE_STEPS = (1.0, 1.5, 2.0, 2.5, 3.0, 4.0, 5.0)  # multiples of the demonstrations' share of acting partner turns
+LISTEN_STEPS = (0.0, 0.25, 0.5, 1.0, 2.0, 4.0, 8.0)  # multiples of the spread of the partner's valid action scores
+
+
+def fit_listening(partner: PolyEncoderPartner, turns: Sequence[DemoTurn]) -> dict[str, float]:
+    """Set ``partner.listen_weight`` from the demonstrations' partner turns (see the module); returns the share of
+    their action turns at which the partner's best valid action is the demonstrated one, without and with it."""
+    partner.listen_weight = 0.0
+    acted = [t for t in turns if t.kind == "action"]
+    if not acted:
+        return {"listen_weight": 0.0}
+    scale = partner.action_spread(acted)
+    hits = {}
+    for k in LISTEN_STEPS:
+        partner.listen_weight = k * scale
+        best = partner.choices_at(acted)[1]
+        hits[k] = sum(b is not None and b[1] == t.text for b, t in zip(best, acted, strict=True)) / len(acted)
+    chosen = max(LISTEN_STEPS, key=lambda k: (hits[k], -k))
+    partner.listen_weight = chosen * scale
+    return {"listen_weight": partner.listen_weight, "action_hits": hits[0.0], "action_hits_listening": hits[chosen]}
 
 
 def completions(env: QuestEnv, partner: str) -> float:
@@ -63,12 +88,13 @@ def fit_action_bias(
     and of the partner at the bias (on the held-out ones, and on the training ones)."""
     turns = [t for inst in train for t in demonstration_turns(inst, side="partner") if t.valid_actions]
     share = sum(t.kind == "action" for t in turns) / max(len(turns), 1)
-    gaps = partner.action_gaps(turns)
+    listening = fit_listening(partner, turns)
+    gaps = partner.choices_at(turns)[0]
 
     def env_of(instances: Sequence[QuestInstance]) -> QuestEnv:
         return QuestEnv(list(instances), partner, dm, list(actions), batch_size, auto_reset=False, protocol=PAPER)
 
-    chosen, fit = share, {"demonstration_action_share": share}
+    chosen, fit = share, {"demonstration_action_share": share, **listening}
     if held_out:
         env = env_of(held_out)
         target = completions(env, "scripted")
@@ -101,9 +127,9 @@ def calibrate_partner(
     checkpoint: str | Path,
     held_out: Sequence[QuestInstance] = (),
 ) -> dict[str, float]:
-    """Set the partner's action bias (:func:`fit_action_bias`), read from beside its checkpoint when the partner, the
-    DM and the demonstrations are those it was fit for; returns what the fit saw."""
-    digest = hashlib.sha256(f"context length {partner.batcher.context_length}\n".encode())
+    """Set the partner's listening and action bias (:func:`fit_action_bias`), read from beside its checkpoint when the
+    partner, the DM and the demonstrations are those it was fit for; returns what the fit saw."""
+    digest = hashlib.sha256(f"context length {partner.batcher.context_length}, listening {LISTEN_STEPS}\n".encode())
     for cache in (partner.utterances, partner.actions, dm.utterances):
         digest.update(cache.key().encode())
     for inst in train:
@@ -118,6 +144,7 @@ def calibrate_partner(
         saved = torch.load(store, map_location="cpu", weights_only=True)
         if saved.get("key") == key:
             partner.action_bias = float(saved["fit"]["action_bias"])
+            partner.listen_weight = float(saved["fit"].get("listen_weight", 0.0))
             return saved["fit"]
     _, fit = fit_action_bias(partner, dm, train, actions, held_out)
     store.parent.mkdir(parents=True, exist_ok=True)

@@ -152,11 +152,13 @@ def transcript_header(card: dict) -> list[str]:
     ]
 
 
-def slot_context(slot: Slot, side: str, motivations: Sequence[str]) -> str:
+def slot_context(slot: Slot, side: str, motivations: Sequence[str], objects: bool = False) -> str:
     """What ``side`` ("self" or "partner") sees: setting, personas, what it carries, the dialogue and actions so far,
-    and for the self character its motivations."""
+    and for the self character its motivations; with ``objects``, the self character also sees the room's objects
+    and what the partner carries (the partner's and the DM's models are trained without them)."""
     me, other = (slot.me, slot.partner) if side == "self" else (slot.partner, slot.me)
     room = me.container
+    seen = objects and side == "self" and room is not None
     return Context(
         setting_name=slot.instance.demo.room_category if slot.instance.demo else "",
         setting_desc=room.desc if room is not None else "",
@@ -165,6 +167,8 @@ def slot_context(slot: Slot, side: str, motivations: Sequence[str]) -> str:
         partner_name=other.name,
         partner_persona=other.persona,
         carrying=[n.name for n in me.contents.values()],
+        objects=[n.name for n in room.contents.values() if n.kind == "object"] if seen else [],
+        partner_carrying=[n.name for n in other.contents.values() if n.kind == "object"] if seen else [],
         motivations={lvl: slot.instance.quest.motivation(lvl) for lvl in motivations} if side == "self" else {},
         history=slot.history if side == "self" else swap_sides(slot.history),
     ).serialise(motivations if side == "self" else ())

@@ -2,7 +2,10 @@
 
 At each of its turns it answers with an utterance or an action chosen from its candidate sets; its
 actions run through the engine. The poly-encoder partner scores every candidate with one matrix
-product per step for the whole batch (the candidates are encoded once and cached).
+product per step for the whole batch (the candidates are encoded once and cached). It listens: a valid action scores
+``listen_weight`` more for each content word it shares with what the agent said last, so that "give me the egg" makes
+giving the egg its best action. The weight and the action bias are learned from the demonstrations
+(:mod:`lq.envs.calibration`).
 """
 
 from __future__ import annotations
@@ -13,6 +16,8 @@ from typing import TYPE_CHECKING, Protocol
 
 import torch
 
+from lq.data.context import last_line
+from lq.models.agent import content_words
 from lq.models.poly_encoder import CandidateCache, PolyEncoder, TextBatcher
 
 if TYPE_CHECKING:
@@ -36,9 +41,11 @@ class PolyEncoderPartner:
         actions: Sequence[str],
         action_bias: float = 0.0,
         store_dir: str | Path | None = None,
+        listen_weight: float = 0.0,
     ):
         """``store_dir``: where to keep the encoded candidates between runs (see :class:`CandidateCache`)."""
         self.model, self.batcher, self.action_bias = model, batcher, action_bias
+        self.listen_weight = listen_weight
         store = (lambda name: Path(store_dir) / name) if store_dir is not None else (lambda name: None)
         self.utterances = CandidateCache(model, batcher, utterances, store=store("partner-utterances.pt"))
         self.actions = CandidateCache(model, batcher, actions, store=store("partner-actions.pt"))
@@ -55,10 +62,16 @@ class PolyEncoderPartner:
         best_speech = self.utterances.score(ctx).max(dim=1)
         action_scores = self.actions.score(ctx)
         valid = torch.zeros_like(action_scores, dtype=torch.bool)
+        heard = torch.zeros_like(action_scores)
         for i, options in enumerate(valid_actions):
             known = [self.actions.index[a] for a in options if a in self.actions.index]
             if known:
                 valid[i, known] = True
+            if known and self.listen_weight:
+                said = content_words(last_line(contexts[i], "_partner_say"))  # the agent, seen from the partner's side
+                words = [float(len(content_words(self.actions.texts[j]) & said)) for j in known]
+                heard[i, known] = torch.tensor(words, device=heard.device, dtype=heard.dtype)
+        action_scores = action_scores + self.listen_weight * heard
         best_action = action_scores.masked_fill(~valid, float("-inf")).max(dim=1)
         gaps = (best_action.values - best_speech.values).cpu()
         speech = [("speech", self.utterances.texts[int(j)]) for j in best_speech.indices]
@@ -79,11 +92,32 @@ class PolyEncoderPartner:
             for gap, utterance, action in zip(gaps, speech, actions, strict=True)
         ]
 
-    def action_gaps(self, turns: Sequence[DemoTurn], batch_size: int = 64) -> torch.Tensor:
-        """:meth:`choices`' gaps at the given turns (the demonstrations' partner turns, as the partner saw them)."""
-        parts = [turns[i : i + batch_size] for i in range(0, len(turns), batch_size)]
-        gaps = [self.choices([t.context for t in part], [t.valid_actions for t in part])[0] for part in parts]
-        return torch.cat(gaps) if gaps else torch.empty(0)
+    @torch.no_grad()
+    def action_spread(self, turns: Sequence[DemoTurn]) -> float:
+        """How far apart its scores of one turn's valid actions lie: their standard deviation, averaged over the
+        turns with two or more (the scale of :attr:`listen_weight`)."""
+        spreads = []
+        for i in range(0, len(turns), 64):
+            part = turns[i : i + 64]
+            ids, mask = self.batcher.contexts([t.context for t in part])
+            device = self.model.codes.device
+            scores = self.actions.score(self.model.encode_context(ids.to(device), mask.to(device)))
+            for row, turn in zip(scores, part, strict=True):
+                known = [self.actions.index[a] for a in turn.valid_actions if a in self.actions.index]
+                if len(known) > 1:
+                    spreads.append(float(row[known].std()))
+        return sum(spreads) / len(spreads) if spreads else 1.0
+
+    def choices_at(self, turns: Sequence[DemoTurn], batch_size: int = 64) -> tuple[torch.Tensor, list[Turn | None]]:
+        """:meth:`choices`' gaps and best valid actions at the given turns (the demonstrations' partner turns, as the
+        partner saw them)."""
+        gaps, actions = [torch.empty(0)], []
+        for i in range(0, len(turns), batch_size):
+            part = turns[i : i + batch_size]
+            g, _, a = self.choices([t.context for t in part], [t.valid_actions for t in part])
+            gaps.append(g)
+            actions += a
+        return torch.cat(gaps), actions
 
 
 def bias_for_share(gaps: torch.Tensor, share: float) -> float:

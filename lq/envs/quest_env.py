@@ -49,12 +49,14 @@ class QuestEnv:
         top_k_every_repeat: bool = False,
         speech_rewards: bool = True,
         default_turns: int = 20,
+        objects: bool = False,
     ):
         """``max_steps``: agent turns per episode, in place of the protocol's (whose ``None`` is the demonstration's
         own number of self turns, ``default_turns`` for a quest without one). ``top_k_every_repeat``: pay the DM's
         top-k bonus on every repeat of an utterance (the paper's literal reading; farmable, see
-        :mod:`lq.envs.rewards`). ``speech_rewards=False``: the reward is the act reward alone (Table 2's "speech only
-        without speech goals"); the infos still say what speech earned."""
+        :mod:`lq.envs.rewards`). ``objects``: the agent's context lists the room's objects and what the partner carries
+        (:func:`lq.envs.episode.slot_context`). ``speech_rewards=False``: the reward is the act reward alone (Table
+        2's "speech only without speech goals"); the infos still say what speech earned."""
         if not instances:
             raise ValueError("no quests to play: QuestEnv needs quest instances with worlds")
         self.instances = list(instances)
@@ -66,7 +68,7 @@ class QuestEnv:
         self.protocol = protocol
         self.max_steps = max_steps if max_steps is not None else protocol.max_turns
         self.batch_size, self.default_turns = batch_size, default_turns
-        self.motivations = tuple(motivations)
+        self.motivations, self.objects = tuple(motivations), objects
         self.top_k_every_repeat, self.speech_rewards = top_k_every_repeat, speech_rewards
         self._targets: dict[int, tuple[list[int], list[int]]] = {}
         self.auto_reset = auto_reset
@@ -85,7 +87,7 @@ class QuestEnv:
         return self._observe([{} for _ in self.slots])
 
     def context(self, slot: Slot, side: str = "self") -> str:
-        return slot_context(slot, side, self.motivations)
+        return slot_context(slot, side, self.motivations, self.objects)
 
     def turn_limit(self, slot: Slot) -> int:
         if self.max_steps is not None:

@@ -27,11 +27,14 @@ class DemoTurn:
 
 
 def demonstration_turns(
-    instance: QuestInstance, motivations: Sequence[str] = ("short", "mid", "long"), side: str = "self"
+    instance: QuestInstance,
+    motivations: Sequence[str] = ("short", "mid", "long"),
+    side: str = "self",
+    objects: bool = False,
 ) -> list[DemoTurn]:
     """Replay a demonstration through the engine exactly as :class:`QuestEnv` plays, and return ``side``'s turns
     ("self": the supervised examples of behaviour cloning; "partner": what the partner saw when it acted or spoke).
-    Stops where the act goal is reached."""
+    Stops where the act goal is reached. ``objects`` as :class:`QuestEnv`'s."""
     if instance.demo is None:
         return []
     slot = new_slot(instance)
@@ -41,7 +44,7 @@ def demonstration_turns(
         who = instance.demo.speaker(i)  # PARTNER or SELF: the sides QuestEnv plays
         if who == side:
             actor = slot.me if side == SELF else slot.partner
-            context = slot_context(slot, side, motivations)
+            context = slot_context(slot, side, motivations, objects)
             turns.append(DemoTurn(context, kind, act.text, list(valid_actions(slot.world, actor))))
         play_turn(slot, who, kind, act.text)
         if slot.act_goal is not None:

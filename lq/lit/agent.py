@@ -66,6 +66,10 @@ def readable_texts(data_dir: str | Path) -> set[str]:
     return texts
 
 
+# a scratch encoder's embedding rows (the word-piece ids they stand for) in an agent module's state dict
+VOCABULARY = "agent.encoder.vocabulary.ids"
+
+
 class AgentModule(L.LightningModule):
     """Base of :class:`lq.lit.bc.BCModule` and :class:`lq.lit.rl.RLModule`, which add their own hyperparameters and
     pass these on (``**kwargs``; LightningCLI and ``save_hyperparameters`` see both).
@@ -75,7 +79,9 @@ class AgentModule(L.LightningModule):
     ``switch_every``, ``ability``, ``protocol`` (:class:`lq.envs.protocol.Protocol`: what the agent chooses among,
     when episodes end, the speech goal; trained and evaluated under it), ``lr``, ``context_length``, ``candidate_dim``,
     ``agent`` (Table 6 sizes), ``eval_max_steps`` (None: the protocol's), ``eval_batch_size``, ``seed``,
-    ``partner_calibration`` (how the environment's partner chooses to act: :func:`lq.envs.build.build_env`).
+    ``partner_calibration`` (how the environment's partner chooses to act: :func:`lq.envs.build.build_env`),
+    ``context_objects`` (the agent's context lists the room's objects and what the partner carries; off in checkpoints
+    from before it).
     """
 
     stage = "agent"
@@ -99,6 +105,7 @@ class AgentModule(L.LightningModule):
         eval_batch_size: int = 32,
         seed: int = 0,
         partner_calibration: str = "share",
+        context_objects: bool = False,
     ):
         super().__init__()
         self.check_choices(switch, ability)
@@ -195,6 +202,7 @@ class AgentModule(L.LightningModule):
             device=self.device,
             protocol=self.protocol,
             partner_calibration=h.partner_calibration,
+            objects=h.context_objects,
         )
 
     def evaluate(

@@ -62,7 +62,7 @@ class BCModule(AgentModule):
         out = []
         for inst in instances:
             episode = Episode([], [], [], [])
-            for turn in demonstration_turns(inst):
+            for turn in demonstration_turns(inst, objects=self.hparams.context_objects):
                 index = a_index if turn.kind == "action" else u_index
                 if turn.text not in index:  # an emote, or a text outside the spaces
                     continue

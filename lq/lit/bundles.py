@@ -27,14 +27,13 @@ import torch
 from lq.data.dataset import dataset_id
 from lq.envs.models import load_poly_encoder, save_poly_encoder
 from lq.envs.protocol import protocol_of
-from lq.lit.agent import AgentModule
+from lq.lit.agent import VOCABULARY, AgentModule
 from lq.lit.bc import BCModule
 from lq.lit.rl import RLModule
 from lq.models.poly_encoder import stores_beside
 
 FORMAT = "lq-agent-bundle/1"
 STAGES = {"bc": BCModule, "rl": RLModule}
-VOCABULARY = "agent.encoder.vocabulary.ids"
 DATA_SUFFIXES = (".json", ".jsonl", ".csv")  # the files a dataset's fingerprint covers (lq.data.dataset)
 
 

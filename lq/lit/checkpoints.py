@@ -13,8 +13,8 @@ import torch
 
 from lq.data.dataset import dataset_id
 from lq.eval import EvalResult, plot_curves, run_series
-from lq.lit.agent import AgentModule
-from lq.lit.bundles import VOCABULARY, built_module, export_bundle, is_bundle, load_bundle
+from lq.lit.agent import VOCABULARY, AgentModule
+from lq.lit.bundles import built_module, export_bundle, is_bundle, load_bundle
 from lq.rl.baselines import BASELINES, CEILING, REPLAY, REPLAY_WITH_PARTNER, ceiling, replay_demonstrations
 
 

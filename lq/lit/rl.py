@@ -16,7 +16,7 @@ import torch
 from torch.utils.data import DataLoader
 
 from lq.envs.build import build_env
-from lq.lit.agent import AgentModule
+from lq.lit.agent import VOCABULARY, AgentModule
 from lq.rl.a2c import RolloutState, a2c_losses, collect
 from lq.rl.losses import LossCoefficients
 from lq.rl.priority import PrioritySampler
@@ -40,10 +40,13 @@ class RLModule(AgentModule):
         recent_episodes: int = 200,
         normalize_advantages: bool = True,
         valid_reduction: str = "sum",
+        init_from: str | None = None,
         **kwargs,
     ):
         """The rollout and A2C hyperparameters (Table 6; ``max_steps``: the training episodes' agent turns in place of
-        the protocol's); the rest as :class:`AgentModule`."""
+        the protocol's); ``init_from``: an agent checkpoint (``lq bc``'s or ``lq rl``'s, of the same encoder, sizes and
+        data) whose weights the agent starts from, for RL that fine-tunes a behaviour-cloned agent (not the paper's
+        agents, which start from their encoder); the rest as :class:`AgentModule`."""
         super().__init__(**kwargs)
         self.coef = coefficients if isinstance(coefficients, LossCoefficients) else LossCoefficients(**coefficients)
         self.hparams["coefficients"] = asdict(self.coef)
@@ -53,6 +56,8 @@ class RLModule(AgentModule):
     # -- building ------------------------------------------------------------------------------------
 
     def setup(self, stage: str) -> None:
+        if self.hparams.init_from and self.agent is None:
+            self.start_from(self.hparams.init_from)
         self.build_agent()
         if self.env is not None or stage != "fit":
             return
@@ -71,6 +76,7 @@ class RLModule(AgentModule):
             top_k_every_repeat=h.top_k_every_repeat,
             protocol=self.protocol,
             partner_calibration=h.partner_calibration,
+            objects=h.context_objects,
             speech_rewards=h.ability != "speech_no_speech_goals",
         )
         self.sampler = PrioritySampler(len(self.env.instances), mix=h.priority_mix)
@@ -83,6 +89,38 @@ class RLModule(AgentModule):
             i for i, inst in enumerate(self.env.instances) if inst.quest.goal not in self.env.action_index
         }
         self.recent: list[dict] = []  # the last ``recent_episodes`` episode summaries, for the training curves
+
+    # what must match for another agent's weights to be this one's start
+    SAME_AGENT = (
+        "encoder",
+        "pretrained_checkpoint",
+        "data_dir",
+        "agent",
+        "candidate_dim",
+        "context_length",
+        "context_objects",
+    )
+
+    def start_from(self, checkpoint: str) -> None:
+        """Build the agent with ``checkpoint``'s weights (its critic too, where that agent trained one)."""
+        try:
+            saved = torch.load(checkpoint, map_location="cpu", weights_only=False)
+        except (FileNotFoundError, IsADirectoryError):
+            raise FileNotFoundError(
+                f"model.init_from: {checkpoint}: no such checkpoint; train it first (make bc)"
+            ) from None
+        theirs = saved.get("hyper_parameters", {})
+        if saved.get("lq_stage") not in ("bc", "rl"):
+            raise ValueError(f"model.init_from: {checkpoint} is not an lq agent checkpoint (from lq bc or lq rl)")
+        differ = [k for k in self.SAME_AGENT if theirs.get(k) != self.hparams.get(k)]
+        if differ:
+            raise ValueError(
+                f"model.init_from: {checkpoint} is an agent of another {', '.join(differ)} "
+                f"({', '.join(f'{k}={theirs.get(k)!r}' for k in differ)}); start from one trained with this run's"
+            )
+        state = saved["state_dict"]
+        self.build_agent(state.get(VOCABULARY))
+        self.load_state_dict(state)
 
     def train_dataloader(self) -> DataLoader:
         """One item per update: the rollout itself is the data. Its own generator: a loader's iterator draws a seed,

@@ -22,6 +22,7 @@
 
 from __future__ import annotations
 
+import re
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -227,6 +228,12 @@ class CandidateScorer(nn.Module):
 
 # Word pieces that say nothing about which candidate is meant: left out of the exact-match feature.
 FUNCTION_WORDS = frozenset("a an the to of in on from and i my me you your is it at for with".split())
+_WORD = re.compile(r"[a-z]+")
+
+
+def content_words(text: str) -> set[str]:
+    """A text's lower-cased words less :data:`FUNCTION_WORDS` (the word-overlap rules' and the partner's listening)."""
+    return set(_WORD.findall(text.lower())) - FUNCTION_WORDS
 
 
 def content_piece_ids(texts: Sequence[str], tokenizer) -> torch.Tensor:

@@ -68,8 +68,8 @@ class PolyEncoder(nn.Module):
 HISTORY_PREFIXES = tuple(f"{tag} " for tag in HISTORY_TAGS)
 
 # What a header keeps first when it must lose lines (lq.data.context's tags): the motivation nearest to the goal (and a
-# timeline task's actions) and who is who before what is carried, the larger aims, the personas and the setting.
-# Untagged lines (chit-chat turns) come last; among lines of one rank the latest are kept first.
+# timeline task's actions) and who is who before what is carried and lies about, the larger aims, the personas and the
+# setting. Untagged lines (chit-chat turns) come last; among lines of one rank the latest are kept first.
 HEADER_PRIORITY = (
     "_short_motivation",
     "_self_motivation",
@@ -77,6 +77,8 @@ HEADER_PRIORITY = (
     "_self_name",
     "_partner_name",
     "_self_carrying",
+    "_setting_objects",
+    "_partner_carrying",
     "_mid_motivation",
     "_long_motivation",
     "_self_persona",

@@ -15,13 +15,11 @@ ceiling, and the demonstrations replayed through the environment.
 
 from __future__ import annotations
 
-import re
-
 import torch
 
 from lq.envs.quest_env import QuestEnv
 from lq.envs.replay import by_whom, replay_demonstrations
-from lq.models.agent import FUNCTION_WORDS
+from lq.models.agent import content_words
 
 RULES = ("random", "overlap")
 # key (in metric names), row title, rule, choose among the valid candidates only
@@ -36,12 +34,6 @@ REPLAY = ("replay", "Demonstrations replayed")
 REPLAY_WITH_PARTNER = ("replay_partner", "Demonstrations' self turns with the environment's partner")
 # the replay rows' episodes and who reached their goals (lq.envs.replay: the partner's calibration plays them too)
 __all__ = ["by_whom", "replay_demonstrations"]
-
-_WORD = re.compile(r"[a-z]+")
-
-
-def content_words(text: str) -> set[str]:
-    return set(_WORD.findall(text.lower())) - FUNCTION_WORDS
 
 
 def word_overlap_scores(candidates: list[str], motivations: list[str]) -> torch.Tensor:

@@ -11,6 +11,8 @@ def test_every_line_a_context_writes_carries_a_known_tag_and_the_batcher_ranks_t
         partner_name="knight",
         partner_persona="I am a knight.",
         carrying=["egg"],
+        objects=["chest"],
+        partner_carrying=["lance"],
         motivations={level: f"{level} aim" for level in (*MOTIVATION_LEVELS, "self")},
         history=[(who, kind, "x") for who in ("self", "partner") for kind in ("speech", "action", "emote")],
     )

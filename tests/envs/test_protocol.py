@@ -5,13 +5,13 @@ import pytest
 import torch
 
 from lq.data import Demonstration, Quest
-from lq.envs.calibration import fit_action_bias
+from lq.envs.calibration import fit_action_bias, fit_listening
 from lq.envs.dungeon_master import DungeonMaster
 from lq.envs.episode import QuestInstance
 from lq.envs.partner import PolyEncoderPartner, ScriptedPartner, bias_for_share
 from lq.envs.protocol import PROTOCOLS, Protocol, protocol_of
 from lq.envs.quest_env import QuestEnv
-from lq.envs.replay import replay_demonstrations
+from lq.envs.replay import DemoTurn, replay_demonstrations
 from lq.models.poly_encoder import PolyEncoder, TextBatcher
 from lq.models.pretrained import load_tokenizer
 from lq.rl.baselines import content_words
@@ -133,6 +133,9 @@ class WordPartner(PolyEncoderPartner):
             actions.append(("action", best) if best else None)
         return torch.tensor(gaps), speech, actions
 
+    def action_spread(self, turns):
+        return 1.0
+
 
 def _persuasion_demo(asks: bool) -> Demonstration:
     """The knight gives the dragon its egg when asked for it (the partner completes the goal), or is never asked."""
@@ -170,3 +173,27 @@ def test_the_calibrated_partner_completes_the_goal_when_persuaded_as_in_a_demons
     assert fit["held_out_demonstration_partner_completions"] == pytest.approx(2 / 3)
     assert fit["action_share"] == pytest.approx(fit["demonstration_action_share"])  # the smallest share that matches
     assert fit[f"held_out_partner_completions_at_{fit['action_share']:.3f}"] == pytest.approx(2 / 3)
+
+
+def test_the_partner_listens_as_much_as_the_demonstrations_partners_did(dm):
+    """A valid action gains for each content word it shares with what the agent said last; how much is fit on the
+    demonstrations' partner action turns, here ones where the partner always did what it was asked."""
+    torch.manual_seed(3)
+    model = PolyEncoder.from_spec(tiny_encoder_spec(), n_codes=4).eval()
+    actions = ["give golden dragon egg to dragon", "hug dragon", "hit dragon", "follow dragon"]
+    partner = PolyEncoderPartner(model, TextBatcher(load_tokenizer(), 128, 24), ["Hm.", "Hello."], actions)
+    asks = {
+        "give golden dragon egg to dragon": "Please, give me the golden egg.",
+        "hug dragon": "A hug, knight, please.",
+        "hit dragon": "Go on, hit me if you dare.",
+        "follow dragon": "Follow me, knight.",
+    }
+    turns = [DemoTurn(f"_self_say Hello.\n_partner_say {ask}", "action", done, actions) for done, ask in asks.items()]
+    turns.append(DemoTurn("_partner_say Hello.", "speech", "Hm.", actions))  # a turn it spoke: not counted
+    fit = fit_listening(partner, turns)
+    assert fit["action_hits"] < 1.0 and fit["action_hits_listening"] == 1.0
+    assert partner.listen_weight == fit["listen_weight"] > 0
+    best = partner.choices_at(turns[:4])[1]
+    assert [b[1] for b in best] == list(asks)  # each time, what it was asked
+    partner.listen_weight = 0.0  # a partner that does not listen: what it does does not follow the request
+    assert [b[1] for b in partner.choices_at(turns[:4])[1]] != list(asks)

@@ -85,23 +85,40 @@ def test_replaying_demonstrations_earns_the_paper_rewards(data, batcher):
     assert seen == {None, "self", "partner"}
 
 
-def test_demonstration_turns_show_what_the_environment_shows(data, batcher):
-    """Behaviour cloning's examples: a replay's contexts and valid actions equal the environment's, turn by turn."""
+@pytest.mark.parametrize("objects", [False, True])
+def test_demonstration_turns_show_what_the_environment_shows(data, batcher, objects):
+    """Behaviour cloning's examples: a replay's contexts and valid actions equal the environment's, turn by turn;
+    with ``objects`` the context names every object a valid "get" or "steal" action takes, and the partner's side
+    never sees the objects line (its models are trained without it)."""
     quests, demos = data
     utterances, actions = _spaces(demos)
     dm = DungeonMaster(_model(1), batcher, utterances, top_k=10, num_valid=50)
+    takes = 0
     for inst in instances_from_data(quests.all(), demos.train)[:6]:
-        turns = demonstration_turns(inst)
+        turns = demonstration_turns(inst, objects=objects)
         acts = inst.demo.acts
-        env = QuestEnv([inst], ScriptedPartner([[(a.type, a.text) for a in acts[0::2]]]), dm, actions, 1, 50)
+        env = QuestEnv(
+            [inst], ScriptedPartner([[(a.type, a.text) for a in acts[0::2]]]), dm, actions, 1, 50, objects=objects
+        )
         obs, infos = env.reset([0])
         for turn in turns:
             assert turn.context == obs[0] and turn.valid_actions == infos[0]["valid_actions"]
+            lines = dict(line.split(" ", 1) for line in turn.context.split("\n") if line.startswith("_"))
+            for action in turn.valid_actions:
+                verb, _, rest = action.partition(" ")
+                if verb == "get" and " from " not in rest:
+                    takes += 1
+                    assert (rest in lines.get("_setting_objects", "").split(", ")) == objects
+                elif verb == "steal":
+                    thing = rest.split(" from ")[0]
+                    assert (thing in lines.get("_partner_carrying", "").split(", ")) == objects
+            assert "_setting_objects" not in env.context(env.slots[0], "partner")
             obs, _, dones, infos = env.step([(turn.kind, turn.text)])
         assert dones[0] == (inst.demo.conv_extra["completion"] is not None)
         assert [(t.kind, t.text) for t in turns] == [
             ("action" if a.type == "action" else "speech", a.text) for a in acts[1::2]
         ][: len(turns)]
+    assert takes > 0  # some room object could be taken
 
 
 def _repeat_env(batcher, **kwargs):

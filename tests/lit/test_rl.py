@@ -198,3 +198,19 @@ def test_a_scratch_agent_has_a_row_for_every_word_piece_its_quests_show(setup_di
         encoder.vocabulary(torch.tensor([tokenizer.convert_tokens_to_ids("computer")])).item()
         == encoder.vocabulary.unk_row
     )
+
+
+@pytest.mark.slow
+def test_rl_starts_from_a_behaviour_cloned_agent_of_the_same_sizes(trained_agent):
+    saved = torch.load(trained_agent, map_location="cpu", weights_only=False)
+    keep = (*RLModule.SAME_AGENT, "partner_checkpoint", "dm_checkpoint")
+    same = {k: v for k, v in saved["hyper_parameters"].items() if k in keep}
+    module = RLModule(init_from=str(trained_agent), **same)
+    module.start_from(str(trained_agent))
+    state = module.state_dict()
+    assert saved["state_dict"] and all(torch.equal(state[k], v) for k, v in saved["state_dict"].items())
+    wider = RLModule(**{**same, "candidate_dim": same["candidate_dim"] * 2})
+    with pytest.raises(ValueError, match=r"an agent of another candidate_dim \(candidate_dim="):
+        wider.start_from(str(trained_agent))
+    with pytest.raises(FileNotFoundError, match="model.init_from: .*nothing.ckpt: no such checkpoint"):
+        wider.start_from(str(trained_agent.parent / "nothing.ckpt"))
