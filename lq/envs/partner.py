@@ -49,6 +49,7 @@ class PolyEncoderPartner:
         store = (lambda name: Path(store_dir) / name) if store_dir is not None else (lambda name: None)
         self.utterances = CandidateCache(model, batcher, utterances, store=store("partner-utterances.pt"))
         self.actions = CandidateCache(model, batcher, actions, store=store("partner-actions.pt"))
+        self.action_words = [content_words(a) for a in self.actions.texts]  # what listening compares with
 
     @torch.no_grad()
     def choices(
@@ -69,7 +70,7 @@ class PolyEncoderPartner:
                 valid[i, known] = True
             if known and self.listen_weight:
                 said = content_words(last_line(contexts[i], "_partner_say"))  # the agent, seen from the partner's side
-                words = [float(len(content_words(self.actions.texts[j]) & said)) for j in known]
+                words = [float(len(self.action_words[j] & said)) for j in known]
                 heard[i, known] = torch.tensor(words, device=heard.device, dtype=heard.dtype)
         action_scores = action_scores + self.listen_weight * heard
         best_action = action_scores.masked_fill(~valid, float("-inf")).max(dim=1)
