@@ -57,7 +57,7 @@ class Protocol:
             if self.speech_goal == "demonstration"
             else (f"speech score {self.speech_goal_threshold:g}")
         )
-        ends = "ends at the act goal" if self.end_at_act_goal else "goes on after a self act completion"
+        ends = "end at the act goal" if self.end_at_act_goal else "go on after a self act completion"
         return (
             f"protocol {self.name}: choice among the {'valid candidates' if self.restrict else 'whole spaces'}, "
             f"{turns} episodes that {ends}, speech goal: {goal}, {self.decoding} decoding"
