@@ -144,7 +144,7 @@ def calibrate_partner(
         saved = torch.load(store, map_location="cpu", weights_only=True)
         if saved.get("key") == key:
             partner.action_bias = float(saved["fit"]["action_bias"])
-            partner.listen_weight = float(saved["fit"].get("listen_weight", 0.0))
+            partner.listen_weight = float(saved["fit"]["listen_weight"])
             return saved["fit"]
     _, fit = fit_action_bias(partner, dm, train, actions, held_out)
     store.parent.mkdir(parents=True, exist_ok=True)

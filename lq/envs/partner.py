@@ -57,15 +57,13 @@ class PolyEncoderPartner:
     ) -> tuple[torch.Tensor, list[Turn], list[Turn | None]]:
         """For each context: how much its best valid action outscores its best utterance (``-inf`` with no valid
         action in the partner's space), that utterance, and that action."""
-        device = self.model.codes.device
-        ids, mask = self.batcher.contexts(contexts)
-        ctx = self.model.encode_context(ids.to(device), mask.to(device))
+        ctx = self._encode(contexts)
         best_speech = self.utterances.score(ctx).max(dim=1)
         action_scores = self.actions.score(ctx)
         valid = torch.zeros_like(action_scores, dtype=torch.bool)
         heard = torch.zeros_like(action_scores)
         for i, options in enumerate(valid_actions):
-            known = [self.actions.index[a] for a in options if a in self.actions.index]
+            known = self._known(options)
             if known:
                 valid[i, known] = True
             if known and self.listen_weight:
@@ -93,32 +91,41 @@ class PolyEncoderPartner:
             for gap, utterance, action in zip(gaps, speech, actions, strict=True)
         ]
 
+    def _encode(self, contexts: Sequence[str]) -> torch.Tensor:
+        ids, mask = self.batcher.contexts(contexts)
+        device = self.model.codes.device
+        return self.model.encode_context(ids.to(device), mask.to(device))
+
+    def _known(self, options: Sequence[str]) -> list[int]:
+        """The ids of the valid actions that are in its action space."""
+        return [self.actions.index[a] for a in options if a in self.actions.index]
+
     @torch.no_grad()
     def action_spread(self, turns: Sequence[DemoTurn]) -> float:
         """How far apart its scores of one turn's valid actions lie: their standard deviation, averaged over the
         turns with two or more (the scale of :attr:`listen_weight`)."""
         spreads = []
-        for i in range(0, len(turns), 64):
-            part = turns[i : i + 64]
-            ids, mask = self.batcher.contexts([t.context for t in part])
-            device = self.model.codes.device
-            scores = self.actions.score(self.model.encode_context(ids.to(device), mask.to(device)))
+        for part in _batches(turns):
+            scores = self.actions.score(self._encode([t.context for t in part]))
             for row, turn in zip(scores, part, strict=True):
-                known = [self.actions.index[a] for a in turn.valid_actions if a in self.actions.index]
+                known = self._known(turn.valid_actions)
                 if len(known) > 1:
                     spreads.append(float(row[known].std()))
         return sum(spreads) / len(spreads) if spreads else 1.0
 
-    def choices_at(self, turns: Sequence[DemoTurn], batch_size: int = 64) -> tuple[torch.Tensor, list[Turn | None]]:
+    def choices_at(self, turns: Sequence[DemoTurn]) -> tuple[torch.Tensor, list[Turn | None]]:
         """:meth:`choices`' gaps and best valid actions at the given turns (the demonstrations' partner turns, as the
         partner saw them)."""
         gaps, actions = [torch.empty(0)], []
-        for i in range(0, len(turns), batch_size):
-            part = turns[i : i + batch_size]
+        for part in _batches(turns):
             g, _, a = self.choices([t.context for t in part], [t.valid_actions for t in part])
             gaps.append(g)
             actions += a
         return torch.cat(gaps), actions
+
+
+def _batches(turns: Sequence[DemoTurn], size: int = 64) -> list[Sequence[DemoTurn]]:
+    return [turns[i : i + size] for i in range(0, len(turns), size)]
 
 
 def bias_for_share(gaps: torch.Tensor, share: float) -> float:

@@ -66,6 +66,15 @@ def readable_texts(data_dir: str | Path) -> set[str]:
     return texts
 
 
+def read_checkpoint(checkpoint: str | Path) -> dict:
+    try:
+        return torch.load(checkpoint, map_location="cpu", weights_only=False)
+    except (FileNotFoundError, IsADirectoryError):
+        raise FileNotFoundError(
+            f"{checkpoint}: no such checkpoint or agent bundle; train one first (make bc, make rl)"
+        ) from None
+
+
 # a scratch encoder's embedding rows (the word-piece ids they stand for) in an agent module's state dict
 VOCABULARY = "agent.encoder.vocabulary.ids"
 

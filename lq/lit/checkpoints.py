@@ -13,7 +13,7 @@ import torch
 
 from lq.data.dataset import dataset_id
 from lq.eval import EvalResult, plot_curves, run_series
-from lq.lit.agent import VOCABULARY, AgentModule
+from lq.lit.agent import VOCABULARY, AgentModule, read_checkpoint
 from lq.lit.bundles import built_module, export_bundle, is_bundle, load_bundle
 from lq.rl.baselines import BASELINES, CEILING, REPLAY, REPLAY_WITH_PARTNER, ceiling, replay_demonstrations
 
@@ -24,15 +24,6 @@ def load_agent(checkpoint: str | Path, **overrides) -> AgentModule:
     if is_bundle(checkpoint):
         return load_bundle(checkpoint, **overrides)
     return agent_of(read_checkpoint(checkpoint), checkpoint, **overrides)
-
-
-def read_checkpoint(checkpoint: str | Path) -> dict:
-    try:
-        return torch.load(checkpoint, map_location="cpu", weights_only=False)
-    except (FileNotFoundError, IsADirectoryError):
-        raise FileNotFoundError(
-            f"{checkpoint}: no such checkpoint or agent bundle; train one first (make bc, make rl)"
-        ) from None
 
 
 def agent_of(saved: dict, checkpoint: str | Path, **overrides) -> AgentModule:

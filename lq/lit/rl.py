@@ -16,7 +16,7 @@ import torch
 from torch.utils.data import DataLoader
 
 from lq.envs.build import build_env
-from lq.lit.agent import VOCABULARY, AgentModule
+from lq.lit.agent import VOCABULARY, AgentModule, read_checkpoint
 from lq.rl.a2c import RolloutState, a2c_losses, collect
 from lq.rl.losses import LossCoefficients
 from lq.rl.priority import PrioritySampler
@@ -104,11 +104,9 @@ class RLModule(AgentModule):
     def start_from(self, checkpoint: str) -> None:
         """Build the agent with ``checkpoint``'s weights (its critic too, where that agent trained one)."""
         try:
-            saved = torch.load(checkpoint, map_location="cpu", weights_only=False)
-        except (FileNotFoundError, IsADirectoryError):
-            raise FileNotFoundError(
-                f"model.init_from: {checkpoint}: no such checkpoint; train it first (make bc)"
-            ) from None
+            saved = read_checkpoint(checkpoint)
+        except FileNotFoundError as e:
+            raise FileNotFoundError(f"model.init_from: {e}") from None
         theirs = saved.get("hyper_parameters", {})
         if saved.get("lq_stage") not in ("bc", "rl"):
             raise ValueError(f"model.init_from: {checkpoint} is not an lq agent checkpoint (from lq bc or lq rl)")
