@@ -149,7 +149,7 @@ def _cmd_play(args: argparse.Namespace) -> int:
 
 def _cmd_eval(args: argparse.Namespace) -> int:
     from lq.data.io import atomic_open
-    from lq.eval import results_table
+    from lq.eval import lost_table, results_table
     from lq.lit.checkpoints import evaluate_checkpoints, training_curves
 
     overrides = {"eval_max_steps": args.max_steps} if args.max_steps else {}
@@ -161,9 +161,12 @@ def _cmd_eval(args: argparse.Namespace) -> int:
     markdown, csv = results_table(rows)
     print(f"\nZero-shot evaluation on the {args.split} quests (one episode per quest; mean ± std over seeds)")
     print(markdown)
+    lost = lost_table(rows)
+    print("Where the act goals were lost (shares of all episodes; the act goal is valid when the engine would take it)")
+    print(lost)
     if args.out:
         with atomic_open(args.out.with_suffix(".md")) as f:
-            f.write(markdown)
+            f.write(f"{markdown}\nWhere the act goals were lost (shares of all episodes)\n\n{lost}")
         with atomic_open(args.out.with_suffix(".csv")) as f:
             f.write(csv)
         curves = args.out.with_name(args.out.name + "-curves.png")

@@ -52,7 +52,26 @@ class EvalResult:
             f"{prefix}speech_goal_rate": self.speech_goal_rate,
             f"{prefix}act_and_speech_goal_rate": self.act_and_speech_rate,
             f"{prefix}partner_act_goal_rate": self.partner_act_goal_rate,
+            **{f"{prefix}{key}": value for key, value in self.where_lost.items()},
         }
+
+    @property
+    def where_lost(self) -> dict[str, float]:
+        """Where the act goals that were not reached were lost (:data:`LOST`), each as a share of all episodes: the
+        goal action never valid at an agent turn (out of the engine's reach for the self character: the partner
+        had to do it); valid only at turns the agent spoke; valid at turns it acted, and another action taken.
+        NaN without episodes (the ceiling)."""
+        missed = [e for e in self.episodes if not e["act_goal"]]
+        counts = dict.fromkeys(LOST, 0)
+        for e in missed:
+            if not e.get("goal_open_turns"):
+                counts["lost_never_valid"] += 1
+            elif not e.get("goal_open_acts"):
+                counts["lost_speaking"] += 1
+            else:
+                counts["lost_not_taken"] += 1
+        n = len(self.episodes)
+        return {key: count / n if n else float("nan") for key, count in counts.items()}
 
     GROUPS = (
         ("Self act completion transcripts", "self"),
@@ -197,6 +216,13 @@ COLUMNS = (
 )
 
 
+LOST = {
+    "lost_never_valid": "goal never valid",
+    "lost_speaking": "valid only when speaking",
+    "lost_not_taken": "valid when acting, not taken",
+}  # where an act goal is lost (EvalResult.where_lost), as the columns of lost_table
+
+
 def cell(mean: float, std: float) -> str:
     return "—" if mean != mean else f"{mean:.3f} ± {std:.3f}"  # NaN: the column does not apply
 
@@ -217,6 +243,20 @@ def results_table(rows: Sequence[tuple[str, Sequence[EvalResult]]]) -> tuple[str
         csv.append(f"{name},{len(results)}," + ",".join(f"{stats[k][0]:.4f},{stats[k][1]:.4f}" for k, _ in COLUMNS))
     md = markdown_table(["Agent", "runs", *(title for _, title in COLUMNS)], md_rows)
     return "\n".join(md) + "\n", "\n".join(csv) + "\n"
+
+
+def lost_table(rows: Sequence[tuple[str, Sequence[EvalResult]]]) -> str:
+    """Markdown of where each row's act goals were lost (:attr:`EvalResult.where_lost`), beside the act goals
+    reached, each a share of the episodes, mean ± std over the row's runs; rows without episodes are left out."""
+    md_rows = []
+    for name, results in rows:
+        if not all(r.episodes for r in results):
+            continue
+        cells = [cell(*mean_std_of([r.act_goal_rate for r in results]))]
+        cells += [cell(*mean_std_of([r.where_lost[key] for r in results])) for key in LOST]
+        md_rows.append([name, str(len(results)), *cells])
+    head = ["Agent", "runs", "Act goals", *(f"lost: {title}" for title in LOST.values())]
+    return "\n".join(markdown_table(head, md_rows)) + "\n"
 
 
 def run_series(client, run_id: str, metrics: Sequence[str]) -> dict[str, dict[int, float]]:

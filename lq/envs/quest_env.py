@@ -150,6 +150,9 @@ class QuestEnv:
         infos = [{"act_reward": 0.0, "speech_reward": 0.0} for _ in self.slots]  # an ended episode ignores its command
         for i in live:
             slot = self.slots[i]
+            if slot.goal_open:
+                slot.goal_open_turns += 1
+                slot.goal_open_acts += turns[i][0] == "action"
             act, speech = self._agent_turn(slot, *turns[i])
             slot.steps += 1
             slot.speech_reward += speech
@@ -225,6 +228,8 @@ class QuestEnv:
             "speech_score": slot.speech_score,
             "return": slot.episode_return,
             "steps": slot.steps,
+            "goal_open_turns": slot.goal_open_turns,
+            "goal_open_acts": slot.goal_open_acts,
             "transcript": "\n".join(slot.transcript),
             "card": slot.card,
             "turns": list(slot.turns),
@@ -232,11 +237,12 @@ class QuestEnv:
 
     def _observe(self, infos: list[dict]) -> tuple[list[str], list[dict]]:
         """Observations and infos of every slot: the quest (``instance``, its index), the engine's valid actions (as
-        text and as ids into the action space), the goals reached so far. An ended episode (without auto-reset)
+        text and as ids into the action space), the goals reached so far; each slot notes whether its goal action is valid now (``Slot.goal_open``). An ended episode (without auto-reset)
         keeps its last observation."""
         obs = [self.context(s) for s in self.slots]
         for slot, info in zip(self.slots, infos, strict=True):
             engine_valid = list(valid_actions(slot.world, slot.me))
+            slot.goal_open = slot.instance.quest.goal in engine_valid
             info.update(
                 instance=slot.index,
                 valid_actions=engine_valid,

@@ -12,6 +12,7 @@ from lq.envs.partner import PolyEncoderPartner, ScriptedPartner, bias_for_share
 from lq.envs.protocol import PROTOCOLS, Protocol, protocol_of
 from lq.envs.quest_env import QuestEnv
 from lq.envs.replay import DemoTurn, replay_demonstrations
+from lq.eval import EvalResult, lost_table
 from lq.models.poly_encoder import PolyEncoder, TextBatcher
 from lq.models.pretrained import load_tokenizer
 from lq.rl.baselines import content_words
@@ -80,6 +81,33 @@ def test_an_episode_without_goals_runs_the_protocols_turns(dm):
     assert dones == [True] and env.slots[0].steps == 30
     restricted = _env(dm, RESTRICTED)  # as many turns as the demonstration's self character took (3)
     assert restricted.turn_limit(restricted.slots[0]) == 3
+
+
+def _play(env, turns):
+    """Play ``turns`` (cycled) until the episode ends; its summary."""
+    for turn in range(100):
+        _, _, dones, infos = env.step([turns[turn % len(turns)]])
+        if dones[0]:
+            return infos[0]["episode"]
+    raise AssertionError("the episode did not end")
+
+
+def test_where_an_act_goal_is_lost_out_of_reach_at_speaking_turns_or_not_taken(dm):
+    speak, hug = ("speech", "Hello."), ("action", "hug knight")
+    reached = _play(_env(dm, PAPER), [("action", "hit knight"), ("speech", "utterance 1")])
+    speaking = _play(_env(dm, PAPER), [speak])  # the goal is valid at every turn, and the agent only speaks
+    not_taken = _play(_env(dm, PAPER), [speak, hug])
+    out_of_reach = _play(_env(dm, PAPER, goal="eat golden dragon egg"), [hug])  # the knight holds it
+    assert (speaking["goal_open_turns"], speaking["goal_open_acts"]) == (30, 0)
+    assert (not_taken["goal_open_turns"], not_taken["goal_open_acts"]) == (30, 15)
+    assert out_of_reach["goal_open_turns"] == 0 and reached["goal_open_acts"] >= 1
+    result = EvalResult.of([reached, speaking, not_taken, out_of_reach, speaking])
+    assert result.where_lost == {"lost_never_valid": 0.2, "lost_speaking": 0.4, "lost_not_taken": 0.2}
+    assert result.metrics("test/")["test/lost_speaking"] == 0.4
+    assert all(v != v for v in EvalResult.of([]).where_lost.values())  # no episodes: NaN, not 0
+    table = lost_table([("agent", [result, EvalResult.of([reached, not_taken])]), ("ceiling", [EvalResult.of([])])])
+    assert "| agent | 2 | 0.350 ± 0.150 | 0.100 ± 0.100 | 0.200 ± 0.200 | 0.350 ± 0.150 |" in table
+    assert "ceiling" not in table
 
 
 def test_the_valid_output_targets_hold_the_demonstration_where_the_protocol_says(dm):
