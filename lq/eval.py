@@ -57,10 +57,10 @@ class EvalResult:
 
     @property
     def where_lost(self) -> dict[str, float]:
-        """Where the act goals that were not reached were lost (:data:`LOST`), each as a share of all episodes: the
-        goal action never valid at an agent turn (out of the engine's reach for the self character: the partner
-        had to do it); valid only at turns the agent spoke; valid at turns it acted, and another action taken.
-        NaN without episodes (the ceiling)."""
+        """Where the act goals that were not reached were lost (:data:`LOST`), each as a share of all episodes: the goal
+        action never valid at an agent turn (outside the action space, or out of the engine's reach for the self
+        character: only the partner could do it); valid only at turns the agent spoke; valid at turns it acted, and
+        another action taken. NaN without episodes (the ceiling)."""
         missed = [e for e in self.episodes if not e["act_goal"]]
         counts = dict.fromkeys(LOST, 0)
         for e in missed:

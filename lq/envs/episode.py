@@ -98,7 +98,7 @@ class Slot:
     card: dict = field(default_factory=dict)  # the quest as it opened (:func:`quest_card`)
     turns: list[dict] = field(default_factory=list)  # each turn: side, name, kind, text, and an action's result
     reported: bool = False  # its episode summary has been given (the episode ended)
-    goal_open: bool = False  # the goal action is among the engine's valid actions for the agent now
+    goal_open: bool = False  # the goal action is in the action space and valid for the agent now
     goal_open_turns: int = 0  # agent turns played while it was (where the act goals are lost, lq.eval.LOST)
     goal_open_acts: int = 0  # of those, the turns the agent acted
 

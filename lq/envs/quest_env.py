@@ -238,11 +238,13 @@ class QuestEnv:
     def _observe(self, infos: list[dict]) -> tuple[list[str], list[dict]]:
         """Observations and infos of every slot: the quest (``instance``, its index), the engine's valid actions (as
         text and as ids into the action space), the goals reached so far; each slot notes whether its goal action is
-        valid now (``Slot.goal_open``). An ended episode (without auto-reset) keeps its last observation."""
+        valid now and in the action space (``Slot.goal_open``). An ended episode (without auto-reset) keeps its last
+        observation."""
         obs = [self.context(s) for s in self.slots]
         for slot, info in zip(self.slots, infos, strict=True):
             engine_valid = list(valid_actions(slot.world, slot.me))
-            slot.goal_open = slot.instance.quest.goal in engine_valid
+            goal = slot.instance.quest.goal
+            slot.goal_open = goal in self.action_index and goal in engine_valid  # the agent could take it now
             info.update(
                 instance=slot.index,
                 valid_actions=engine_valid,
