@@ -162,7 +162,7 @@ def _cmd_eval(args: argparse.Namespace) -> int:
     print(f"\nZero-shot evaluation on the {args.split} quests (one episode per quest; mean ± std over seeds)")
     print(markdown)
     lost = lost_table(rows)
-    print("Where the act goals were lost (shares of all episodes; the act goal is valid when the engine would take it)")
+    print("Where the act goals were lost (shares of all episodes; the goal is valid where the agent could take it)")
     print(lost)
     if args.out:
         with atomic_open(args.out.with_suffix(".md")) as f:
