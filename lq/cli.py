@@ -161,12 +161,12 @@ def _cmd_eval(args: argparse.Namespace) -> int:
     markdown, csv = results_table(rows)
     print(f"\nZero-shot evaluation on the {args.split} quests (one episode per quest; mean ± std over seeds)")
     print(markdown)
-    lost = lost_table(rows)
-    print("Where the act goals were lost (shares of all episodes; the goal is valid where the agent could take it)")
+    lost = "Where the act goals were lost (shares of all episodes; the goal is valid where the agent could take it)"
+    lost += f"\n\n{lost_table(rows)}"
     print(lost)
     if args.out:
         with atomic_open(args.out.with_suffix(".md")) as f:
-            f.write(f"{markdown}\nWhere the act goals were lost (shares of all episodes)\n\n{lost}")
+            f.write(f"{markdown}\n{lost}")
         with atomic_open(args.out.with_suffix(".csv")) as f:
             f.write(csv)
         curves = args.out.with_name(args.out.name + "-curves.png")

@@ -64,9 +64,9 @@ class EvalResult:
         missed = [e for e in self.episodes if not e["act_goal"]]
         counts = dict.fromkeys(LOST, 0)
         for e in missed:
-            if not e.get("goal_open_turns"):
+            if not e["goal_open_turns"]:
                 counts["lost_never_valid"] += 1
-            elif not e.get("goal_open_acts"):
+            elif not e["goal_open_acts"]:
                 counts["lost_speaking"] += 1
             else:
                 counts["lost_not_taken"] += 1
