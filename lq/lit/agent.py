@@ -90,7 +90,8 @@ class AgentModule(L.LightningModule):
     ``agent`` (Table 6 sizes), ``eval_max_steps`` (None: the protocol's), ``eval_batch_size``, ``seed``,
     ``partner_calibration`` (how the environment's partner chooses to act: :func:`lq.envs.build.build_env`),
     ``context_objects`` (the agent's context lists the room's objects and what the partner carries; off in checkpoints
-    from before it).
+    from before it), ``env_context_length`` (the word pieces the environment's partner and DM read, the length they
+    were trained at; None: ``context_length``, as in checkpoints from before it).
     """
 
     stage = "agent"
@@ -115,6 +116,7 @@ class AgentModule(L.LightningModule):
         seed: int = 0,
         partner_calibration: str = "share",
         context_objects: bool = False,
+        env_context_length: int | None = None,
     ):
         super().__init__()
         self.check_choices(switch, ability)
@@ -124,6 +126,11 @@ class AgentModule(L.LightningModule):
         self.protocol = protocol_of(protocol)
         self.hparams["protocol"] = self.protocol.as_dict()
         self.agent = None
+
+    @property
+    def env_context_length(self) -> int:
+        """How many word pieces the environment's partner and DM read."""
+        return self.hparams.get("env_context_length") or self.hparams.context_length
 
     def check_choices(self, switch: str, ability: str) -> None:
         if ability not in ABILITIES:
@@ -205,7 +212,7 @@ class AgentModule(L.LightningModule):
             h.dm_checkpoint,
             batch_size=h.eval_batch_size,
             max_steps=h.eval_max_steps,
-            context_length=h.context_length,
+            context_length=self.env_context_length,
             auto_reset=False,
             seed=seed,
             device=self.device,

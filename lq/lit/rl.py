@@ -70,7 +70,7 @@ class RLModule(AgentModule):
             h.dm_checkpoint,
             batch_size=h.num_envs,
             max_steps=h.max_steps,
-            context_length=h.context_length,
+            context_length=self.env_context_length,
             seed=h.seed + 1000 * rank,
             device=self.device,
             top_k_every_repeat=h.top_k_every_repeat,

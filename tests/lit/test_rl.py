@@ -214,3 +214,12 @@ def test_rl_starts_from_a_behaviour_cloned_agent_of_the_same_sizes(trained_agent
         wider.start_from(str(trained_agent))
     with pytest.raises(FileNotFoundError, match="model.init_from: .*nothing.ckpt: no such checkpoint"):
         wider.start_from(str(trained_agent.parent / "nothing.ckpt"))
+
+
+def test_the_environment_reads_at_the_partner_and_dm_length_the_agent_at_its_own(setup_dir):
+    module = _module(setup_dir, env_context_length=32)
+    env = module.eval_env("test")
+    assert (env.partner.batcher.context_length, env.dm.batcher.context_length) == (32, 32)
+    assert module.batcher.context_length == 64
+    older = _module(setup_dir)  # a checkpoint from before the setting: the environment reads what the agent does
+    assert older.eval_env("test").partner.batcher.context_length == 64
