@@ -156,12 +156,25 @@ def run_stage(
     seeds = setup.seeds
     rl = [setup.agent_checkpoint("rl", encoder, ability, switch, s) for s in seeds]
     bc = [setup.agent_checkpoint("bc", encoder, ability, switch, s) for s in seeds]
-    missing = dataclasses.replace(
-        setup, seeds=[s for s, c in zip(seeds, bc, strict=True) if not Path(c).exists()], extra_args={}
-    )
+    stale = [s for s, b, r in zip(seeds, bc, rl, strict=True) if not _trained_alike(b, r)]
+    missing = dataclasses.replace(setup, seeds=stale, extra_args={})
     setup.launcher.run(stage_runs(Config("bc", encoder, ability, switch), missing), 1)  # not the RL stage's extras
     out = f"{Path(setup.stage_dir('rl')).parent}/eval/{encoder}-{ability}-{switch}"  # beside the RL agents' folder
     setup.launcher.run([("eval", ["eval", *rl, *bc, "--baselines", str(len(seeds)), "--out", out])], 1)
+
+
+def _trained_alike(bc_checkpoint: str, rl_checkpoint: str) -> bool:
+    """Whether a BC agent is there and has the RL agent's sizes, data, encoder and protocol (else ``compare`` trains
+    it again: a BC agent of another profile or context length would not compare)."""
+    from lq.lit.agent import read_checkpoint
+    from lq.lit.rl import RLModule
+
+    if not Path(bc_checkpoint).exists():
+        return False
+    if not Path(rl_checkpoint).exists():
+        return True
+    theirs, ours = (read_checkpoint(c).get("hyper_parameters", {}) for c in (bc_checkpoint, rl_checkpoint))
+    return all(theirs.get(k) == ours.get(k) for k in (*RLModule.SAME_AGENT, "protocol"))
 
 
 def stage_runs(config: Config, setup: Setup) -> list[tuple[str, list[str]]]:

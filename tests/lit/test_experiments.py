@@ -204,6 +204,30 @@ def test_a_stage_makes_what_it_needs_first_and_make_rl_compares_with_bc(tmp_path
         X.run_stage("bc", setup, "scratch", compare=True)
 
 
+def test_make_rl_trains_again_a_bc_agent_of_other_sizes_than_the_rl_agents(tmp_path):
+    """A BC agent already there is reused only if it has the RL agent's sizes and protocol: one of another context
+    length (an older profile) would not compare, so it is trained again."""
+    (tmp_path / "data").mkdir()
+    (tmp_path / "data" / "manifest.json").touch()
+    launcher = Recorder()
+    setup = X.Setup(
+        seeds=(0, 1),
+        data_dir=str(tmp_path / "data"),
+        tracking_uri=f"sqlite:///{tmp_path / 'm.db'}",
+        outputs=str(tmp_path / "o"),
+        launcher=launcher,
+    )
+    sizes = {"encoder": {"init": "scratch"}, "context_length": 128, "candidate_dim": 128, "protocol": {"name": "paper"}}
+    for seed, bc_length in ((0, 128), (1, 64)):
+        for stage, length in (("rl", 128), ("bc", bc_length)):
+            path = Path(setup.agent_checkpoint(stage, "scratch", "act_speech", "hardcoded", seed))
+            path.parent.mkdir(parents=True)
+            torch.save({"hyper_parameters": {**sizes, "context_length": length}}, path)
+    X.run_stage("rl", setup, "scratch", compare=True)
+    bc_runs = [args for wave in launcher.waves for args in wave if args[:2] == ["bc", "fit"]]
+    assert [args[args.index("--model.seed") + 1] for args in bc_runs] == ["1"]
+
+
 def test_lq_stage_refuses_bad_input_with_the_fix(tmp_path, capsys):
     assert main(["stage", "bc", "--compare"]) == 2
     assert main(["stage", "rl", "--encoder", "bert"]) == 2
