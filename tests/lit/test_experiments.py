@@ -336,7 +336,10 @@ def test_the_quick_profile_trains_every_stage_less_than_tiny_and_apart_from_it(m
         args = X.stage_args(X.Config(stage, encoder), quick, 0)[2:]
         config = STAGES[stage](*stage_classes(stage), args=args, parse_only=True).config
         assert config.trainer.max_epochs == epochs  # tiny's 8, 5 and 6
-        assert (config.model if stage != "partner" else config.data).context_length == 64  # tiny's sizes
+        if stage == "partner":  # tiny's sizes: the partner and DM read 64 word pieces, the agents 128
+            assert config.data.context_length == 64
+        else:
+            assert (config.model.context_length, config.model.env_context_length) == (128, 64)
     args = X.stage_args(X.Config("pretrain", "general_light"), quick, 0)[2:]
     assert (
         STAGES["pretrain"](*stage_classes("pretrain"), args=args, parse_only=True).config.data.max_train_examples == 128
