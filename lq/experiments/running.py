@@ -163,9 +163,13 @@ def run_stage(
     setup.launcher.run([("eval", ["eval", *rl, *bc, "--baselines", str(len(seeds)), "--out", out])], 1)
 
 
+# what else an agent's evaluation depends on: the protocol and the environment's partner and DM
+ENVIRONMENT = ("protocol", "env_context_length", "partner_calibration", "partner_checkpoint", "dm_checkpoint")
+
+
 def _trained_alike(bc_checkpoint: str, rl_checkpoint: str) -> bool:
-    """Whether a BC agent is there and has the RL agent's sizes, data, encoder and protocol (else ``compare`` trains
-    it again: a BC agent of another profile or context length would not compare)."""
+    """Whether a BC agent is there and has the RL agent's sizes, data, encoder, protocol and environment (else
+    ``compare`` trains it again: a BC agent of another profile or context length would not compare)."""
     from lq.lit.agent import read_checkpoint
     from lq.lit.rl import RLModule
 
@@ -174,7 +178,7 @@ def _trained_alike(bc_checkpoint: str, rl_checkpoint: str) -> bool:
     if not Path(rl_checkpoint).exists():
         return True
     theirs, ours = (read_checkpoint(c).get("hyper_parameters", {}) for c in (bc_checkpoint, rl_checkpoint))
-    return all(theirs.get(k) == ours.get(k) for k in (*RLModule.SAME_AGENT, "protocol"))
+    return all(theirs.get(k) == ours.get(k) for k in (*RLModule.SAME_AGENT, *ENVIRONMENT))
 
 
 def stage_runs(config: Config, setup: Setup) -> list[tuple[str, list[str]]]:
