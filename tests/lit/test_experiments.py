@@ -205,7 +205,7 @@ def test_a_stage_makes_what_it_needs_first_and_make_rl_compares_with_bc(tmp_path
 
 
 def test_make_rl_trains_again_a_bc_agent_of_other_sizes_than_the_rl_agents(tmp_path):
-    """A BC agent already there is reused only if it has the RL agent's sizes and protocol: one of another context
+    """A BC agent already there is reused only if it has the RL agent's sizes and environment: one of another context
     length (an older profile) would not compare, so it is trained again."""
     (tmp_path / "data").mkdir()
     (tmp_path / "data" / "manifest.json").touch()
