@@ -196,6 +196,8 @@ class AgentModule(L.LightningModule):
     def on_save_checkpoint(self, checkpoint: dict) -> None:
         checkpoint["lq_stage"] = self.stage
         checkpoint["lq_dataset"] = dataset_id(self.hparams.data_dir)
+        if self._trainer is not None:  # how long the run meant to train (``epoch``: how far it was when saved)
+            checkpoint["lq_max_epochs"] = self.trainer.max_epochs
         for logger in self.loggers:  # where its training curves are (lq eval draws them beside its table)
             if isinstance(logger, MLFlowLogger):
                 checkpoint["lq_mlflow"] = {"tracking_uri": logger._tracking_uri, "run_id": logger.run_id}

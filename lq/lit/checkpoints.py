@@ -6,6 +6,7 @@ neither.
 
 from __future__ import annotations
 
+import warnings
 from collections.abc import Callable, Sequence
 from pathlib import Path
 
@@ -33,10 +34,26 @@ def agent_of(saved: dict, checkpoint: str | Path, **overrides) -> AgentModule:
         hparams.pop("restrict", None)
         hparams["protocol"] = "restricted"
     hparams.update(overrides)
+    if note := unfinished(saved):
+        warnings.warn(f"{checkpoint}: {note}", stacklevel=3)
     state = saved.get("state_dict", {})
     module = built_module(saved.get("lq_stage"), hparams, state.get(VOCABULARY), checkpoint)
     module.load_state_dict(state)
     return module.eval()
+
+
+def unfinished(saved: dict) -> str | None:
+    """Why an RL agent's checkpoint is not its run's end (saved after fewer epochs than its run meant to train: the
+    run was stopped), or None. RL saves its agent after every epoch; a BC ``best.ckpt`` is the best epoch's, early or
+    not, and checkpoints from before ``lq_max_epochs`` was recorded cannot tell."""
+    planned = saved.get("lq_max_epochs")
+    if saved.get("lq_stage") != "rl" or planned is None or planned < 0 or saved.get("epoch", 0) + 1 >= planned:
+        return None
+    done = saved.get("epoch", 0) + 1
+    return (
+        f"saved after epoch {done} of the {planned} its run meant to train: that run was stopped, and this agent is "
+        "evaluated as it was then (resume the run with --ckpt_path on its last.ckpt to finish it)"
+    )
 
 
 def agent_name(module: AgentModule) -> str:

@@ -3,10 +3,12 @@
 import os
 import subprocess
 import sys
+import warnings
 from pathlib import Path
 
 import mlflow
 import pytest
+import torch
 
 from lq.cli import main
 from lq.lit.cli import fit_rl
@@ -75,7 +77,10 @@ def test_bc_and_rl_fit_evaluate_and_compare(setup_dir, tmp_path, capsys):
         client = mlflow.tracking.MlflowClient()
         assert "transcripts" in {a.path for a in client.list_artifacts(run.info.run_id)}
     out = tmp_path / "eval" / "table"
-    assert main(["eval", str(rl_ckpt), str(bc_ckpt), "--baselines", "2", "--out", str(out)]) == 0
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        assert main(["eval", str(rl_ckpt), str(bc_ckpt), "--baselines", "2", "--out", str(out)]) == 0
+    assert not [w for w in caught if "meant to train" in str(w.message)]  # both runs finished
     printed = capsys.readouterr().out
     rows = [line.split(",")[0] for line in out.with_suffix(".csv").read_text().splitlines()[1:]]
     assert rows == [
@@ -92,6 +97,14 @@ def test_bc_and_rl_fit_evaluate_and_compare(setup_dir, tmp_path, capsys):
         "Demonstrations' self turns with the environment's partner",
     ]
     assert "| Ceiling (goal in the action space) | 1 |" in printed and "| — |" in printed
+    # the same agent, as a run meant to train 3 epochs would have left it when stopped after its first
+    saved = torch.load(rl_ckpt, map_location="cpu", weights_only=False)
+    assert (saved["epoch"], saved["lq_max_epochs"]) == (0, 1)
+    saved["lq_max_epochs"] = 3
+    stopped = tmp_path / "stopped.ckpt"
+    torch.save(saved, stopped)
+    with pytest.warns(UserWarning, match=r"stopped.ckpt: saved after epoch 1 of the 3 its run meant to train"):
+        assert main(["eval", str(stopped)]) == 0
 
 
 @pytest.mark.slow
@@ -134,7 +147,5 @@ def test_bc_and_rl_run_on_the_light_release_layout(setup_dir, tmp_path, capsys):
     assert "zero-shot test (seed 0, paper protocol, sampled): act goals" in printed
     assert "zero-shot test (seed 0, paper protocol, greedy): act goals" in printed
     ckpt = tmp_path / "rl/scratch/act_speech-hardcoded/seed-0/agent.ckpt"
-    import torch
-
     saved = torch.load(ckpt, map_location="cpu", weights_only=False)
     assert saved["lq_dataset"].startswith("light-")
