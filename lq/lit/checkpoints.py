@@ -46,13 +46,12 @@ def unfinished(saved: dict) -> str | None:
     """Why an RL agent's checkpoint is not its run's end (saved after fewer epochs than its run meant to train: the
     run was stopped), or None. RL saves its agent after every epoch; a BC ``best.ckpt`` is the best epoch's, early or
     not, and checkpoints from before ``lq_max_epochs`` was recorded cannot tell."""
-    planned = saved.get("lq_max_epochs")
-    if saved.get("lq_stage") != "rl" or planned is None or planned < 0 or saved.get("epoch", 0) + 1 >= planned:
+    planned, done = saved.get("lq_max_epochs"), saved.get("epoch", 0) + 1
+    if saved.get("lq_stage") != "rl" or planned is None or planned < 0 or done >= planned:
         return None
-    done = saved.get("epoch", 0) + 1
     return (
         f"saved after epoch {done} of the {planned} its run meant to train: that run was stopped, and this agent is "
-        "evaluated as it was then (resume the run with --ckpt_path on its last.ckpt to finish it)"
+        "used as it was then (resume the run with --ckpt_path on its last.ckpt to finish it)"
     )
 
 
