@@ -199,8 +199,10 @@ def test_the_calibrated_partner_completes_the_goal_when_persuaded_as_in_a_demons
     held_out = [QuestInstance(quest, _persuasion_demo(asks), "dragon_1", "knight_2") for asks in (True, True, False)]
     _, fit = fit_action_bias(partner, dm, train, [quest.goal], held_out)
     assert fit["held_out_demonstration_partner_completions"] == pytest.approx(2 / 3)
+    assert fit["pooled_demonstration_completions"] == pytest.approx(3 / 6)  # counted with the training ones
     assert fit["action_share"] == pytest.approx(fit["demonstration_action_share"])  # the smallest share that matches
-    assert fit[f"held_out_partner_completions_at_{fit['action_share']:.3f}"] == pytest.approx(2 / 3)
+    assert fit["held_out_partner_completions"] == pytest.approx(2 / 3)
+    assert fit["partner_completions"] == pytest.approx(1 / 3)
 
 
 def test_the_partner_listens_as_much_as_the_demonstrations_partners_did(dm):
