@@ -112,9 +112,8 @@ def fit_action_bias(
         got = [completions(env, partner_side) for env in envs]
         return got + [sum(g * len(part) for g, part in zip(got, parts, strict=True)) / sum(map(len, parts))]
 
-    chosen, listen_weight = share, partner.listen_weight
+    chosen, listen_weight, target = share, partner.listen_weight, pooled("scripted")
     if held_out:
-        target = pooled("scripted")
         fit |= {"held_out_demonstration_partner_completions": target[1], "pooled_demonstration_completions": target[2]}
         scale, tried = fit.get("listen_scale", 0.0), {}
         for k in LISTEN_STEPS:
@@ -133,7 +132,7 @@ def fit_action_bias(
     partner.action_bias = bias_for_share(partner.choices_at(turns)[0], chosen)
     fit |= {"action_share": chosen, "action_bias": partner.action_bias}
     got = pooled("model")
-    fit |= {"demonstration_partner_completions": pooled("scripted")[0], "partner_completions": got[0]}
+    fit |= {"demonstration_partner_completions": target[0], "partner_completions": got[0]}
     if held_out:
         fit["held_out_partner_completions"] = got[1]
     return partner.action_bias, fit
