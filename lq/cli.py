@@ -234,7 +234,7 @@ def _cmd_experiment(args: argparse.Namespace) -> int:
     unknown = [n for n in names if n not in X.EXPERIMENTS]
     if unknown:
         raise UsageError(f"unknown experiment {', '.join(unknown)}; choose from {', '.join(X.EXPERIMENTS)}")
-    if args.action in ("spaces", "baselines"):
+    if args.action in ("spaces", "calibrate", "baselines"):
         return _experiment_job(args, names)
     setup = _setup(
         args, "*", profile=args.profile or "tiny", protocol=args.protocol or "paper", jobs=args.jobs,
@@ -277,8 +277,8 @@ def _cmd_experiment(args: argparse.Namespace) -> int:
 
 
 def _experiment_job(args: argparse.Namespace, names: list[str]) -> int:
-    """``lq experiment spaces`` and ``lq experiment baselines``: the two jobs of an experiment that are not a stage
-    run, as ``lq experiment plan`` prints them."""
+    """``lq experiment spaces``, ``calibrate`` and ``baselines``: the jobs of an experiment that are not a stage run,
+    as ``lq experiment plan`` prints them."""
     from lq import experiments as X
 
     if not args.module_args:
@@ -286,6 +286,9 @@ def _experiment_job(args: argparse.Namespace, names: list[str]) -> int:
     module_args = shlex.split(args.module_args)
     if args.action == "spaces":
         X.running.encode_agent_spaces(module_args)
+        return 0
+    if args.action == "calibrate":
+        X.running.calibrate_environment(module_args)
         return 0
     if len(names) != 1 or not args.parent or not args.config or len(args.seeds) != 1:
         raise UsageError("experiment baselines: name one experiment, --config KEY, one --seeds N and --parent RUN_ID")
@@ -361,9 +364,9 @@ def build_parser() -> argparse.ArgumentParser:
     xp = sub.add_parser("experiment", help="the paper's tables: train as MLflow parent/child runs, or rebuild tables")
     xp.add_argument(
         "action",
-        choices=["run", "plan", "tables", "baselines", "spaces"],
+        choices=["run", "plan", "tables", "baselines", "spaces", "calibrate"],
         help="run: train and tabulate; plan: print every job as a command line, for any scheduler; tables: from the "
-        "store only (--parent: that parent, finished by it); baselines, spaces: two jobs plan prints",
+        "store only (--parent: that parent, finished by it); baselines, spaces, calibrate: jobs plan prints",
     )
     xp.add_argument("names", nargs="*", help="table1, table2, table7, table45 (default: all)")
     xp.add_argument("--encoders", nargs="+", help="encoder types to include (default: the paper's for that table)")
@@ -399,7 +402,9 @@ def build_parser() -> argparse.ArgumentParser:
     xp.add_argument("--out", type=Path, default=Path("outputs/tables"), help="also write the tables here")
     _launcher_arguments(xp)
     xp.add_argument("--config", help="baselines: the configuration key (baselines-ABILITY-SWITCH)")
-    xp.add_argument("--module-args", help="baselines, spaces: the RL stage's arguments that build the agent module")
+    xp.add_argument(
+        "--module-args", help="baselines, spaces, calibrate: the RL stage's arguments that build the agent module"
+    )
     xp.set_defaults(func=_cmd_experiment)
 
     st = sub.add_parser(

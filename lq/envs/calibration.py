@@ -138,6 +138,12 @@ def fit_action_bias(
     return partner.action_bias, fit
 
 
+def calibration_store(checkpoint: str | Path, held_out: bool) -> Path:
+    """Where the calibration of the partner of ``checkpoint`` is kept (``completions``, with held-out demonstrations,
+    or ``share``)."""
+    return stores_beside(checkpoint) / ("partner-calibration-completions.pt" if held_out else "partner-calibration.pt")
+
+
 def calibrate_partner(
     partner: PolyEncoderPartner,
     dm: DungeonMaster,
@@ -158,7 +164,7 @@ def calibrate_partner(
         for inst in held_out:
             digest.update(f"{inst.quest.quest_id}\t{inst.self_id}\t{inst.partner_id}\t{inst.demo.to_json()}\n".encode())
     key = digest.hexdigest()
-    store = stores_beside(checkpoint) / ("partner-calibration-completions.pt" if held_out else "partner-calibration.pt")
+    store = calibration_store(checkpoint, bool(held_out))
     if store.exists():
         saved = torch.load(store, map_location="cpu", weights_only=True)
         if saved.get("key") == key:

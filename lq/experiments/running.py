@@ -72,7 +72,7 @@ def preparation(configs: Sequence[Config], setup: Setup) -> list[Wave]:
     """What the configurations need before their children, in waves each after the one before: the data; the
     pretrained encoders (``general`` before ``adaptive``, each on every core); then, a core each, the partner, the DM
     and each pretrained encoder's vectors of the agents' action and utterance spaces (each agent would otherwise
-    encode them at its start)."""
+    encode them at its start); then the partner's calibration (minutes, once; agents side by side would each fit it)."""
     waves: list[Wave] = [([_data_step(setup)], 1)]
     agents = [c for c in configs if c.stage in AGENT_STAGES]
     needed = {n for c in agents for n in setup.needs(c.stage, c.encoder) if n[0] == "pretrain"}
@@ -96,6 +96,11 @@ def preparation(configs: Sequence[Config], setup: Setup) -> list[Wave]:
             if any(c.encoder == e for c in agents)  # not general for adaptive's sake alone
         ]
         waves.append((env + spaces, 2))
+        calibration = ["experiment", "calibrate", "--module-args", shlex.join(_module_args(Config("rl"), setup, 0))]
+        from lq.envs.calibration import calibration_store
+
+        store = calibration_store(setup.checkpoint("partner"), held_out=True)  # the agent stages' rule, completions
+        waves.append(([Step("the partner's calibration", calibration, str(store))], 1))
     return waves
 
 
@@ -199,6 +204,12 @@ def rl_module(module_args: Sequence[str]):
 
     cli = STAGES["rl"](*stage_classes("rl"), args=list(module_args), parse_only=True)
     return cli.parser.instantiate(cli.config).model
+
+
+def calibrate_environment(module_args: Sequence[str]) -> None:
+    """The environment's partner calibrated on the demonstrations (:mod:`lq.envs.calibration`) and kept beside its
+    checkpoint, for the agents built from ``module_args`` and any other that share its partner, DM and data."""
+    rl_module(module_args).eval_env("valid")
 
 
 def encode_agent_spaces(module_args: Sequence[str]) -> None:

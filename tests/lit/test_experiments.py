@@ -134,9 +134,10 @@ def test_resume_trains_only_the_children_an_interrupted_parent_lacks(tmp_path):
     uri = f"sqlite:///{tmp_path / 'mlflow.db'}"
     client = MlflowClient(uri)
     outputs = tmp_path / "outputs"
-    for name in ("partner", "dm"):  # prepare() finds the environment's models
-        (outputs / name / "small").mkdir(parents=True)
+    for name in ("partner", "dm"):  # prepare() finds the environment's models and the partner's calibration
+        (outputs / name / "small" / "candidates").mkdir(parents=True)
         (outputs / name / "small" / "best.ckpt").touch()
+    (outputs / "partner" / "small" / "candidates" / "partner-calibration-completions.pt").touch()
     (tmp_path / "data").mkdir()
     (tmp_path / "data" / "manifest.json").touch()
     launcher = Recorder()
@@ -193,13 +194,14 @@ def test_a_stage_makes_what_it_needs_first_and_make_rl_compares_with_bc(tmp_path
         [C("encoder", "general.yaml")],
         [C("encoder", "adaptive.yaml")],
         [["partner", "fit"], ["dm", "fit"], ["experiment", "spaces"]],
+        [["experiment", "calibrate"]],  # once, before the agents that share the partner
         [["rl", "fit"]],
         [["bc", "fit"]],
         [["eval", setup.agent_checkpoint("rl", "adaptive", "act_speech", "hardcoded", 3)]],
     ]
-    rl, bc = launcher.waves[3][0], launcher.waves[4][0]
+    rl, bc = launcher.waves[4][0], launcher.waves[5][0]
     assert "--model.num_envs=4" in rl and "--model.num_envs=4" not in bc
-    assert launcher.waves[5][0][2] == setup.agent_checkpoint("bc", "adaptive", "act_speech", "hardcoded", 3)
+    assert launcher.waves[6][0][2] == setup.agent_checkpoint("bc", "adaptive", "act_speech", "hardcoded", 3)
     with pytest.raises(ValueError, match="compare: the RL stage's agents"):
         X.run_stage("bc", setup, "scratch", compare=True)
 
@@ -424,19 +426,20 @@ def test_the_plan_of_table1_names_every_preparation_step_and_child_as_a_command(
     lines = X.plan(X.table1(), setup)
     steps = [line for line in lines[1:] if line.startswith("# step")]
     assert steps == [
-        "# step 1 of 6: data",
-        "# step 2 of 6: pretrain general, pretrain light, pretrain general_light",
-        "# step 3 of 6: pretrain adaptive",
-        "# step 4 of 6: partner, dm, general vectors of the agents' spaces, light vectors of the agents' spaces, "
+        "# step 1 of 7: data",
+        "# step 2 of 7: pretrain general, pretrain light, pretrain general_light",
+        "# step 3 of 7: pretrain adaptive",
+        "# step 4 of 7: partner, dm, general vectors of the agents' spaces, light vectors of the agents' spaces, "
         "general_light vectors of the agents' spaces, adaptive vectors of the agents' spaces",
-        "# step 5 of 6: rl-general-act_speech-hardcoded, rl-light-act_speech-hardcoded, "
+        "# step 5 of 7: the partner's calibration",
+        "# step 6 of 7: rl-general-act_speech-hardcoded, rl-light-act_speech-hardcoded, "
         "rl-general_light-act_speech-hardcoded, rl-adaptive-act_speech-hardcoded, rl-scratch-act_speech-hardcoded, "
         "bc-general-act_speech-hardcoded, bc-light-act_speech-hardcoded, bc-general_light-act_speech-hardcoded, "
         "bc-adaptive-act_speech-hardcoded, bc-scratch-act_speech-hardcoded, baselines-act_speech-hardcoded",
-        "# step 6 of 6: tables",
+        "# step 7 of 7: tables",
     ]
     commands = [shlex.split(line.split("  # done")[0]) for line in lines if not line.startswith("#")]
-    assert all(c[0] == "lq" for c in commands) and len(commands) == 1 + 4 + 6 + 33 + 1
+    assert all(c[0] == "lq" for c in commands) and len(commands) == 1 + 4 + 6 + 1 + 33 + 1
     agents = [c[1:] for c in commands if c[1] in ("rl", "bc")]
     assert (
         len(agents) == 30
@@ -465,13 +468,14 @@ def test_a_table_through_submitit_or_run_as_planned_equals_the_local_launchers(s
     jobs = Submitit(str(tmp_path / "jobs"), {"cluster": "local", "timeout_min": 30})
     submitted = _tiny_setup(setup_dir, tmp_path / "submitit", seeds=(0,), launcher=jobs)
     assert _cells(submitted, X.run_experiment(experiment, submitted, log=lambda _: None)[0], experiment) == expected
-    assert len(list((tmp_path / "jobs").glob("*_log.out"))) == 3  # the RL, BC and baselines children
+    assert len(list((tmp_path / "jobs").glob("*_log.out"))) == 4  # the partner's calibration, RL, BC, baselines
 
     planned = _tiny_setup(setup_dir, tmp_path / "plan", seeds=(0,))
     lines = X.plan(experiment, planned)
     parent = re.search(r"parent run (\w+)", lines[0]).group(1)
     commands = [line for line in lines if not line.startswith("#") and "# done:" not in line]
     assert [c.split()[1:3] for c in commands] == [
+        ["experiment", "calibrate"],  # a calibration is kept beside the partner it was fit for, not copied with it
         ["rl", "fit"],
         ["bc", "fit"],
         ["experiment", "baselines"],
