@@ -112,7 +112,7 @@ def fit_action_bias(
         got = [completions(env, partner_side) for env in envs]
         return got + [sum(g * len(part) for g, part in zip(got, parts, strict=True)) / sum(map(len, parts))]
 
-    chosen, listen_weight, target = share, partner.listen_weight, pooled("scripted")
+    target = pooled("scripted")
     if held_out:
         fit |= {"held_out_demonstration_partner_completions": target[1], "pooled_demonstration_completions": target[2]}
         scale, tried = fit.get("listen_scale", 0.0), {}
@@ -124,14 +124,17 @@ def fit_action_bias(
                 partner.action_bias = bias_for_share(gaps, s)
                 got = pooled("model")
                 fit[f"completions_at_listening_{k:g}_share_{s:.3f}"] = got[2]
-                tried[(s, k)] = round(abs(math.log((got[2] + 1e-3) / (target[2] + 1e-3))), 9)
-        chosen, k = min(tried, key=lambda sk: (tried[sk], sk))  # the closest; of equals, the least acting and listening
-        listen_weight = k * scale
-        fit["listen_weight"] = listen_weight
-    partner.listen_weight = listen_weight
-    partner.action_bias = bias_for_share(partner.choices_at(turns)[0], chosen)
+                error = round(abs(math.log((got[2] + 1e-3) / (target[2] + 1e-3))), 9)
+                tried[(s, k)] = (error, k * scale, partner.action_bias, got)
+        # the closest; of equals, the least acting and listening (the partner is left as that pair set it)
+        chosen = min(tried, key=lambda sk: (tried[sk][0], sk))
+        _, partner.listen_weight, partner.action_bias, got = tried[chosen]
+        fit["listen_weight"], chosen = partner.listen_weight, chosen[0]
+    else:
+        chosen = share
+        partner.action_bias = bias_for_share(partner.choices_at(turns)[0], chosen)
+        got = pooled("model")
     fit |= {"action_share": chosen, "action_bias": partner.action_bias}
-    got = pooled("model")
     fit |= {"demonstration_partner_completions": target[0], "partner_completions": got[0]}
     if held_out:
         fit["held_out_partner_completions"] = got[1]
