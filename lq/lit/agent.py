@@ -8,11 +8,12 @@ checkpoints (``lq eval``).
 
 from __future__ import annotations
 
-from dataclasses import asdict
+from dataclasses import asdict, dataclass
 from pathlib import Path
 
 import lightning as L
 import torch
+import torch.nn.functional as F
 from lightning.pytorch.loggers import MLFlowLogger
 
 from lq.conf.resolver import ENV_STAGES, Resolver
@@ -22,12 +23,14 @@ from lq.data.io import json_strings
 from lq.envs.build import build_env, demonstration_spaces
 from lq.envs.models import load_poly_encoder
 from lq.envs.protocol import Protocol, protocol_of
+from lq.envs.replay import demonstration_turns
 from lq.eval import EvalResult, evaluate
 from lq.models.agent import AgentConfig, SwitchAgent
 from lq.models.encoder import EncoderConfig, EncoderSpec, Vocabulary
 from lq.models.poly_encoder import TextBatcher, stores_beside
 from lq.models.pretrained import load_tokenizer
-from lq.rl.acting import ABILITIES, Actor
+from lq.rl.acting import ABILITIES, Actor, choice_mask, valid_mask
+from lq.rl.losses import masked
 from lq.rl.switch import HardcodedSwitch, RatioSwitch
 
 SCRATCH = EncoderConfig(name="scratch")
@@ -77,6 +80,16 @@ def read_checkpoint(checkpoint: str | Path) -> dict:
 
 # a scratch encoder's embedding rows (the word-piece ids they stand for) in an agent module's state dict
 VOCABULARY = "agent.encoder.vocabulary.ids"
+
+
+@dataclass
+class Episode:
+    """A demonstration's self turns as the agent is trained on them (behaviour cloning, RL's imitation term)."""
+
+    contexts: list[str]
+    acted: list[bool]
+    targets: list[int]  # into the action space where acted, else into the utterance space
+    valid_action_ids: list[list[int]]
 
 
 class AgentModule(L.LightningModule):
@@ -239,3 +252,52 @@ class AgentModule(L.LightningModule):
         greedy = self.protocol.greedy if greedy is None else greedy
         env = env if env is not None else self.eval_env(split, seed)
         return evaluate(env, self.make_actor(policy=policy, restrict=restrict), seed=seed, greedy=greedy)
+
+    def cloning_episodes(self, instances) -> list[Episode]:
+        """The supervised episodes: each demonstration's self turns that fall in the agent's spaces."""
+        a_index = {a: i for i, a in enumerate(self.action_space)}
+        u_index = {u: i for i, u in enumerate(self.utterance_space)}
+        out = []
+        for inst in instances:
+            episode = Episode([], [], [], [])
+            for turn in demonstration_turns(inst, objects=self.hparams.context_objects):
+                index = a_index if turn.kind == "action" else u_index
+                if turn.text not in index:  # an emote, or a text outside the spaces
+                    continue
+                episode.contexts.append(turn.context)
+                episode.acted.append(turn.kind == "action")
+                episode.targets.append(index[turn.text])
+                episode.valid_action_ids.append([a_index[a] for a in turn.valid_actions if a in a_index])
+            if episode.contexts:
+                out.append(episode)
+        return out
+
+    def cloning_loss(self, episodes: list[Episode]) -> dict[str, torch.Tensor]:
+        """Cross-entropy of the demonstrated turns, summed over turns and averaged; accuracies per head."""
+        hidden = self.agent.initial_state(len(episodes))
+        candidates = self.agent.candidate_vectors()  # once for every turn (the weights do not change within them)
+        losses, correct = [], {"action": [], "speech": []}
+        for t in range(max(len(e.contexts) for e in episodes)):
+            live = [i for i, e in enumerate(episodes) if t < len(e.contexts)]
+            ids, mask, lines = self.batcher.contexts_with_lines([episodes[i].contexts[t] for i in live])
+            acted = torch.tensor([episodes[i].acted[t] for i in live], device=self.device)
+            hidden_live = (hidden[0][live], hidden[1][live])
+            out = self.agent(ids.to(self.device), mask.to(self.device), hidden_live, acted, candidates, lines)
+            (ha, hu), u_logits = out.hidden, out.speech_logits
+            hidden = (
+                hidden[0].index_copy(0, torch.tensor(live, device=self.device), ha),
+                hidden[1].index_copy(0, torch.tensor(live, device=self.device), hu),
+            )
+            valid = valid_mask([episodes[i].valid_action_ids[t] for i in live], out.action_logits.shape[1])
+            a_logits = masked(out.action_logits, choice_mask(valid, self.protocol.restrict).to(self.device))
+            targets = torch.tensor([episodes[i].targets[t] for i in live], device=self.device)
+            for head, logits, which in (("action", a_logits, acted), ("speech", u_logits, ~acted)):
+                if which.any():
+                    losses.append(F.cross_entropy(logits[which], targets[which], reduction="sum"))
+                    correct[head].append(logits[which].argmax(-1) == targets[which])
+        turns = sum(len(e.contexts) for e in episodes)
+        out = {"loss": torch.stack(losses).sum() / turns}
+        for head, hits in correct.items():
+            if hits:
+                out[f"{head}_accuracy"] = torch.cat(hits).float().mean()
+        return out

@@ -15,7 +15,9 @@ from dataclasses import asdict
 import torch
 from torch.utils.data import DataLoader
 
+from lq.data.dataset import load_dataset
 from lq.envs.build import build_env
+from lq.envs.episode import instances_from_data
 from lq.lit.agent import VOCABULARY, AgentModule, read_checkpoint
 from lq.rl.a2c import RolloutState, a2c_losses, collect
 from lq.rl.losses import LossCoefficients
@@ -41,17 +43,20 @@ class RLModule(AgentModule):
         normalize_advantages: bool = True,
         valid_reduction: str = "sum",
         init_from: str | None = None,
+        imitation_batch: int = 4,
         **kwargs,
     ):
         """The rollout and A2C hyperparameters (Table 6; ``max_steps``: the training episodes' agent turns in place of
         the protocol's); ``init_from``: an agent checkpoint (``lq bc``'s or ``lq rl``'s, of the same encoder, sizes and
         data) whose weights the agent starts from, for RL that fine-tunes a behaviour-cloned agent (not the paper's
-        agents, which start from their encoder); the rest as :class:`AgentModule`."""
+        agents, which start from their encoder); ``imitation_batch``: training demonstrations per update in the
+        imitation term, where ``coefficients.imitation`` turns it on; the rest as :class:`AgentModule`."""
         super().__init__(**kwargs)
         self.coef = coefficients if isinstance(coefficients, LossCoefficients) else LossCoefficients(**coefficients)
         self.hparams["coefficients"] = asdict(self.coef)
         self.automatic_optimization = False
         self.env = None
+        self.demo_episodes = []
 
     # -- building ------------------------------------------------------------------------------------
 
@@ -89,6 +94,14 @@ class RLModule(AgentModule):
             i for i, inst in enumerate(self.env.instances) if inst.quest.goal not in self.env.action_index
         }
         self.recent: list[dict] = []  # the last ``recent_episodes`` episode summaries, for the training curves
+        if self.coef.imitation > 0:
+            quests = load_dataset(h.data_dir).quests.all()
+            self.demo_episodes = self.cloning_episodes(instances_from_data(quests, self.demos["train"]))
+            if not self.demo_episodes:
+                raise ValueError(
+                    f"model.coefficients.imitation: {h.data_dir} has no training demonstration linked to a quest whose "
+                    "goal can be played; set it to 0 (`lq data stats` on this folder says what became of each one)"
+                )
 
     # what must match for another agent's weights to be this one's start
     SAME_AGENT = (
@@ -135,16 +148,28 @@ class RLModule(AgentModule):
         h = self.hparams
         rollout = collect(self.env, self.rollout_actor, self.rollout_state, h.rollout_steps)
         losses = a2c_losses(rollout, self.coef, h.gamma, h.normalize_advantages, h.valid_reduction)
+        total = losses.total
+        if self.coef.imitation > 0:
+            imitation = self.imitation_loss()
+            self.log("losses/imitation", imitation.detach(), batch_size=h.imitation_batch)
+            total = total + self.coef.imitation * imitation
         optimizer = self.optimizers()
         optimizer.zero_grad()
-        self.manual_backward(losses.total)
+        self.manual_backward(total)
         self.clip_gradients(optimizer, gradient_clip_val=1.0, gradient_clip_algorithm="norm")
         optimizer.step()
         for episode in rollout.episodes:
             self.sampler.record(episode["instance"], episode["act_goal"])
         self.recent = (self.recent + rollout.episodes)[-h.recent_episodes :]
         self.log_training(losses, rollout)
-        return losses.total.detach()
+        return total.detach()
+
+    def imitation_loss(self) -> torch.Tensor:
+        """Behaviour cloning's loss (:meth:`AgentModule.cloning_loss`) on ``imitation_batch`` training demonstrations
+        drawn at random (by the global generator, which a resumed run restores with the rollout)."""
+        n = len(self.demo_episodes)
+        picks = torch.randint(n, (min(self.hparams.imitation_batch, n),)).tolist()
+        return self.cloning_loss([self.demo_episodes[i] for i in picks])["loss"]
 
     def log_training(self, losses, rollout) -> None:
         n = self.hparams.num_envs

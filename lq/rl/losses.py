@@ -16,13 +16,16 @@ from lq.rl.rollout import Rollout
 
 @dataclass(frozen=True)
 class LossCoefficients:
-    """Table 6 of the paper (the value coefficient is not given there; 0.5 is A2C's usual)."""
+    """Table 6 of the paper (the value coefficient is not given there; 0.5 is A2C's usual). ``imitation``, not the
+    paper's: the weight of a behaviour-cloning term on the training demonstrations beside the A2C objective (0: off,
+    the paper's agent; :meth:`lq.lit.rl.RLModule.imitation_loss`)."""
 
     valid_action: float = 10.0
     action_entropy: float = 0.01
     valid_speech: float = 40.0
     speech_entropy: float = 0.04
     value: float = 0.5
+    imitation: float = 0.0
 
 
 def _masked_mean(values: torch.Tensor, mask: torch.Tensor) -> torch.Tensor:
