@@ -58,7 +58,9 @@ def unfinished(saved: dict) -> str | None:
 def agent_name(module: AgentModule) -> str:
     """A row name for tables: stage, encoder, ability and switch (seeds of one configuration share it)."""
     h = module.hparams
-    return f"{module.stage.upper()} {h.encoder['name']} {h.ability} {h.switch}"
+    imitation = (h.get("coefficients") or {}).get("imitation", 0.0) if module.stage == "rl" else 0.0
+    stage = f"RL+imitation {imitation:g}" if imitation else module.stage.upper()  # not the paper's agent: say so
+    return f"{stage} {h.encoder['name']} {h.ability} {h.switch}"
 
 
 def baseline_results(module: AgentModule, split: str = "test", seeds: Sequence[int] = (0,)) -> dict[str, list]:

@@ -6,6 +6,7 @@ import pytest
 import torch
 from lightning.pytorch.callbacks import ModelCheckpoint
 
+from lq.lit.checkpoints import agent_name
 from lq.lit.rl import RLModule
 from tests.samples import tiny_agent_config
 
@@ -237,6 +238,7 @@ def test_the_imitation_term_trains_the_agent_on_the_training_demonstrations(setu
         module = _module(setup_dir, coefficients={**off, "imitation": weight}, imitation_batch=64, lr=1e-2)
         module.setup("fit")
         assert bool(module.demo_episodes) == (weight > 0)
+        assert agent_name(module).startswith("RL+imitation 1 scratch" if weight else "RL scratch")  # tables say so
         episodes = module.demo_episodes or episodes  # the paper's agent is scored on the imitating one's
         if weight:
             with torch.no_grad():
