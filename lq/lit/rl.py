@@ -115,7 +115,10 @@ class RLModule(AgentModule):
     )
 
     def start_from(self, checkpoint: str) -> None:
-        """Build the agent with ``checkpoint``'s weights (its critic too, where that agent trained one)."""
+        """Build the agent with ``checkpoint``'s weights (its critic too, where that agent trained one). ``{seed}`` in
+        the path stands for this run's seed, so that one argument starts every seed of ``make rl`` from the BC agent
+        of the same seed (``outputs/bc/scratch/act_speech-hardcoded/seed-{seed}/best.ckpt``)."""
+        checkpoint = str(checkpoint).replace("{seed}", str(self.hparams.seed))
         try:
             saved = read_checkpoint(checkpoint)
         except FileNotFoundError as e:

@@ -215,6 +215,11 @@ def test_rl_starts_from_a_behaviour_cloned_agent_of_the_same_sizes(trained_agent
         wider.start_from(str(trained_agent))
     with pytest.raises(FileNotFoundError, match="model.init_from: .*nothing.ckpt: no such checkpoint"):
         wider.start_from(str(trained_agent.parent / "nothing.ckpt"))
+    # {seed}: the BC agent of the run's own seed (make rl's seeds from make bc's)
+    per_seed = str(trained_agent).replace("seed-0", "seed-{seed}")
+    RLModule(**{**same, "seed": 0}).start_from(per_seed)
+    with pytest.raises(FileNotFoundError, match="model.init_from: .*seed-1/best.ckpt: no such checkpoint"):
+        RLModule(**{**same, "seed": 1}).start_from(per_seed)
 
 
 def test_the_environment_reads_at_the_partner_and_dm_length_the_agent_at_its_own(setup_dir):
