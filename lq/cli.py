@@ -175,6 +175,35 @@ def _cmd_eval(args: argparse.Namespace) -> int:
     return 0
 
 
+def _cmd_gradients(args: argparse.Namespace) -> int:
+    from dataclasses import asdict
+
+    import torch
+
+    from lq.lit.checkpoints import load_agent
+    from lq.rl.losses import LossCoefficients
+
+    module = load_agent(args.checkpoint)
+    if module.stage != "rl":
+        raise UsageError(f"{args.checkpoint}: a {module.stage.upper()} agent has no RL objective; name an RL agent's")
+    if args.paper_objective:
+        module.coef, module.hparams.valid_reduction = LossCoefficients(), "sum"
+    torch.manual_seed(0)
+    module.train()
+    module.setup("fit")
+    terms = module.term_gradients(args.rollouts)
+    h = module.hparams
+    print(
+        f"{args.checkpoint}: valid_reduction {h.valid_reduction}, coefficients {asdict(module.coef)}; "
+        f"{args.rollouts} rollouts of {h.num_envs} environments x {h.rollout_steps} steps"
+    )
+    print("| term (weighted) | value | gradient norm | share of the total's norm |\n| --- | ---: | ---: | ---: |")
+    total = terms["total"][1] or 1.0
+    for name, (value, norm) in terms.items():
+        print(f"| {name} | {value:.4g} | {norm:.4g} | {norm / total:.3f} |")
+    return 0
+
+
 def _cmd_export(args: argparse.Namespace) -> int:
     from lq.lit.checkpoints import export_agent
 
@@ -350,6 +379,17 @@ def build_parser() -> argparse.ArgumentParser:
     ev.add_argument("--max-steps", type=int, help="agent turns per episode (default: the checkpoint's protocol's)")
     ev.add_argument("--out", type=Path, help="also write the table here (.md; a .csv beside it)")
     ev.set_defaults(func=_cmd_eval)
+    gr = sub.add_parser(
+        "gradients", help="where an RL agent's update goes: each term's gradient norm and its share of the total's"
+    )
+    gr.add_argument("checkpoint", type=Path, help="an RL agent checkpoint (lq rl's agent.ckpt or last.ckpt)")
+    gr.add_argument("--rollouts", type=int, default=4, help="rollouts of the training environment to average over")
+    gr.add_argument(
+        "--paper-objective",
+        action="store_true",
+        help="Table 6's objective at these weights (valid-output terms summed, no imitation term), not the run's own",
+    )
+    gr.set_defaults(func=_cmd_gradients)
     ex = sub.add_parser(
         "export", help="a trained agent as a self-contained bundle (weights, data, partner, DM, model card)"
     )

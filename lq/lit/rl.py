@@ -20,7 +20,7 @@ from lq.envs.build import build_env
 from lq.envs.episode import instances_from_data
 from lq.lit.agent import VOCABULARY, AgentModule, read_checkpoint
 from lq.rl.a2c import RolloutState, a2c_losses, collect
-from lq.rl.losses import LossCoefficients
+from lq.rl.losses import LossCoefficients, weighted
 from lq.rl.priority import PrioritySampler
 from lq.rl.switch import RatioSwitch
 
@@ -166,6 +166,29 @@ class RLModule(AgentModule):
         self.recent = (self.recent + rollout.episodes)[-h.recent_episodes :]
         self.log_training(losses, rollout)
         return total.detach()
+
+    def term_gradients(self, rollouts: int = 4) -> dict[str, tuple[float, float]]:
+        """Where an update goes: each weighted term of the objective (:func:`lq.rl.losses.weighted`, the imitation term
+        where on, and their sum, ``total``) with its value and the norm of its gradient alone over the trainable
+        weights, averaged over ``rollouts`` rollouts of the training environment (after :meth:`setup`; nothing is
+        updated). ``lq rl-gradients`` prints them as shares of the total's norm."""
+        h, params = self.hparams, [p for p in self.parameters() if p.requires_grad]
+        sums: dict[str, list[float]] = {}
+        for _ in range(rollouts):
+            rollout = collect(self.env, self.rollout_actor, self.rollout_state, h.rollout_steps)
+            losses = a2c_losses(rollout, self.coef, h.gamma, h.normalize_advantages, h.valid_reduction)
+            terms = weighted(vars(losses), self.coef)
+            if self.coef.imitation > 0:
+                terms["imitation"] = self.coef.imitation * self.imitation_loss()
+            terms["total"] = sum(terms.values())
+            for name, term in terms.items():
+                norm = term.new_zeros(())  # a term with no path to the weights (no step of its head in the rollout)
+                if term.requires_grad:
+                    grads = torch.autograd.grad(term, params, retain_graph=True, allow_unused=True)
+                    norm = torch.stack([g.pow(2).sum() for g in grads if g is not None] or [norm]).sum()
+                value, size = sums.setdefault(name, [0.0, 0.0])
+                sums[name] = [value + term.item() / rollouts, size + norm.sqrt().item() / rollouts]
+        return {name: (value, size) for name, (value, size) in sums.items()}
 
     def imitation_loss(self) -> torch.Tensor:
         """Behaviour cloning's loss (:meth:`AgentModule.cloning_loss`) on ``imitation_batch`` training demonstrations

@@ -142,13 +142,17 @@ def switch_a2c_loss(
         "speech_entropy": entropy(masked(speech_logits, rollout.flat("speech_choices")), spoke),
         "value": value_loss(values, returns),
     }
-    total = (
-        parts["action_policy"]
-        + parts["speech_policy"]
-        + coef.valid_action * parts["valid_action"]
-        + coef.valid_speech * parts["valid_speech"]
-        - coef.action_entropy * parts["action_entropy"]
-        - coef.speech_entropy * parts["speech_entropy"]
-        + coef.value * parts["value"]
-    )
-    return SwitchLosses(total=total, **parts)
+    return SwitchLosses(total=sum(weighted(parts, coef).values()), **parts)
+
+
+def weighted(parts: dict[str, torch.Tensor], coef: LossCoefficients) -> dict[str, torch.Tensor]:
+    """Each term of the objective as it enters the total: times its coefficient, the entropies (maximised) negated."""
+    return {
+        "action_policy": parts["action_policy"],
+        "speech_policy": parts["speech_policy"],
+        "valid_action": coef.valid_action * parts["valid_action"],
+        "valid_speech": coef.valid_speech * parts["valid_speech"],
+        "action_entropy": -coef.action_entropy * parts["action_entropy"],
+        "speech_entropy": -coef.speech_entropy * parts["speech_entropy"],
+        "value": coef.value * parts["value"],
+    }

@@ -254,3 +254,20 @@ def test_the_imitation_term_trains_the_agent_on_the_training_demonstrations(setu
         with torch.no_grad():
             cloning[weight] = module.cloning_loss(episodes)["loss"].item()
     assert cloning[1.0] < 0.95 * min(before, cloning[0.0]), (before, cloning)  # 4.71 against 5.34 and 5.16
+
+
+@pytest.mark.slow
+def test_term_gradients_of_summed_valid_terms_are_the_candidates_times_the_averaged(setup_dir):
+    """``lq gradients``' figures: on the same rollouts, the valid-speech term summed over the candidates has exactly
+    the number of utterances times the averaged term's gradient norm, the policy gradients the same."""
+    terms = {}
+    for reduction in ("sum", "mean"):
+        L.seed_everything(0)
+        module = _module(setup_dir, valid_reduction=reduction)
+        module.setup("fit")
+        terms[reduction] = module.term_gradients(2)
+    n = len(module.utterance_space)
+    assert n > 1 and terms["sum"]["valid_speech"][1] > 0
+    assert terms["sum"]["valid_speech"][1] == pytest.approx(n * terms["mean"]["valid_speech"][1], rel=1e-3)
+    assert terms["sum"]["speech_policy"] == pytest.approx(terms["mean"]["speech_policy"], rel=1e-4)
+    assert "imitation" not in terms["sum"] and terms["sum"]["total"][1] > terms["mean"]["total"][1]
