@@ -57,10 +57,17 @@ def unfinished(saved: dict) -> str | None:
 
 def agent_name(module: AgentModule) -> str:
     """A row name for tables: stage, encoder, ability and switch (seeds of one configuration share it)."""
-    h = module.hparams
-    imitation = (h.get("coefficients") or {}).get("imitation", 0.0) if module.stage == "rl" else 0.0
-    stage = f"RL+imitation {imitation:g}" if imitation else module.stage.upper()  # not the paper's agent: say so
-    return f"{stage} {h.encoder['name']} {h.ability} {h.switch}"
+    return agent_label(module.stage, module.hparams)
+
+
+def agent_label(stage: str, h) -> str:
+    """``agent_name`` from a stage and its hyperparameters. An RL agent trained otherwise than the paper's says how:
+    ``+imitation W`` (the imitation term), ``(init_from)`` (started from another agent's weights)."""
+    name = stage.upper()
+    if stage == "rl":
+        imitation = (h.get("coefficients") or {}).get("imitation", 0.0)
+        name += (f"+imitation {imitation:g}" if imitation else "") + (" (init_from)" if h.get("init_from") else "")
+    return f"{name} {h['encoder']['name']} {h['ability']} {h['switch']}"
 
 
 def baseline_results(module: AgentModule, split: str = "test", seeds: Sequence[int] = (0,)) -> dict[str, list]:
@@ -126,7 +133,7 @@ def training_curves(checkpoints: Sequence[str | Path], path: str | Path) -> bool
         where, h = saved.get("lq_mlflow"), saved.get("hyper_parameters", {})
         if saved.get("lq_stage") != "rl" or not where:
             continue
-        label = f"RL {h['encoder']['name']} {h['ability']} {h['switch']}"
+        label = agent_label("rl", h)
         client = MlflowClient(where["tracking_uri"])
         series.setdefault(label, []).append(run_series(client, where["run_id"], RL_CURVES))
     return bool(series) and plot_curves(series, RL_CURVES, path, "RL learning curves (training episodes)")

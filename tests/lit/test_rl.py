@@ -207,6 +207,7 @@ def test_rl_starts_from_a_behaviour_cloned_agent_of_the_same_sizes(trained_agent
     keep = (*RLModule.SAME_AGENT, "partner_checkpoint", "dm_checkpoint")
     same = {k: v for k, v in saved["hyper_parameters"].items() if k in keep}
     module = RLModule(init_from=str(trained_agent), **same)
+    assert agent_name(module) == "RL (init_from) scratch act_speech hardcoded"
     module.start_from(str(trained_agent))
     state = module.state_dict()
     assert saved["state_dict"] and all(torch.equal(state[k], v) for k, v in saved["state_dict"].items())
