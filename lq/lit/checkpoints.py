@@ -62,11 +62,14 @@ def agent_name(module: AgentModule) -> str:
 
 def agent_label(stage: str, h) -> str:
     """``agent_name`` from a stage and its hyperparameters. An RL agent trained otherwise than the paper's says how:
-    ``+imitation W`` (the imitation term), ``(init_from)`` (started from another agent's weights)."""
+    ``+imitation W`` (the imitation term), ``(init_from)`` (started from another agent's weights), ``(no policy
+    gradient)`` (``coefficients.policy`` 0)."""
     name = stage.upper()
     if stage == "rl":
-        imitation = (h.get("coefficients") or {}).get("imitation", 0.0)
-        name += (f"+imitation {imitation:g}" if imitation else "") + (" (init_from)" if h.get("init_from") else "")
+        coef = h.get("coefficients") or {}
+        name += f"+imitation {coef['imitation']:g}" if coef.get("imitation") else ""
+        name += " (init_from)" if h.get("init_from") else ""
+        name += " (no policy gradient)" if coef.get("policy", 1.0) == 0 else ""
     return f"{name} {h['encoder']['name']} {h['ability']} {h['switch']}"
 
 

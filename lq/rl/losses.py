@@ -18,7 +18,8 @@ from lq.rl.rollout import Rollout
 class LossCoefficients:
     """Table 6 of the paper (the value coefficient is not given there; 0.5 is A2C's usual). ``imitation``, not the
     paper's: the weight of a behaviour-cloning term on the training demonstrations beside the A2C objective (0: off,
-    the paper's agent; :meth:`lq.lit.rl.RLModule.imitation_loss`)."""
+    the paper's agent; :meth:`lq.lit.rl.RLModule.imitation_loss`); ``policy``: the policy gradients' weight (1, the
+    paper's; 0 leaves an agent that learns from its other terms alone, a control)."""
 
     valid_action: float = 10.0
     action_entropy: float = 0.01
@@ -26,6 +27,7 @@ class LossCoefficients:
     speech_entropy: float = 0.04
     value: float = 0.5
     imitation: float = 0.0
+    policy: float = 1.0  # both heads' policy gradients (1: the paper's; 0 with imitation on: behaviour cloning alone)
 
 
 def _masked_mean(values: torch.Tensor, mask: torch.Tensor) -> torch.Tensor:
@@ -148,8 +150,8 @@ def switch_a2c_loss(
 def weighted(parts: dict[str, torch.Tensor], coef: LossCoefficients) -> dict[str, torch.Tensor]:
     """Each term of the objective as it enters the total: times its coefficient, the entropies (maximised) negated."""
     return {
-        "action_policy": parts["action_policy"],
-        "speech_policy": parts["speech_policy"],
+        "action_policy": coef.policy * parts["action_policy"],
+        "speech_policy": coef.policy * parts["speech_policy"],
         "valid_action": coef.valid_action * parts["valid_action"],
         "valid_speech": coef.valid_speech * parts["valid_speech"],
         "action_entropy": -coef.action_entropy * parts["action_entropy"],

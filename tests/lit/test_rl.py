@@ -272,3 +272,9 @@ def test_term_gradients_of_summed_valid_terms_are_the_candidates_times_the_avera
     assert terms["sum"]["valid_speech"][1] == pytest.approx(n * terms["mean"]["valid_speech"][1], rel=1e-3)
     assert terms["sum"]["speech_policy"] == pytest.approx(terms["mean"]["speech_policy"], rel=1e-4)
     assert "imitation" not in terms["sum"] and terms["sum"]["total"][1] > terms["mean"]["total"][1]
+    L.seed_everything(0)
+    silent = _module(setup_dir, coefficients={"policy": 0.0})  # the policy gradients off: nothing of theirs moves
+    silent.setup("fit")
+    off = silent.term_gradients(1)
+    assert off["action_policy"][1] == off["speech_policy"][1] == 0.0 < off["valid_speech"][1]
+    assert agent_name(silent) == "RL (no policy gradient) scratch act_speech hardcoded"
