@@ -156,6 +156,7 @@ class RLModule(AgentModule):
             imitation = self.imitation_loss()
             self.log("losses/imitation", imitation.detach(), batch_size=h.imitation_batch)
             total = total + self.coef.imitation * imitation
+            losses.total = total  # losses/total logs what the update minimises
         optimizer = self.optimizers()
         optimizer.zero_grad()
         self.manual_backward(total)
