@@ -20,7 +20,7 @@ from lq.envs.build import build_env
 from lq.envs.episode import instances_from_data
 from lq.lit.agent import VOCABULARY, AgentModule, read_checkpoint
 from lq.rl.a2c import RolloutState, a2c_losses, collect
-from lq.rl.losses import LossCoefficients, weighted
+from lq.rl.losses import LossCoefficients, SwitchLosses, weighted
 from lq.rl.priority import PrioritySampler
 from lq.rl.switch import RatioSwitch
 
@@ -150,38 +150,46 @@ class RLModule(AgentModule):
     def training_step(self, batch, batch_idx: int):
         h = self.hparams
         rollout = collect(self.env, self.rollout_actor, self.rollout_state, h.rollout_steps)
-        losses = a2c_losses(rollout, self.coef, h.gamma, h.normalize_advantages, h.valid_reduction)
-        total = losses.total
-        if self.coef.imitation > 0:
-            imitation = self.imitation_loss()
+        losses, imitation = self.objective(rollout)
+        if imitation is not None:
             self.log("losses/imitation", imitation.detach(), batch_size=h.imitation_batch)
-            total = total + self.coef.imitation * imitation
-            losses.total = total  # losses/total logs what the update minimises
         optimizer = self.optimizers()
         optimizer.zero_grad()
-        self.manual_backward(total)
+        self.manual_backward(losses.total)
         self.clip_gradients(optimizer, gradient_clip_val=1.0, gradient_clip_algorithm="norm")
         optimizer.step()
         for episode in rollout.episodes:
             self.sampler.record(episode["instance"], episode["act_goal"])
         self.recent = (self.recent + rollout.episodes)[-h.recent_episodes :]
         self.log_training(losses, rollout)
-        return total.detach()
+        return losses.total.detach()
+
+    def objective(self, rollout) -> tuple[SwitchLosses, torch.Tensor | None]:
+        """The update's terms on ``rollout``: the A2C objective's, with the weighted imitation term added to ``total``
+        where ``coefficients.imitation`` turns it on (so ``losses/total`` logs what the update minimises), and that
+        term unweighted (None where off)."""
+        h = self.hparams
+        losses = a2c_losses(rollout, self.coef, h.gamma, h.normalize_advantages, h.valid_reduction)
+        if self.coef.imitation <= 0:
+            return losses, None
+        imitation = self.imitation_loss()
+        losses.total = losses.total + self.coef.imitation * imitation
+        return losses, imitation
 
     def term_gradients(self, rollouts: int = 4) -> dict[str, tuple[float, float]]:
         """Where an update goes: each weighted term of the objective (:func:`lq.rl.losses.weighted`, the imitation term
         where on, and their sum, ``total``) with its value and the norm of its gradient alone over the trainable
         weights, averaged over ``rollouts`` rollouts of the training environment (after :meth:`setup`; nothing is
-        updated). ``lq rl-gradients`` prints them as shares of the total's norm."""
+        updated). ``lq gradients`` prints them as shares of the total's norm."""
         h, params = self.hparams, [p for p in self.parameters() if p.requires_grad]
         sums: dict[str, list[float]] = {}
         for _ in range(rollouts):
             rollout = collect(self.env, self.rollout_actor, self.rollout_state, h.rollout_steps)
-            losses = a2c_losses(rollout, self.coef, h.gamma, h.normalize_advantages, h.valid_reduction)
+            losses, imitation = self.objective(rollout)
             terms = weighted(vars(losses), self.coef)
-            if self.coef.imitation > 0:
-                terms["imitation"] = self.coef.imitation * self.imitation_loss()
-            terms["total"] = sum(terms.values())
+            if imitation is not None:
+                terms["imitation"] = self.coef.imitation * imitation
+            terms["total"] = losses.total
             for name, term in terms.items():
                 norm = term.new_zeros(())  # a term with no path to the weights (no step of its head in the rollout)
                 if term.requires_grad:
