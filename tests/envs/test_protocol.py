@@ -5,7 +5,7 @@ import pytest
 import torch
 
 from lq.data import Demonstration, Quest
-from lq.envs.calibration import fit_action_bias, fit_listening
+from lq.envs.calibration import fit_action_bias, fit_error, fit_listening
 from lq.envs.dungeon_master import DungeonMaster
 from lq.envs.episode import QuestInstance
 from lq.envs.partner import PolyEncoderPartner, ScriptedPartner, bias_for_share
@@ -203,6 +203,17 @@ def test_the_calibrated_partner_completes_the_goal_when_persuaded_as_in_a_demons
     assert fit["action_share"] == pytest.approx(fit["demonstration_action_share"])  # the smallest share that matches
     assert fit["held_out_partner_completions"] == pytest.approx(2 / 3)
     assert fit["partner_completions"] == pytest.approx(1 / 3)
+
+
+def test_the_calibration_weighs_acting_more_than_the_demonstrations_partners_did():
+    """Matching the goals by acting on four times the demonstrations' share of turns is farther from them than acting
+    on their share and completing 27 of their 47 goals (a partner that listens); at one share, the closer count
+    wins."""
+    exact_but_acting_more = fit_error(47 / 460, 47 / 460, share=0.58, demonstration_share=0.145)
+    listening_at_their_share = fit_error(27 / 460, 47 / 460, share=0.145, demonstration_share=0.145)
+    assert listening_at_their_share < exact_but_acting_more
+    assert fit_error(40 / 460, 47 / 460, 0.29, 0.145) < fit_error(20 / 460, 47 / 460, 0.29, 0.145)
+    assert fit_error(47 / 460, 47 / 460, 0.145, 0.145) == 0
 
 
 def test_the_partner_listens_as_much_as_the_demonstrations_partners_did(dm):
