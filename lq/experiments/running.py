@@ -11,7 +11,7 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from lq.conf.resolver import AGENT_STAGES, ENV_STAGES, Resolver
+from lq.conf.resolver import AGENT_CHECKPOINT, AGENT_STAGES, ENV_STAGES, Resolver, agent_dir
 from lq.experiments.launchers import Launcher, Local, shown
 from lq.experiments.reporting import (
     _client,
@@ -159,13 +159,26 @@ def run_stage(
     if not compare:
         return
     seeds = setup.seeds
-    rl = [setup.agent_checkpoint("rl", encoder, ability, switch, s) for s in seeds]
+    rl_dir = out_dir_of(stage_args(config, setup, seeds[0]))  # the resolver's, or one the stage's ARGS name
+    rl = [f"{agent_dir(rl_dir, encoder, ability, switch, s)}/{AGENT_CHECKPOINT['rl']}" for s in seeds]
     bc = [setup.agent_checkpoint("bc", encoder, ability, switch, s) for s in seeds]
     stale = [s for s, b, r in zip(seeds, bc, rl, strict=True) if not _trained_alike(b, r)]
     missing = dataclasses.replace(setup, seeds=stale, extra_args={})
     setup.launcher.run(stage_runs(Config("bc", encoder, ability, switch), missing), 1)  # not the RL stage's extras
-    out = f"{Path(setup.stage_dir('rl')).parent}/eval/{encoder}-{ability}-{switch}"  # beside the RL agents' folder
+    # beside the RL agents' folder; named after it where ARGS chose another than the resolver's
+    named = "" if Path(rl_dir) == Path(setup.stage_dir("rl")) else f"{Path(rl_dir).name}-"
+    out = f"{Path(rl_dir).parent}/eval/{named}{encoder}-{ability}-{switch}"
     setup.launcher.run([("eval", ["eval", *rl, *bc, "--baselines", str(len(seeds)), "--out", out])], 1)
+
+
+def out_dir_of(args: Sequence[str]) -> str:
+    """The folder a stage run writes to: the last ``--out_dir`` of its command line (the last one counts, as for
+    every argument LightningCLI reads)."""
+    where = [i for i, a in enumerate(args) if a == "--out_dir" or a.startswith("--out_dir=")]
+    if not where:
+        raise ValueError(f"no --out_dir in the stage's command line: {shown(args)}")
+    last = args[where[-1]]
+    return args[where[-1] + 1] if last == "--out_dir" else last.split("=", 1)[1]
 
 
 # what else an agent's evaluation depends on: the protocol and the environment's partner and DM

@@ -230,6 +230,28 @@ def test_make_rl_trains_again_a_bc_agent_of_other_sizes_than_the_rl_agents(tmp_p
     assert [args[args.index("--model.seed") + 1] for args in bc_runs] == ["1"]
 
 
+def test_make_rl_compares_the_agents_where_its_args_put_them(tmp_path):
+    """``make rl ARGS="--out_dir DIR"`` (a recipe beside the paper's agents): the agents of DIR are evaluated, and the
+    table is written under a name of its own, not over the paper's agents' table."""
+    (tmp_path / "data").mkdir()
+    (tmp_path / "data" / "manifest.json").touch()
+    launcher = Recorder()
+    recipe = str(tmp_path / "o" / "rl-recipe")
+    setup = X.Setup(
+        seeds=(0,),
+        data_dir=str(tmp_path / "data"),
+        tracking_uri=f"sqlite:///{tmp_path / 'm.db'}",
+        outputs=str(tmp_path / "o"),
+        extra_args={"rl": ["--out_dir", str(tmp_path / "elsewhere"), f"--out_dir={recipe}"]},
+        launcher=launcher,
+    )
+    X.run_stage("rl", setup, "scratch", compare=True)
+    [evaluation] = launcher.waves[-1]
+    assert evaluation[1] == f"{recipe}/scratch/act_speech-hardcoded/seed-0/agent.ckpt"
+    assert evaluation[2] == setup.agent_checkpoint("bc", "scratch", "act_speech", "hardcoded", 0)
+    assert evaluation[evaluation.index("--out") + 1] == f"{tmp_path}/o/eval/rl-recipe-scratch-act_speech-hardcoded"
+
+
 def test_lq_stage_refuses_bad_input_with_the_fix(tmp_path, capsys):
     assert main(["stage", "bc", "--compare"]) == 2
     assert main(["stage", "rl", "--encoder", "bert"]) == 2
