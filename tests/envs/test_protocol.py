@@ -9,6 +9,7 @@ from lq.envs.calibration import fit_action_bias, fit_error, fit_listening
 from lq.envs.dungeon_master import DungeonMaster
 from lq.envs.episode import QuestInstance
 from lq.envs.partner import PolyEncoderPartner, ScriptedPartner, bias_for_share
+from lq.envs.persuasion import partner_completions, speaker
 from lq.envs.protocol import PROTOCOLS, Protocol, protocol_of
 from lq.envs.quest_env import QuestEnv
 from lq.envs.replay import DemoTurn, replay_demonstrations
@@ -238,3 +239,19 @@ def test_the_partner_listens_as_much_as_the_demonstrations_partners_did(dm):
     assert [b[1] for b in best] == list(asks)  # each time, what it was asked
     partner.listen_weight = 0.0  # a partner that does not listen: what it does does not follow the request
     assert [b[1] for b in partner.choices_at(turns[:4])[1]] != list(asks)
+
+
+def test_a_partner_that_acts_when_asked_completes_the_goal_for_the_speaker_that_asks(dm):
+    """The persuasion probe: the goal-reading speaker asks for the egg and the partner gives it; a random speaker
+    among 200 other lines seldom says the one line that asks."""
+    partner = WordPartner(["Who goes there?", "Hm."])
+    partner.action_bias = 1.0  # it acts when its best action shares 4 words with what it heard, not for fewer
+    env = _env(dm, PAPER, goal="steal golden dragon egg from knight", partner=partner)
+    lines = [f"line {i}" for i in range(200)] + ["Please, give me the golden dragon egg."]
+    assert partner_completions(env, speaker("goal", lines)) == 1.0
+    by_random = [partner_completions(env, speaker("random", lines), seed) for seed in range(10)]
+    assert sum(by_random) / 10 < 0.5
+    partner.action_bias = 0.0  # a partner that never acts completes nothing, whatever it hears
+    assert partner_completions(env, speaker("goal", lines)) == 0.0
+    with pytest.raises(ValueError, match="unknown speaker 'loud': choose from random, goal"):
+        speaker("loud", lines)
