@@ -10,9 +10,9 @@ share on the training demonstrations' partner turns, as the calibration sets it)
 import argparse
 import statistics
 
+from lq.envs.calibration import acting_share, partner_turns
 from lq.envs.partner import bias_for_share
 from lq.envs.persuasion import SPEAKERS, partner_completions, speaker
-from lq.envs.replay import demonstration_turns
 from lq.lit.checkpoints import load_agent
 
 GRID = ((0.5, 1), (0.5, 4), (8, 1), (8, 4), (32, 1), (32, 4))  # listening (x the spread), share (x the demos')
@@ -39,9 +39,8 @@ def main(argv=None) -> int:
     print("| partner | seeds | random speaker | goal-reading speaker |\n| --- | ---: | ---: | ---: |")
     row(f"as calibrated (listening {partner.listen_weight:.3f}, action bias {partner.action_bias:.3f})")
     if args.grid:
-        train = agent.eval_env("train").instances
-        turns = [t for inst in train for t in demonstration_turns(inst, side="partner") if t.valid_actions]
-        share = sum(t.kind == "action" for t in turns) / len(turns)
+        turns = partner_turns(agent.eval_env("train").instances)  # the turns and share the calibration reads
+        share = acting_share(turns)
         spread = partner.action_spread([t for t in turns if t.kind == "action"])
         for listening, times in GRID:
             partner.listen_weight = listening * spread

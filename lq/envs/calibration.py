@@ -101,6 +101,16 @@ def completions(env: QuestEnv, partner: str) -> float:
     return by_whom(replay_demonstrations(env, partner), "partner")
 
 
+def partner_turns(instances: Sequence[QuestInstance]) -> list[DemoTurn]:
+    """The demonstrations' partner turns that had a valid action, each as the partner saw it: what the fit reads."""
+    return [t for inst in instances for t in demonstration_turns(inst, side="partner") if t.valid_actions]
+
+
+def acting_share(turns: Sequence[DemoTurn]) -> float:
+    """The share of ``turns`` that were actions."""
+    return sum(t.kind == "action" for t in turns) / max(len(turns), 1)
+
+
 def fit_action_bias(
     partner: PolyEncoderPartner,
     dm: DungeonMaster,
@@ -112,8 +122,8 @@ def fit_action_bias(
     """The partner's listening and action bias fit on the demonstrations (see the module); returns the bias and what
     the fit saw: the training demonstrations' partner action share, the share and listening chosen, and the partner
     completions of the demonstrations and of the partner (on the training ones, and with ``held_out`` on those)."""
-    turns = [t for inst in train for t in demonstration_turns(inst, side="partner") if t.valid_actions]
-    share = sum(t.kind == "action" for t in turns) / max(len(turns), 1)
+    turns = partner_turns(train)
+    share = acting_share(turns)
     fit: dict[str, float] = {"demonstration_action_share": share, **fit_listening(partner, turns)}
 
     def env_of(instances: Sequence[QuestInstance]) -> QuestEnv:

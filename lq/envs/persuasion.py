@@ -38,7 +38,8 @@ def speaker(name: str, utterances: list[str]) -> Speaker:
         if request not in best:
             wanted = content_words(request)
             shared = [len(w & wanted) for w in words]
-            best[request] = [i for i, n in enumerate(shared) if n == max(shared)]
+            most = max(shared)
+            best[request] = [i for i, n in enumerate(shared) if n == most]
         return utterances[rng.choice(best[request])]
 
     return ask
