@@ -53,6 +53,11 @@ def agent_dir(stage_dir: str, encoder: str, ability: str, switch: str, seed: int
     return f"{stage_dir.rstrip('/')}/{encoder}/{ability}-{switch}/seed-{seed}"
 
 
+def bc_checkpoint(bc_dir: str, encoder: str, ability: str, switch: str, seed: int) -> str:
+    """The BC agent of a configuration and seed: what an RL run of the same one starts from (``init_from: bc``)."""
+    return f"{agent_dir(bc_dir, encoder, ability, switch, seed)}/{AGENT_CHECKPOINT['bc']}"
+
+
 def profiles() -> list[str]:
     return sorted(p.parent.name for p in (ROOT / "profile").glob("*/profile.yaml"))
 
@@ -187,6 +192,8 @@ class Resolver:
             args += ["--model.encoder.init_from", f"{model_dir(out_dir, 'general')}/best.ckpt"]
         if stage not in AGENT_STAGES:  # the poly-encoder stages read a DataModule
             return [*args, "--data.data_dir", self.data_dir]
+        if stage == "rl":  # the BC agents an RL run starts from (init_from: bc, conf/rl.yaml's)
+            args += ["--bc_dir", self.stage_dir("bc")]
         return [
             *args,
             "--model.data_dir",

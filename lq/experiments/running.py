@@ -7,6 +7,7 @@ import dataclasses
 import json
 import shlex
 import time
+import warnings
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -72,7 +73,9 @@ def preparation(configs: Sequence[Config], setup: Setup) -> list[Wave]:
     """What the configurations need before their children, in waves each after the one before: the data; the
     pretrained encoders (``general`` before ``adaptive``, each on every core); then, a core each, the partner, the DM
     and each pretrained encoder's vectors of the agents' action and utterance spaces (each agent would otherwise
-    encode them at its start); then the partner's calibration (minutes, once; agents side by side would each fit it)."""
+    encode them at its start); then the partner's calibration (minutes, once; agents side by side would each fit it);
+    then, ``setup.jobs`` at a time, the BC agents that RL agents starting from BC (:func:`starts_from_bc`) need and
+    the configurations do not train themselves, where missing or of another protocol."""
     waves: list[Wave] = [([_data_step(setup)], 1)]
     agents = [c for c in configs if c.stage in AGENT_STAGES]
     needed = {n for c in agents for n in setup.needs(c.stage, c.encoder) if n[0] == "pretrain"}
@@ -101,7 +104,36 @@ def preparation(configs: Sequence[Config], setup: Setup) -> list[Wave]:
 
         store = calibration_store(setup.checkpoint("partner"), held_out=True)  # the agent stages' rule, completions
         waves.append(([Step("the partner's calibration", calibration, str(store))], 1))
+    # the BC agents the RL agents start from, where the configurations do not train them (an experiment's BC
+    # children go before its RL children: child_waves)
+    cloned = {c for c in configs if c.stage == "bc"}
+    starts = [
+        Step(f"bc {c.key[3:]} s{seed} (the RL agent's start)", stage_args(bc, setup, seed), _bc_start(bc, setup, seed))
+        for c in agents
+        if c.stage == "rl" and (bc := dataclasses.replace(c, stage="bc")) not in cloned and starts_from_bc(c, setup)
+        for seed in setup.seeds
+    ]
+    if starts:
+        waves.append((starts, setup.jobs))
     return waves
+
+
+def starts_from_bc(config: Config, setup: Setup) -> bool:
+    """Whether the RL agents of ``config`` start from the BC agent of their configuration and seed (``init_from: bc``,
+    conf/rl.yaml's default, unless the setup's extra arguments say otherwise)."""
+    return _rl_cli(_module_args(config, setup, setup.seeds[0])).config.model.init_from == "bc"
+
+
+def _bc_start(config: Config, setup: Setup, seed: int) -> str | None:
+    """The BC agent an RL agent starts from, as a step's output: None (train it) where it is missing or was trained
+    under another protocol than the setup's."""
+    from lq.lit.agent import read_checkpoint
+
+    checkpoint = setup.agent_checkpoint("bc", config.encoder, config.ability, config.switch, seed)
+    if not Path(checkpoint).exists():
+        return checkpoint
+    protocol = read_checkpoint(checkpoint).get("hyper_parameters", {}).get("protocol") or {}
+    return checkpoint if protocol.get("name") == setup.protocol else None
 
 
 def _data_step(setup: Setup) -> Step:
@@ -144,9 +176,10 @@ def run_stage(
     compare: bool = False,
 ) -> None:
     """What ``make pretrain``, ``make partner``, ``make dm``, ``make bc`` and ``make rl`` run: what the stage needs and
-    the outputs lack (:func:`preparation`; for ``adaptive`` the general encoder), then one run per seed (poly-encoder
-    stages: the first seed only). ``compare`` (the RL stage): then the BC agents of the same configuration and seeds
-    where missing, and all of them evaluated side by side with the baselines (``OUTPUTS/eval/``)."""
+    the outputs lack (:func:`preparation`; for ``adaptive`` the general encoder; for RL the BC agents it starts from),
+    then one run per seed (poly-encoder stages: the first seed only). ``compare`` (the RL stage): then the BC agents of
+    the same configuration and seeds where missing or trained unlike the RL agents, and all of them evaluated side by
+    side with the baselines (``OUTPUTS/eval/``)."""
     if compare and stage != "rl":
         raise ValueError(f"compare: the RL stage's agents are compared with BC's and the baselines, not {stage}'s")
     setup.configs(stage, encoder)  # an unknown stage or encoder named now, with the choices
@@ -211,11 +244,19 @@ def _module_args(config: Config, setup: Setup, seed: int) -> list[str]:
     return stage_args(Config("rl", config.encoder or "scratch", config.ability, config.switch), setup, seed)[2:]
 
 
-def rl_module(module_args: Sequence[str]):
-    """The RL stage's agent module built from its command line (not set up: nothing built yet)."""
+def _rl_cli(module_args: Sequence[str]):
+    """The RL stage's command line parsed (LightningCLI's warning that ``args`` and ``sys.argv`` both exist is moot
+    here: the driver's own command line is ``sys.argv``)."""
     from lq.lit.cli import STAGES, stage_classes
 
-    cli = STAGES["rl"](*stage_classes("rl"), args=list(module_args), parse_only=True)
+    with warnings.catch_warnings():
+        warnings.filterwarnings("ignore", message="LightningCLI's args parameter is intended")
+        return STAGES["rl"](*stage_classes("rl"), args=list(module_args), parse_only=True)
+
+
+def rl_module(module_args: Sequence[str]):
+    """The RL stage's agent module built from its command line (not set up: nothing built yet)."""
+    cli = _rl_cli(module_args)
     return cli.parser.instantiate(cli.config).model
 
 
@@ -309,8 +350,9 @@ def open_parent(client, experiment: Experiment, setup: Setup, resume: bool, log:
 def child_waves(experiment: Experiment, setup: Setup, pid: str, done: set[tuple[str, str]] = frozenset()) -> list[Wave]:
     """The parent's children that have not finished, in waves each after the one before: pretraining children (the
     adaptive encoder after the general one of its seed's folder, which it starts from; one at a time on every core),
-    then the agents and the baselines (``setup.jobs`` at a time)."""
-    waves: list[list[Step]] = [[], [], []]
+    then, ``setup.jobs`` at a time, the BC agents (the RL agents' start, where they start from BC), then the RL agents
+    and the baselines."""
+    waves: list[list[Step]] = [[], [], [], []]
     for config in experiment.configs:
         for seed in setup.seeds:
             if (config.key, str(seed)) in done:
@@ -333,7 +375,7 @@ def child_waves(experiment: Experiment, setup: Setup, pid: str, done: set[tuple[
                     "--module-args",
                     shlex.join(_module_args(config, setup, seed)),
                 ]
-                waves[2].append(Step(label, args, config=config))
+                waves[3].append(Step(label, args, config=config))
                 continue
             # one encoder per seed, kept apart from the agents' encoders
             out_dir = (
@@ -346,12 +388,12 @@ def child_waves(experiment: Experiment, setup: Setup, pid: str, done: set[tuple[
                 "--trainer.logger.init_args.tags",
                 json.dumps(tags),
             ]
-            wave = 2 if config.stage in AGENT_STAGES else 1 if config.encoder == "adaptive" else 0
+            wave = {"rl": 3, "bc": 2}.get(config.stage, 1 if config.encoder == "adaptive" else 0)
             waves[wave].append(Step(label, args, config=config))
-    # the longest first, so that the slots end together: RL before BC, a pretrained encoder before scratch, the
-    # baselines last
-    waves[2].sort(key=lambda s: (s.config.stage == "baselines", s.config.stage != "rl", s.config.encoder == "scratch"))
-    return [(steps, setup.jobs if i == 2 else 1) for i, steps in enumerate(waves) if steps]
+    # the longest first, so that the slots end together: a pretrained encoder before scratch, the baselines last
+    for wave in waves[2:]:
+        wave.sort(key=lambda s: (s.config.stage == "baselines", s.config.encoder == "scratch"))
+    return [(steps, setup.jobs if i >= 2 else 1) for i, steps in enumerate(waves) if steps]
 
 
 def plan(experiment: Experiment, setup: Setup, resume: bool = False) -> list[str]:

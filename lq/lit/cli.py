@@ -17,7 +17,7 @@ from lightning.pytorch.callbacks.progress.progress_bar import ProgressBar
 from lightning.pytorch.cli import LightningArgumentParser, LightningCLI, SaveConfigCallback
 from lightning.pytorch.loggers import MLFlowLogger
 
-from lq.conf.resolver import Resolver, agent_dir, model_dir, pretrained_checkpoint
+from lq.conf.resolver import Resolver, agent_dir, bc_checkpoint, model_dir, pretrained_checkpoint
 from lq.lit.callbacks import LogProgress, StageTimer, wants_log_progress
 
 DEFAULT_TRACKING_URI = "sqlite:///mlflow.db"
@@ -330,12 +330,19 @@ class BCCLI(AgentCLI):
 
 
 class RLCLI(AgentCLI):
-    """``lq rl fit``: the switch A2C agent; its last weights are the agent."""
+    """``lq rl fit``: the switch A2C agent; its last weights are the agent. ``model.bc_checkpoint``, the BC agent of the
+    same configuration and seed under ``--bc_dir``, is what ``--model.init_from bc`` (conf/rl.yaml's) starts from."""
 
     stage = "rl"
 
     def add_arguments_to_parser(self, parser: LightningArgumentParser) -> None:
         super().add_arguments_to_parser(parser)
+        parser.add_argument("--bc_dir", default=Resolver().stage_dir("bc"), help="where the BC agents are")
+        parser.link_arguments(
+            ("bc_dir", "model.encoder.name", "model.ability", "model.switch", "model.seed"),
+            "model.bc_checkpoint",
+            compute_fn=bc_checkpoint,
+        )
         parser.set_defaults({"checkpoint.monitor": None, "checkpoint.filename": "agent"})
 
 

@@ -43,14 +43,17 @@ class RLModule(AgentModule):
         normalize_advantages: bool = True,
         valid_reduction: str = "sum",
         init_from: str | None = None,
+        bc_checkpoint: str | None = None,
         imitation_batch: int = 4,
         **kwargs,
     ):
         """The rollout and A2C hyperparameters (Table 6; ``max_steps``: the training episodes' agent turns in place of
         the protocol's); ``init_from``: an agent checkpoint (``lq bc``'s or ``lq rl``'s, of the same encoder, sizes and
-        data) whose weights the agent starts from, for RL that fine-tunes a behaviour-cloned agent (not the paper's
-        agents, which start from their encoder); ``imitation_batch``: training demonstrations per update in the
-        imitation term, where ``coefficients.imitation`` turns it on; the rest as :class:`AgentModule`."""
+        data) whose weights the agent starts from, or ``bc``: ``bc_checkpoint``, the BC agent of this run's encoder,
+        ability, switch and seed (``lq rl`` links it from ``--bc_dir``); lq's default (conf/rl.yaml) fine-tunes that
+        behaviour-cloned agent, the paper's agents start from their encoder (None); ``imitation_batch``: training
+        demonstrations per update in the imitation term, where ``coefficients.imitation`` turns it on; the rest as
+        :class:`AgentModule`."""
         super().__init__(**kwargs)
         self.coef = coefficients if isinstance(coefficients, LossCoefficients) else LossCoefficients(**coefficients)
         self.hparams["coefficients"] = asdict(self.coef)
@@ -62,7 +65,7 @@ class RLModule(AgentModule):
 
     def setup(self, stage: str) -> None:
         if self.hparams.init_from and self.agent is None:
-            self.start_from(self.hparams.init_from)
+            self.start_from(self.start_checkpoint)
         self.build_agent()
         if self.env is not None or stage != "fit":
             return
@@ -113,6 +116,20 @@ class RLModule(AgentModule):
         "context_length",
         "context_objects",
     )
+
+    @property
+    def start_checkpoint(self) -> str | None:
+        """The checkpoint ``init_from`` names: ``bc`` stands for ``bc_checkpoint``."""
+        h = self.hparams
+        if h.init_from != "bc":
+            return h.init_from
+        if not h.bc_checkpoint:
+            raise ValueError(
+                "model.init_from: bc starts from the BC agent of this run's configuration and seed, but "
+                "model.bc_checkpoint is not set: run through `lq rl fit` (it links it from --bc_dir), pass "
+                "--model.bc_checkpoint PATH, or start from the encoder (--model.init_from null, the paper's)"
+            )
+        return h.bc_checkpoint
 
     def start_from(self, checkpoint: str) -> None:
         """Build the agent with ``checkpoint``'s weights (its critic too, where that agent trained one). ``{seed}`` in

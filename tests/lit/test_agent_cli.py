@@ -45,6 +45,7 @@ def _args(stage: str, root: Path, tmp_path: Path, *extra: str) -> list[str]:
         f"--model.partner_checkpoint={root / 'partner.ckpt'}",
         f"--model.dm_checkpoint={root / 'dm.ckpt'}",
         f"--out_dir={tmp_path / stage}",
+        *([f"--bc_dir={tmp_path / 'bc'}"] if stage == "rl" else []),  # the BC agents RL starts from (init_from: bc)
         f"--trainer.logger.init_args.tracking_uri=sqlite:///{tmp_path / 'mlflow.db'}",
         *TINY_AGENT,
         *extra,
@@ -55,19 +56,22 @@ def _args(stage: str, root: Path, tmp_path: Path, *extra: str) -> list[str]:
 def test_bc_and_rl_fit_evaluate_and_compare(setup_dir, tmp_path, capsys):
     rl = ["--model.num_envs=4", "--model.rollout_steps=2", "--model.max_steps=4", "--model.updates_per_epoch=2"]
     assert main(_args("bc", setup_dir, tmp_path, "--model.batch_size=8", "--trainer.limit_train_batches=2")) == 0
-    # the stage as a plain callable (what `lq rl fit` calls): its metrics come back, as MLflow holds them
-    metrics = fit_rl(_args("rl", setup_dir, tmp_path, *rl, "--model.seed=1", "--seed_everything=1")[2:])
+    # the stage as a plain callable (what `lq rl fit` calls): its metrics come back, as MLflow holds them; lq's
+    # objective (conf/rl.yaml): it starts from the BC agent of its seed and keeps an imitation term
+    metrics = fit_rl(_args("rl", setup_dir, tmp_path, *rl)[2:])
     printed = capsys.readouterr().out
     assert "zero-shot test (seed 0, paper protocol, sampled): act goals" in printed
     assert "zero-shot test (seed 0, paper protocol, greedy): act goals" in printed
     assert {"rl/act_goal_rate", "losses/total", "time/train_s", "time/evaluation_s"} <= set(metrics)
     bc_ckpt = tmp_path / "bc/scratch/act_speech-hardcoded/seed-0/best.ckpt"
-    rl_ckpt = tmp_path / "rl/scratch/act_speech-hardcoded/seed-1/agent.ckpt"
+    rl_ckpt = tmp_path / "rl/scratch/act_speech-hardcoded/seed-0/agent.ckpt"
     assert bc_ckpt.exists() and rl_ckpt.exists()
+    hparams = torch.load(rl_ckpt, map_location="cpu", weights_only=False)["hyper_parameters"]
+    assert (hparams["init_from"], hparams["bc_checkpoint"]) == ("bc", str(bc_ckpt))
     mlflow.set_tracking_uri(f"sqlite:///{tmp_path / 'mlflow.db'}")
     runs = mlflow.search_runs(experiment_names=["lq-bc", "lq-rl"], output_format="list")
     names = {r.info.run_name for r in runs}
-    assert names == {"bc-scratch-act_speech-hardcoded-s0", "rl-scratch-act_speech-hardcoded-s1"}
+    assert names == {"bc-scratch-act_speech-hardcoded-s0", "rl-scratch-act_speech-hardcoded-s0"}
     for run in runs:
         assert "test/act_goal_rate" in run.data.metrics and "test_greedy/act_goal_rate" in run.data.metrics
         assert run.data.tags["lq.protocol"] == "paper" and run.data.params["protocol/choice"] == "whole"
@@ -84,8 +88,8 @@ def test_bc_and_rl_fit_evaluate_and_compare(setup_dir, tmp_path, capsys):
     printed = capsys.readouterr().out
     rows = [line.split(",")[0] for line in out.with_suffix(".csv").read_text().splitlines()[1:]]
     assert rows == [
-        "RL scratch act_speech hardcoded (greedy)",
-        "RL scratch act_speech hardcoded (sampled)",
+        "RL+imitation 1 (init_from) scratch act_speech hardcoded (greedy)",
+        "RL+imitation 1 (init_from) scratch act_speech hardcoded (sampled)",
         "BC scratch act_speech hardcoded (greedy)",
         "BC scratch act_speech hardcoded (sampled)",
         "Random (whole spaces)",
@@ -125,6 +129,8 @@ def test_rl_runs_as_two_ddp_processes_on_cpu(setup_dir, tmp_path):
         "--model.max_steps=4",
         "--model.updates_per_epoch=3",
         "--eval_seeds=0",
+        "--config",  # the paper's objective: from the encoder (no BC agent here)
+        str(ROOT / "conf/objective/paper.yaml"),
         "--trainer.accelerator=cpu",
         "--trainer.devices=2",
         "--trainer.strategy=ddp_find_unused_parameters_true",

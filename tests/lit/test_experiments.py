@@ -1,5 +1,6 @@
 """Experiment drivers: parent and child MLflow runs, tables from the store, learning curves."""
 
+import dataclasses
 import os
 import re
 import shlex
@@ -16,6 +17,7 @@ from mlflow.tracking import MlflowClient
 from lq import conf
 from lq import experiments as X
 from lq.cli import main
+from lq.conf.resolver import bc_checkpoint
 from lq.experiments import launchers
 from lq.experiments.launchers import Local, Submitit
 from tests.lit.test_agent_cli import TINY_AGENT
@@ -120,7 +122,8 @@ def test_the_best_agents_transcripts_go_on_the_parent(tmp_path):
 
 
 class Recorder:
-    """A launcher that runs nothing and keeps the jobs it was given, wave by wave."""
+    """A launcher that runs nothing and keeps the jobs it was given, wave by wave; a BC run leaves a checkpoint (with no
+    hyperparameters) where the real one would, so that what comes after it finds it."""
 
     def __init__(self):
         self.waves = []
@@ -128,6 +131,14 @@ class Recorder:
     def run(self, jobs, parallel):
         if jobs:
             self.waves.append([args for _, args in jobs])
+        for _, args in jobs:
+            if args[:2] == ["bc", "fit"]:
+                where = [args[args.index(f"--{key}") + 1] for key in ("out_dir", "model.ability", "model.switch")]
+                encoder = Path(args[args.index("--config") + 3]).stem
+                seed = int(args[args.index("--model.seed") + 1])
+                checkpoint = Path(bc_checkpoint(where[0], encoder, *where[1:], seed))
+                checkpoint.parent.mkdir(parents=True, exist_ok=True)
+                torch.save({"hyper_parameters": {}}, checkpoint)
 
 
 def test_resume_trains_only_the_children_an_interrupted_parent_lacks(tmp_path):
@@ -161,9 +172,11 @@ def test_resume_trains_only_the_children_an_interrupted_parent_lacks(tmp_path):
     with pytest.raises(ValueError, match="ran seeds '0 1', not '0 1 2': resume with the same seeds"):
         X.run_experiment(experiment, X.Setup(**{**setup.__dict__, "seeds": (0, 1, 2)}), log=print, resume=True)
     assert X.run_experiment(experiment, setup, log=lambda _: None, resume=True)[0] == pid
-    [children] = launcher.waves  # nothing to prepare: the environment's models and the data are there
-    trained = [(a[0], a[a.index("--seed_everything") + 1]) for a in children if a[0] != "experiment"]
-    assert trained == [("rl", "1"), ("bc", "0"), ("bc", "1")]
+    # nothing to prepare (the environment's models and the data are there); the BC children, then RL's (it starts
+    # from them) and the baselines
+    cloned, children = launcher.waves
+    trained = [(a[0], a[a.index("--seed_everything") + 1]) for a in cloned + children if a[0] != "experiment"]
+    assert trained == [("bc", "0"), ("bc", "1"), ("rl", "1")]
     baselines = [a for a in children if a[:2] == ["experiment", "baselines"]]
     assert [a[a.index("--seeds") + 1] for a in baselines] == ["0", "1"]  # their children had not finished either
     assert all(a[a.index("--parent") + 1] == pid for a in baselines)
@@ -175,8 +188,8 @@ def test_resume_trains_only_the_children_an_interrupted_parent_lacks(tmp_path):
 
 def test_a_stage_makes_what_it_needs_first_and_make_rl_compares_with_bc(tmp_path):
     """``lq stage rl --encoder adaptive --compare`` (make rl) on empty outputs: general before adaptive, the partner,
-    the DM and the spaces' vectors, the RL agent, the BC agent it lacks, then both evaluated with the baselines; the
-    stage's extra arguments reach the RL run only."""
+    the DM and the spaces' vectors, the BC agent the RL agent starts from, the RL agent, then both evaluated with the
+    baselines; the stage's extra arguments reach the RL run only."""
     (tmp_path / "data").mkdir()
     (tmp_path / "data" / "manifest.json").touch()
     launcher = Recorder()
@@ -195,15 +208,36 @@ def test_a_stage_makes_what_it_needs_first_and_make_rl_compares_with_bc(tmp_path
         [C("encoder", "adaptive.yaml")],
         [["partner", "fit"], ["dm", "fit"], ["experiment", "spaces"]],
         [["experiment", "calibrate"]],  # once, before the agents that share the partner
-        [["rl", "fit"]],
         [["bc", "fit"]],
+        [["rl", "fit"]],
         [["eval", setup.agent_checkpoint("rl", "adaptive", "act_speech", "hardcoded", 3)]],
     ]
-    rl, bc = launcher.waves[4][0], launcher.waves[5][0]
+    bc, rl = launcher.waves[4][0], launcher.waves[5][0]
+    assert rl[rl.index("--bc_dir") + 1] == setup.stage_dir("bc")
     assert "--model.num_envs=4" in rl and "--model.num_envs=4" not in bc
     assert launcher.waves[6][0][2] == setup.agent_checkpoint("bc", "adaptive", "act_speech", "hardcoded", 3)
     with pytest.raises(ValueError, match="compare: the RL stage's agents"):
         X.run_stage("bc", setup, "scratch", compare=True)
+
+
+def test_the_rl_agents_bc_starts_are_trained_first_unless_they_start_from_their_encoder(tmp_path):
+    """Table 2 has no BC row: its RL agents' BC starts (one per ability and seed) are preparation steps, after the
+    partner's calibration; one of another protocol is trained again. Under the paper's objective there are none."""
+    (tmp_path / "data").mkdir()
+    (tmp_path / "data" / "manifest.json").touch()
+    setup = X.Setup(seeds=(0, 1), data_dir=str(tmp_path / "data"), outputs=str(tmp_path / "o"))
+    for seed, protocol in ((0, "paper"), (1, "restricted")):  # the act agents' BC starts are there
+        checkpoint = Path(setup.agent_checkpoint("bc", "scratch", "act", "hardcoded", seed))
+        checkpoint.parent.mkdir(parents=True, exist_ok=True)
+        torch.save({"hyper_parameters": {"protocol": {"name": protocol}}}, checkpoint)
+    steps, jobs = X.preparation(X.table2(["scratch"]).configs, setup)[-1]
+    starts = [(s.args[s.args.index("--model.ability") + 1], s.args[s.args.index("--model.seed") + 1]) for s in steps]
+    abilities = ("act_speech", "act", "speech", "speech_no_speech_goals")
+    assert starts == [(ability, seed) for ability in abilities for seed in ("0", "1")]
+    assert all(s.args[:2] == ["bc", "fit"] for s in steps) and jobs == setup.jobs
+    assert [s.done for s in steps] == [False, False, True, False, False, False, False, False]
+    paper = dataclasses.replace(setup, extra_args={"rl": ["--config", C("objective", "paper.yaml")]})
+    assert X.preparation(X.table2(["scratch"]).configs, paper)[-1][0][0].label == "the partner's calibration"
 
 
 def test_make_rl_trains_again_a_bc_agent_of_other_sizes_than_the_rl_agents(tmp_path):
@@ -448,17 +482,18 @@ def test_the_plan_of_table1_names_every_preparation_step_and_child_as_a_command(
     lines = X.plan(X.table1(), setup)
     steps = [line for line in lines[1:] if line.startswith("# step")]
     assert steps == [
-        "# step 1 of 7: data",
-        "# step 2 of 7: pretrain general, pretrain light, pretrain general_light",
-        "# step 3 of 7: pretrain adaptive",
-        "# step 4 of 7: partner, dm, general vectors of the agents' spaces, light vectors of the agents' spaces, "
+        "# step 1 of 8: data",
+        "# step 2 of 8: pretrain general, pretrain light, pretrain general_light",
+        "# step 3 of 8: pretrain adaptive",
+        "# step 4 of 8: partner, dm, general vectors of the agents' spaces, light vectors of the agents' spaces, "
         "general_light vectors of the agents' spaces, adaptive vectors of the agents' spaces",
-        "# step 5 of 7: the partner's calibration",
-        "# step 6 of 7: rl-general-act_speech-hardcoded, rl-light-act_speech-hardcoded, "
+        "# step 5 of 8: the partner's calibration",
+        "# step 6 of 8: bc-general-act_speech-hardcoded, bc-light-act_speech-hardcoded, "
+        "bc-general_light-act_speech-hardcoded, bc-adaptive-act_speech-hardcoded, bc-scratch-act_speech-hardcoded",
+        "# step 7 of 8: rl-general-act_speech-hardcoded, rl-light-act_speech-hardcoded, "
         "rl-general_light-act_speech-hardcoded, rl-adaptive-act_speech-hardcoded, rl-scratch-act_speech-hardcoded, "
-        "bc-general-act_speech-hardcoded, bc-light-act_speech-hardcoded, bc-general_light-act_speech-hardcoded, "
-        "bc-adaptive-act_speech-hardcoded, bc-scratch-act_speech-hardcoded, baselines-act_speech-hardcoded",
-        "# step 7 of 7: tables",
+        "baselines-act_speech-hardcoded",
+        "# step 8 of 8: tables",
     ]
     commands = [shlex.split(line.split("  # done")[0]) for line in lines if not line.startswith("#")]
     assert all(c[0] == "lq" for c in commands) and len(commands) == 1 + 4 + 6 + 1 + 33 + 1
