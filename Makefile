@@ -116,7 +116,7 @@ dm: $(STAMP) ## train the environment's Dungeon Master: make dm [PROFILE=tiny] (
 bc: $(STAMP) ## behaviour cloning, one agent per seed: make bc ENCODER=scratch [ABILITY] [SWITCH] [PROFILE] [PROTOCOL=paper|restricted] [SEEDS="0 1 2"]
 	$(STAGE) bc $(AGENT)
 
-rl: $(STAMP) ## RL agents per seed, then RL, BC (trained if missing) and the baselines side by side: make rl ENCODER=scratch [ABILITY] [SWITCH] [PROFILE] [PROTOCOL] [SEEDS]
+rl: $(STAMP) ## BC agents where missing, RL agents per seed started from them, then RL, BC and the baselines side by side: make rl ENCODER=scratch [ABILITY] [SWITCH] [PROFILE] [PROTOCOL] [SEEDS] [ARGS="--config conf/objective/paper.yaml": the paper's objective]
 	$(STAGE) rl $(AGENT) --compare --eval-seeds 0
 
 CKPT ?=

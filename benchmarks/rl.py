@@ -6,13 +6,13 @@ one run, since this machine's speed drifts between days: compare only figures of
     python benchmarks/rl.py [--data data/default] [--warmup 20] [--updates 20] [--encoders scratch general_light]
                             [--profile conf/profile/tiny/rl.yaml] [--protocols restricted paper]
 
-Each encoder runs the same loop as ``lq rl fit`` (``lq.rl.a2c.collect``, ``a2c_losses``, backward, clipping and an
-Adam step) with the profile's sizes. The first ``--warmup`` updates fill the caches that a run keeps (each context
-line's word pieces; for a pretrained encoder each line's frozen states), as the first minutes of a 300-update run
-do; their rate is printed as the cold start, and the timed updates after them give the figure. The partner, the DM
-and the pretrained encoder are the trained checkpoints when they exist (``make partner dm PROFILE=tiny``,
-``make pretrain``); otherwise untrained models of the same shapes stand in (the cost is the same; it says so). The
-last lines print one figure per encoder.
+Each encoder runs the same loop as ``lq rl fit`` (``lq.rl.a2c.collect``, ``RLModule.objective``: the A2C terms and
+conf/rl.yaml's imitation term, backward, clipping and an Adam step) with the profile's sizes. The first ``--warmup``
+updates fill the caches that a run keeps (each context line's word pieces; for a pretrained encoder each line's
+frozen states), as the first minutes of a 300-update run do; their rate is printed as the cold start, and the
+timed updates after them give the figure. The partner, the DM and the pretrained encoder are the trained
+checkpoints when they exist (``make partner dm PROFILE=tiny``, ``make pretrain``); otherwise untrained models of the
+same shapes stand in (the cost is the same; it says so). The last lines print one figure per encoder.
 """
 
 from __future__ import annotations
@@ -36,7 +36,7 @@ from lq.lit.rl import RLModule
 from lq.models.agent import AgentConfig
 from lq.models.encoder import EncoderConfig, EncoderSpec
 from lq.models.poly_encoder import PolyEncoder
-from lq.rl.a2c import a2c_losses, collect
+from lq.rl.a2c import collect
 
 ROOT = Path(__file__).resolve().parents[1]
 
@@ -85,7 +85,7 @@ def run(encoder: str, protocol: str, args: argparse.Namespace, folder: Path) -> 
         pretrained = stand_in(where.checkpoint("pretrain", encoder), EncoderSpec(), 64, folder, note)
     agent = config.pop("agent")
     agent["scratch"] = EncoderSpec(**agent["scratch"])
-    config.pop("coefficients", None)
+    config.pop("init_from", None)  # the loop's cost does not depend on the weights it starts from (no BC agent here)
     module = RLModule(
         encoder=EncoderConfig(**enc),
         pretrained_checkpoint=pretrained,
@@ -98,12 +98,13 @@ def run(encoder: str, protocol: str, args: argparse.Namespace, folder: Path) -> 
     env.partner.act = timed("partner", env.partner.act)
     env.dm.rank = timed("DM", env.dm.rank)
     actor._scores = timed("agent forward", actor._scores)
+    module.imitation_loss = timed("imitation term", module.imitation_loss)  # lq's objective (conf/rl.yaml)
     episode.step = timed("engine", episode.step)  # each turn through the engine
     quest_env.valid_actions = timed("engine", quest_env.valid_actions)
 
     def update() -> None:
         rollout = collect(env, actor, module.rollout_state, h.rollout_steps)
-        losses = a2c_losses(rollout, module.coef, h.gamma)
+        losses, _ = module.objective(rollout)
         start = time.perf_counter()
         optimizer.zero_grad()
         losses.total.backward()
