@@ -219,7 +219,8 @@ def _cmd_export(args: argparse.Namespace) -> int:
 
 
 def _setup(args: argparse.Namespace, stage: str, **fields):
-    """The experiment setup of ``lq stage`` and ``lq experiment``: ``--args`` go to ``stage`` ("*": every stage)."""
+    """The experiment setup of ``lq stage`` and ``lq experiment``: ``--args`` go to ``stage`` ("*": every stage),
+    ``--rl-args`` (``lq experiment``) to the RL runs after them."""
     from lq.experiments import Setup
     from lq.experiments.launchers import launcher
 
@@ -229,7 +230,9 @@ def _setup(args: argparse.Namespace, stage: str, **fields):
             data_dir=args.data,
             tracking_uri=args.tracking_uri,
             eval_seeds=args.eval_seeds,
-            extra_args={stage: shlex.split(args.args)} if args.args else {},
+            extra_args={
+                s: shlex.split(a) for s, a in ((stage, args.args), ("rl", getattr(args, "rl_args", None))) if a
+            },
             launcher=launcher(args.launcher, args.launcher_args or ()),
             **fields,
         )
@@ -434,6 +437,10 @@ def build_parser() -> argparse.ArgumentParser:
         help="run: continue the newest unfinished parent run (same profile, seeds, encoders), training what is missing",
     )
     xp.add_argument("--args", help="extra arguments for every stage run, e.g. '--trainer.max_epochs 1'")
+    xp.add_argument(
+        "--rl-args",
+        help="extra arguments for the RL runs, e.g. '--config conf/objective/paper.yaml' (the paper's objective)",
+    )
     xp.add_argument(
         "--log-model",
         action="store_true",

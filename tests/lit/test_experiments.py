@@ -240,6 +240,17 @@ def test_the_rl_agents_bc_starts_are_trained_first_unless_they_start_from_their_
     assert X.preparation(X.table2(["scratch"]).configs, paper)[-1][0][0].label == "the partner's calibration"
 
 
+def test_the_plan_of_table2_under_the_papers_objective_trains_no_bc_start(tmp_path, capsys):
+    """``--rl-args`` reach the RL runs alone: the paper's objective there, and no BC agent is planned."""
+    uri = f"sqlite:///{tmp_path / 'm.db'}"
+    common = ["experiment", "plan", "table2", "--encoders", "scratch", "--tracking-uri", uri]
+    assert main([*common, "--seeds", "0"]) == 0
+    assert " bc fit " in capsys.readouterr().out  # lq's objective: each RL agent's BC start first
+    assert main([*common, "--seeds", "0", "--rl-args", f"--config {C('objective', 'paper.yaml')}"]) == 0
+    lines = [line for line in capsys.readouterr().out.splitlines() if " rl fit " in line or " bc fit " in line]
+    assert len(lines) == 4 and all(" rl fit " in line and C("objective", "paper.yaml") in line for line in lines)
+
+
 def test_make_rl_trains_again_a_bc_agent_of_other_sizes_than_the_rl_agents(tmp_path):
     """A BC agent already there is reused only if it has the RL agent's sizes and environment: one of another context
     length (an older profile) would not compare, so it is trained again."""
