@@ -8,7 +8,7 @@ import json
 import shlex
 import time
 import warnings
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -75,7 +75,8 @@ def preparation(configs: Sequence[Config], setup: Setup) -> list[Wave]:
     and each pretrained encoder's vectors of the agents' action and utterance spaces (each agent would otherwise
     encode them at its start); then the partner's calibration (minutes, once; agents side by side would each fit it);
     then, ``setup.jobs`` at a time, the BC agents that RL agents starting from BC (:func:`starts_from_bc`) need and
-    the configurations do not train themselves, where missing or of another protocol."""
+    the configurations do not train themselves, where missing or trained unlike the RL agent (another protocol, size
+    or environment)."""
     waves: list[Wave] = [([_data_step(setup)], 1)]
     agents = [c for c in configs if c.stage in AGENT_STAGES]
     needed = {n for c in agents for n in setup.needs(c.stage, c.encoder) if n[0] == "pretrain"}
@@ -125,15 +126,12 @@ def starts_from_bc(config: Config, setup: Setup) -> bool:
 
 
 def _bc_start(config: Config, setup: Setup, seed: int) -> str | None:
-    """The BC agent an RL agent starts from, as a step's output: None (train it) where it is missing or was trained
-    under another protocol than the setup's."""
-    from lq.lit.agent import read_checkpoint
-
+    """The BC agent an RL agent of ``config`` and ``seed`` starts from, as a step's output: None (train it) where it is
+    there but trained unlike that RL agent would be (:func:`_trained_alike`: another protocol, size or environment)."""
     checkpoint = setup.agent_checkpoint("bc", config.encoder, config.ability, config.switch, seed)
     if not Path(checkpoint).exists():
         return checkpoint
-    protocol = read_checkpoint(checkpoint).get("hyper_parameters", {}).get("protocol") or {}
-    return checkpoint if protocol.get("name") == setup.protocol else None
+    return checkpoint if _trained_alike(checkpoint, rl_module(_module_args(config, setup, seed)).hparams) else None
 
 
 def _data_step(setup: Setup) -> Step:
@@ -218,17 +216,19 @@ def out_dir_of(args: Sequence[str]) -> str:
 ENVIRONMENT = ("protocol", "env_context_length", "partner_calibration", "partner_checkpoint", "dm_checkpoint")
 
 
-def _trained_alike(bc_checkpoint: str, rl_checkpoint: str) -> bool:
-    """Whether a BC agent is there and has the RL agent's sizes, data, encoder, protocol and environment (else
-    ``compare`` trains it again: a BC agent of another profile or context length would not compare)."""
+def _trained_alike(bc_checkpoint: str, rl: str | Mapping) -> bool:
+    """Whether a BC agent is there and has the sizes, data, encoder, protocol and environment of an RL agent (its
+    checkpoint, or the hyperparameters of one about to be trained): else ``compare`` and the RL agents' BC starts
+    train it again (a BC agent of another profile or context length would not compare, nor be a start)."""
     from lq.lit.agent import read_checkpoint
     from lq.lit.rl import RLModule
 
     if not Path(bc_checkpoint).exists():
         return False
-    if not Path(rl_checkpoint).exists():
+    if isinstance(rl, str) and not Path(rl).exists():
         return True
-    theirs, ours = (read_checkpoint(c).get("hyper_parameters", {}) for c in (bc_checkpoint, rl_checkpoint))
+    ours = read_checkpoint(rl).get("hyper_parameters", {}) if isinstance(rl, str) else rl
+    theirs = read_checkpoint(bc_checkpoint).get("hyper_parameters", {})
     return all(theirs.get(k) == ours.get(k) for k in (*RLModule.SAME_AGENT, *ENVIRONMENT))
 
 
@@ -350,8 +350,8 @@ def open_parent(client, experiment: Experiment, setup: Setup, resume: bool, log:
 def child_waves(experiment: Experiment, setup: Setup, pid: str, done: set[tuple[str, str]] = frozenset()) -> list[Wave]:
     """The parent's children that have not finished, in waves each after the one before: pretraining children (the
     adaptive encoder after the general one of its seed's folder, which it starts from; one at a time on every core),
-    then, ``setup.jobs`` at a time, the BC agents (the RL agents' start, where they start from BC), then the RL agents
-    and the baselines."""
+    then, ``setup.jobs`` at a time, the BC agents (the RL agents' start, where they start from BC) and the baselines,
+    then the RL agents."""
     waves: list[list[Step]] = [[], [], [], []]
     for config in experiment.configs:
         for seed in setup.seeds:
@@ -375,7 +375,7 @@ def child_waves(experiment: Experiment, setup: Setup, pid: str, done: set[tuple[
                     "--module-args",
                     shlex.join(_module_args(config, setup, seed)),
                 ]
-                waves[3].append(Step(label, args, config=config))
+                waves[2].append(Step(label, args, config=config))  # beside the BC agents: they need none
                 continue
             # one encoder per seed, kept apart from the agents' encoders
             out_dir = (

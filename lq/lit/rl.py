@@ -126,8 +126,9 @@ class RLModule(AgentModule):
         if not h.bc_checkpoint:
             raise ValueError(
                 "model.init_from: bc starts from the BC agent of this run's configuration and seed, but "
-                "model.bc_checkpoint is not set: run through `lq rl fit` (it links it from --bc_dir), pass "
-                "--model.bc_checkpoint PATH, or start from the encoder (--model.init_from null, the paper's)"
+                "model.bc_checkpoint is not set: run through `lq rl fit` (it finds the agent under --bc_dir DIR), "
+                "name a checkpoint (--model.init_from PATH), or start from the encoder (--model.init_from null, the "
+                "paper's)"
             )
         return h.bc_checkpoint
 

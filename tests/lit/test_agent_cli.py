@@ -129,8 +129,7 @@ def test_rl_runs_as_two_ddp_processes_on_cpu(setup_dir, tmp_path):
         "--model.max_steps=4",
         "--model.updates_per_epoch=3",
         "--eval_seeds=0",
-        "--config",  # the paper's objective: from the encoder (no BC agent here)
-        str(ROOT / "conf/objective/paper.yaml"),
+        "--model.init_from=null",  # lq's objective (the imitation term too) from the encoder: no BC agent here
         "--trainer.accelerator=cpu",
         "--trainer.devices=2",
         "--trainer.strategy=ddp_find_unused_parameters_true",

@@ -122,11 +122,12 @@ def test_the_best_agents_transcripts_go_on_the_parent(tmp_path):
 
 
 class Recorder:
-    """A launcher that runs nothing and keeps the jobs it was given, wave by wave; a BC run leaves a checkpoint (with no
-    hyperparameters) where the real one would, so that what comes after it finds it."""
+    """A launcher that runs nothing and keeps the jobs it was given, wave by wave; a BC run leaves a checkpoint (with
+    ``bc_hparams``) where the real one would, so that what comes after it finds it."""
 
-    def __init__(self):
+    def __init__(self, bc_hparams: dict | None = None):
         self.waves = []
+        self.bc_hparams = bc_hparams or {}
 
     def run(self, jobs, parallel):
         if jobs:
@@ -138,7 +139,7 @@ class Recorder:
                 seed = int(args[args.index("--model.seed") + 1])
                 checkpoint = Path(bc_checkpoint(where[0], encoder, *where[1:], seed))
                 checkpoint.parent.mkdir(parents=True, exist_ok=True)
-                torch.save({"hyper_parameters": {}}, checkpoint)
+                torch.save({"hyper_parameters": self.bc_hparams}, checkpoint)
 
 
 def test_resume_trains_only_the_children_an_interrupted_parent_lacks(tmp_path):
@@ -172,12 +173,12 @@ def test_resume_trains_only_the_children_an_interrupted_parent_lacks(tmp_path):
     with pytest.raises(ValueError, match="ran seeds '0 1', not '0 1 2': resume with the same seeds"):
         X.run_experiment(experiment, X.Setup(**{**setup.__dict__, "seeds": (0, 1, 2)}), log=print, resume=True)
     assert X.run_experiment(experiment, setup, log=lambda _: None, resume=True)[0] == pid
-    # nothing to prepare (the environment's models and the data are there); the BC children, then RL's (it starts
-    # from them) and the baselines
+    # nothing to prepare (the environment's models and the data are there); the BC children and the baselines, then
+    # RL's (it starts from BC)
     cloned, children = launcher.waves
     trained = [(a[0], a[a.index("--seed_everything") + 1]) for a in cloned + children if a[0] != "experiment"]
     assert trained == [("bc", "0"), ("bc", "1"), ("rl", "1")]
-    baselines = [a for a in children if a[:2] == ["experiment", "baselines"]]
+    baselines = [a for a in cloned if a[:2] == ["experiment", "baselines"]]
     assert [a[a.index("--seeds") + 1] for a in baselines] == ["0", "1"]  # their children had not finished either
     assert all(a[a.index("--parent") + 1] == pid for a in baselines)
     assert client.get_run(dead.info.run_id).info.status == "KILLED"
@@ -222,14 +223,16 @@ def test_a_stage_makes_what_it_needs_first_and_make_rl_compares_with_bc(tmp_path
 
 def test_the_rl_agents_bc_starts_are_trained_first_unless_they_start_from_their_encoder(tmp_path):
     """Table 2 has no BC row: its RL agents' BC starts (one per ability and seed) are preparation steps, after the
-    partner's calibration; one of another protocol is trained again. Under the paper's objective there are none."""
+    partner's calibration; one trained unlike its RL agent (here: under another protocol) is trained again. Under the
+    paper's objective there are none."""
     (tmp_path / "data").mkdir()
     (tmp_path / "data" / "manifest.json").touch()
     setup = X.Setup(seeds=(0, 1), data_dir=str(tmp_path / "data"), outputs=str(tmp_path / "o"))
-    for seed, protocol in ((0, "paper"), (1, "restricted")):  # the act agents' BC starts are there
+    rl = dict(X.running.rl_module(X.running._module_args(X.Config("rl", "scratch", "act"), setup, 0)).hparams)
+    for seed, protocol in ((0, rl["protocol"]), (1, {**rl["protocol"], "name": "restricted", "restrict": True})):
         checkpoint = Path(setup.agent_checkpoint("bc", "scratch", "act", "hardcoded", seed))
         checkpoint.parent.mkdir(parents=True, exist_ok=True)
-        torch.save({"hyper_parameters": {"protocol": {"name": protocol}}}, checkpoint)
+        torch.save({"hyper_parameters": {**rl, "protocol": protocol}}, checkpoint)  # the act agents' BC starts
     steps, jobs = X.preparation(X.table2(["scratch"]).configs, setup)[-1]
     starts = [(s.args[s.args.index("--model.ability") + 1], s.args[s.args.index("--model.seed") + 1]) for s in steps]
     abilities = ("act_speech", "act", "speech", "speech_no_speech_goals")
@@ -253,7 +256,7 @@ def test_the_plan_of_table2_under_the_papers_objective_trains_no_bc_start(tmp_pa
 
 def test_make_rl_trains_again_a_bc_agent_of_other_sizes_than_the_rl_agents(tmp_path):
     """A BC agent already there is reused only if it has the RL agent's sizes and environment: one of another context
-    length (an older profile) would not compare, so it is trained again."""
+    length (an older profile) would neither compare nor be the RL agent's start, so it is trained again, before RL."""
     (tmp_path / "data").mkdir()
     (tmp_path / "data" / "manifest.json").touch()
     launcher = Recorder()
@@ -264,15 +267,18 @@ def test_make_rl_trains_again_a_bc_agent_of_other_sizes_than_the_rl_agents(tmp_p
         outputs=str(tmp_path / "o"),
         launcher=launcher,
     )
-    sizes = {"encoder": {"init": "scratch"}, "context_length": 128, "candidate_dim": 128, "protocol": {"name": "paper"}}
-    for seed, bc_length in ((0, 128), (1, 64)):
-        for stage, length in (("rl", 128), ("bc", bc_length)):
+    rl = dict(X.running.rl_module(X.running._module_args(X.Config("rl", "scratch"), setup, 0)).hparams)
+    launcher.bc_hparams = rl  # a BC agent trained now is trained alike
+    for seed, bc_length in ((0, rl["context_length"]), (1, 64)):
+        for stage, length in (("rl", rl["context_length"]), ("bc", bc_length)):
             path = Path(setup.agent_checkpoint(stage, "scratch", "act_speech", "hardcoded", seed))
             path.parent.mkdir(parents=True)
-            torch.save({"hyper_parameters": {**sizes, "context_length": length}}, path)
+            torch.save({"hyper_parameters": {**rl, "context_length": length}}, path)
     X.run_stage("rl", setup, "scratch", compare=True)
-    bc_runs = [args for wave in launcher.waves for args in wave if args[:2] == ["bc", "fit"]]
-    assert [args[args.index("--model.seed") + 1] for args in bc_runs] == ["1"]
+    runs = [(i, args) for i, wave in enumerate(launcher.waves) for args in wave]
+    bc = [(i, args[args.index("--model.seed") + 1]) for i, args in runs if args[:2] == ["bc", "fit"]]
+    [rl_wave] = {i for i, args in runs if args[:2] == ["rl", "fit"]}
+    assert [seed for _, seed in bc] == ["1"] and bc[0][0] < rl_wave  # before RL, which starts from it
 
 
 def test_make_rl_compares_the_agents_where_its_args_put_them(tmp_path):
@@ -500,10 +506,10 @@ def test_the_plan_of_table1_names_every_preparation_step_and_child_as_a_command(
         "general_light vectors of the agents' spaces, adaptive vectors of the agents' spaces",
         "# step 5 of 8: the partner's calibration",
         "# step 6 of 8: bc-general-act_speech-hardcoded, bc-light-act_speech-hardcoded, "
-        "bc-general_light-act_speech-hardcoded, bc-adaptive-act_speech-hardcoded, bc-scratch-act_speech-hardcoded",
-        "# step 7 of 8: rl-general-act_speech-hardcoded, rl-light-act_speech-hardcoded, "
-        "rl-general_light-act_speech-hardcoded, rl-adaptive-act_speech-hardcoded, rl-scratch-act_speech-hardcoded, "
+        "bc-general_light-act_speech-hardcoded, bc-adaptive-act_speech-hardcoded, bc-scratch-act_speech-hardcoded, "
         "baselines-act_speech-hardcoded",
+        "# step 7 of 8: rl-general-act_speech-hardcoded, rl-light-act_speech-hardcoded, "
+        "rl-general_light-act_speech-hardcoded, rl-adaptive-act_speech-hardcoded, rl-scratch-act_speech-hardcoded",
         "# step 8 of 8: tables",
     ]
     commands = [shlex.split(line.split("  # done")[0]) for line in lines if not line.startswith("#")]
