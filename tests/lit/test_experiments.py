@@ -550,9 +550,9 @@ def test_a_table_through_submitit_or_run_as_planned_equals_the_local_launchers(s
     commands = [line for line in lines if not line.startswith("#") and "# done:" not in line]
     assert [c.split()[1:3] for c in commands] == [
         ["experiment", "calibrate"],  # a calibration is kept beside the partner it was fit for, not copied with it
-        ["rl", "fit"],
         ["bc", "fit"],
         ["experiment", "baselines"],
+        ["rl", "fit"],  # after the BC agent it starts from
         ["experiment", "tables"],
     ]  # the data, partner and DM are there: their lines say "done"
     assert sum("# done: " in line for line in lines) == 3
