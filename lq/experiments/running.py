@@ -7,7 +7,6 @@ import dataclasses
 import json
 import shlex
 import time
-import warnings
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -245,13 +244,10 @@ def _module_args(config: Config, setup: Setup, seed: int) -> list[str]:
 
 
 def _rl_cli(module_args: Sequence[str]):
-    """The RL stage's command line parsed (LightningCLI's warning that ``args`` and ``sys.argv`` both exist is moot
-    here: the driver's own command line is ``sys.argv``)."""
+    """The RL stage's command line parsed (nothing built)."""
     from lq.lit.cli import STAGES, stage_classes
 
-    with warnings.catch_warnings():
-        warnings.filterwarnings("ignore", message="LightningCLI's args parameter is intended")
-        return STAGES["rl"](*stage_classes("rl"), args=list(module_args), parse_only=True)
+    return STAGES["rl"](*stage_classes("rl"), args=list(module_args), parse_only=True)
 
 
 def rl_module(module_args: Sequence[str]):

@@ -9,6 +9,7 @@ fails with a sqlite tracking URI: Lightning issues 19441 and 20273).
 
 from __future__ import annotations
 
+import warnings
 from collections.abc import Sequence
 from pathlib import Path
 
@@ -74,7 +75,11 @@ class StageCLI(LightningCLI):
         )
         if parse_only:
             kwargs["run"] = False
-        super().__init__(*args, **kwargs)
+        with warnings.catch_warnings():
+            # lq passes ``args`` from its own command line (``lq STAGE fit ...``, the drivers): LightningCLI's warning
+            # that ``sys.argv`` holds arguments too is moot here
+            warnings.filterwarnings("ignore", message="LightningCLI's args parameter is intended")
+            super().__init__(*args, **kwargs)
 
     def add_arguments_to_parser(self, parser: LightningArgumentParser) -> None:
         parser.add_argument(
