@@ -17,6 +17,8 @@ import sys
 import time
 from pathlib import Path
 
+from timing import Yardstick
+
 from lq.world import World, step, valid_actions
 
 DEFAULT_WORLDS = Path(__file__).resolve().parents[1] / ".." / "shared" / "data" / "light_worlds"
@@ -69,6 +71,7 @@ def main(argv: list[str] | None = None) -> int:
     if not worlds:
         print(f"no world graphs in {args.worlds}: pass --worlds DIR (LIGHT world JSON files)", file=sys.stderr)
         return 1
+    stick = Yardstick()  # this machine's speed, measured again at the end (benchmarks/timing.py)
     head = (
         f"{'world':<22}{'nodes':>6}{'load ms':>9}{'list med us':>13}{'list p95 us':>13}"
         f"{'list calls/s':>14}{'step med us':>13}{'step p95 us':>13}"
@@ -85,9 +88,12 @@ def main(argv: list[str] | None = None) -> int:
             f"{r['step_p95_us']:>13.1f}"
         )
     print("-" * len(head))
+    stick.end()
+    print(stick.report())
     print(
         f"worst median listing {worst_list:.1f} us (target < 100 us); "
-        f"worst median parse-and-execute {worst_step:.1f} us (target < 50 us)"
+        f"worst median parse-and-execute {worst_step:.1f} us (target < 50 us); "
+        f"x yardstick: {worst_list * stick.rate:.0f} and {worst_step * stick.rate:.0f} (lower is faster)"
     )
     return 0
 

@@ -19,7 +19,7 @@ import time
 from pathlib import Path
 
 import torch
-from timing import TIMES, timed
+from timing import TIMES, Yardstick, timed
 
 import lq.envs.episode as episode
 import lq.envs.quest_env as quest_env
@@ -56,6 +56,7 @@ def main(argv: list[str] | None = None) -> int:
     if not (args.data / "demos").is_dir():
         print(f"no dataset at {args.data}: run `make data` first (or pass --data)", file=sys.stderr)
         return 1
+    stick = Yardstick()  # this machine's speed, measured again at the end (benchmarks/timing.py)
     torch.manual_seed(0)
     actions, utterances = spaces(args.data, args.actions, args.utterances)
     batcher = TextBatcher(load_tokenizer(), args.context_length, 32)
@@ -122,7 +123,10 @@ def main(argv: list[str] | None = None) -> int:
     for name, seconds in rows:
         print(f"{name:<34}{seconds:>10.4f}{seconds / whole:>8.1%}")
     print(f"{'whole step':<34}{whole:>10.4f}")
-    print(f"environment steps/s: {args.batch / whole:.1f} (batch {args.batch})")
+    stick.end()
+    print(stick.report())
+    rate = args.batch / whole
+    print(f"environment steps/s: {rate:.1f} (batch {args.batch}; {stick.per(rate):.3f} per yardstick)")
     print(f"bare model forwards: {bare:.4f} s / step; ratio bare / whole step: {bare / whole:.3f} (target >= 0.7)")
     return 0
 

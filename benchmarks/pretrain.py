@@ -19,6 +19,7 @@ from pathlib import Path
 import lightning as L
 import torch
 from lightning.pytorch.callbacks import Callback
+from timing import Yardstick
 
 from lq.lit.pretrain import PretrainDataModule, PretrainModule
 from lq.models.encoder import EncoderConfig, EncoderSpec
@@ -57,6 +58,7 @@ def main(argv: list[str] | None = None) -> int:
     if not Path(args.data).is_dir():
         print(f"no dataset at {args.data}: run `make data` first (or pass --data)", file=sys.stderr)
         return 1
+    stick = Yardstick()  # this machine's speed, measured again at the end (benchmarks/timing.py)
     torch.manual_seed(0)
     spec = EncoderSpec(init=args.encoder)
     warmup = 3
@@ -102,8 +104,16 @@ def main(argv: list[str] | None = None) -> int:
         f"encoder {args.encoder}, batch {args.batch_size}, context {args.context_length} tokens, "
         f"{args.steps} timed steps, {torch.get_num_threads()} threads"
     )
-    print(f"full pipeline (Trainer + DataModule + tokenisation): {pipeline:8.2f} samples/s")
-    print(f"bare model forward+backward on pre-tokenised tensors: {bare:8.2f} samples/s")
+    stick.end()
+    print(stick.report())
+    print(
+        f"full pipeline (Trainer + DataModule + tokenisation): {pipeline:8.2f} samples/s "
+        f"({stick.per(pipeline):.3f} per yardstick)"
+    )
+    print(
+        f"bare model forward+backward on pre-tokenised tensors: {bare:8.2f} samples/s "
+        f"({stick.per(bare):.3f} per yardstick)"
+    )
     print(f"ratio: {pipeline / bare:.3f} (target >= 0.85)")
     return 0
 

@@ -26,7 +26,7 @@ from pathlib import Path
 
 import torch
 import yaml
-from timing import TIMES, timed
+from timing import TIMES, Yardstick, timed
 
 import lq.envs.episode as episode
 import lq.envs.quest_env as quest_env
@@ -142,6 +142,7 @@ def main(argv: list[str] | None = None) -> int:
         print(f"no dataset at {args.data}: run `make data` first (or pass --data)", file=sys.stderr)
         return 1
     results = {}
+    stick = Yardstick()
     with tempfile.TemporaryDirectory() as folder:
         for encoder in args.encoders:
             for protocol in args.protocols:
@@ -153,10 +154,18 @@ def main(argv: list[str] | None = None) -> int:
                     print(f"  {name:<28}{share:>7.1%}")
                 print(f"  {'other (env text, masks, sampling)':<28}{rest:>7.1%}")
                 results[encoder, protocol] = rate
+    stick.end()
+    print(stick.report())
+    first = args.encoders[0]
     for (encoder, protocol), rate in results.items():
         base = results.get((encoder, args.protocols[0]))
-        ratio = f" ({rate / base:.2f} of {args.protocols[0]}'s)" if base and protocol != args.protocols[0] else ""
-        print(f"{encoder}, {protocol}: {rate:.1f} transitions/s (rollout and update){ratio}")
+        ratio = f", {rate / base:.2f} of {args.protocols[0]}'s" if base and protocol != args.protocols[0] else ""
+        if encoder != first and (first, protocol) in results:
+            ratio += f", {rate / results[first, protocol]:.2f} of {first}'s"
+        print(
+            f"{encoder}, {protocol}: {rate:.1f} transitions/s (rollout and update; {stick.per(rate):.2f} per "
+            f"yardstick{ratio})"
+        )
     return 0
 
 

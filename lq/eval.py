@@ -14,8 +14,8 @@ from collections.abc import Sequence
 from dataclasses import dataclass, field
 
 import torch
-from tqdm.auto import tqdm
 
+from lq.data.progress import Progress
 from lq.envs.quest_env import QuestEnv
 from lq.envs.replay import by_whom
 from lq.rl.acting import Actor
@@ -162,8 +162,8 @@ def transcripts_html(episodes: Sequence[dict], title: str = "lq transcripts") ->
 @torch.no_grad()
 def evaluate(env: QuestEnv, actor: Actor, seed: int = 0, progress: bool = True, greedy: bool = True) -> EvalResult:
     """Play every instance of ``env`` once (the env must not auto-reset), greedily or sampling at the actor's
-    temperature (a random rule always samples). ``progress``: a progress bar over the quests (on stderr, where it
-    is a terminal)."""
+    temperature (a random rule always samples). ``progress``: a bar over the quests where stderr is a terminal, else
+    a line per tenth, then the wall time (:class:`lq.data.progress.Progress`)."""
     if env.auto_reset:
         raise ValueError("evaluation plays each quest once: build the environment with auto_reset=False")
     torch.manual_seed(seed)
@@ -174,9 +174,7 @@ def evaluate(env: QuestEnv, actor: Actor, seed: int = 0, progress: bool = True, 
     actor.cache_candidates()
     episodes: list[dict] = []
     order = list(range(len(env.instances)))
-    # disable=None: no bar where stderr is not a terminal (a log file would fill with carriage returns)
-    quiet = None if progress else True
-    bar = tqdm(total=len(order), desc="zero-shot episodes", unit="quest", disable=quiet, leave=False)
+    bar = Progress(len(order), f"zero-shot episodes ({'greedy' if greedy else 'sampled'})", "quest", not progress)
     for start in range(0, len(order), env.batch_size):
         chunk = order[start : start + env.batch_size]
         obs, infos = env.reset(chunk)

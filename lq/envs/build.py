@@ -6,16 +6,16 @@ import random
 from collections.abc import Callable
 from pathlib import Path
 
-from lq.data.dataset import load_dataset
+from lq.data.dataset import Dataset, load_dataset
 from lq.data.demos import Demonstration
-from lq.envs.calibration import CALIBRATIONS, calibrate_partner
+from lq.envs.calibration import CALIBRATIONS, calibrate_partner, calibration_key, calibration_store
 from lq.envs.dungeon_master import DungeonMaster
 from lq.envs.episode import instances_from_data
 from lq.envs.models import load_poly_encoder
 from lq.envs.partner import PolyEncoderPartner
 from lq.envs.protocol import PROTOCOLS, Protocol
 from lq.envs.quest_env import QuestEnv
-from lq.models.poly_encoder import TextBatcher, stores_beside
+from lq.models.poly_encoder import TextBatcher, candidates_key, stores_beside
 from lq.models.pretrained import load_tokenizer
 
 
@@ -25,6 +25,40 @@ def demonstration_spaces(demos: list[Demonstration]) -> tuple[list[str], list[st
     actions = list(dict.fromkeys(a.text for d in demos for a in d.acts if a.type == "action"))
     utterances = list(dict.fromkeys(a.text for d in demos for a in d.acts if a.type == "speech"))
     return actions, utterances
+
+
+def _demonstrations(dataset: Dataset, split: str, partner_calibration: str):
+    """The instances of ``split``, and the training and held-out ones the partner's calibration reads."""
+    if partner_calibration not in CALIBRATIONS:
+        raise ValueError(f"partner_calibration {partner_calibration!r}: choose {' or '.join(CALIBRATIONS)}")
+    quests, demos = dataset.quests.all(), dataset.demos
+    instances = instances_from_data(quests, demos[split])
+    train = instances if split == "train" else instances_from_data(quests, demos["train"])
+    held_out: list = []
+    if partner_calibration == "completions":
+        held_out = instances if split == "valid" else instances_from_data(quests, demos["valid"])
+    return instances, train, held_out
+
+
+def calibration_file(
+    data_dir: str | Path,
+    partner_checkpoint: str | Path,
+    dm_checkpoint: str | Path,
+    context_length: int = 256,
+    partner_calibration: str = "share",
+) -> Path:
+    """The file :func:`build_env` keeps the partner's calibration of these models, data and settings in (it exists
+    once calibrated), found without encoding or fitting anything: the models' weights are read and hashed."""
+    dataset = load_dataset(data_dir)
+    actions, utterances = demonstration_spaces(dataset.demos.all())
+    keys = []
+    for checkpoint, texts in ((partner_checkpoint, (utterances, actions)), (dm_checkpoint, (utterances,))):
+        model, spec = load_poly_encoder(checkpoint, "cpu", data_dir)
+        length = TextBatcher(load_tokenizer(spec.tokenizer), context_length).candidate_length
+        keys += [candidates_key(model, length, t) for t in texts]
+    _, train, held_out = _demonstrations(dataset, "valid", partner_calibration)
+    key = calibration_key(context_length, keys, train, held_out)
+    return calibration_store(partner_checkpoint, bool(held_out), key)
 
 
 def build_env(
@@ -53,11 +87,8 @@ def build_env(
     checkpoint): ``partner_calibration="share"`` makes it act on the training demonstrations' share of partner turns,
     ``"completions"`` on the share at which it completes as many of the validation demonstrations' goals as their
     partners did. ``objects``: the agent's context lists the room's objects (:class:`QuestEnv`)."""
-    if partner_calibration not in CALIBRATIONS:
-        raise ValueError(f"partner_calibration {partner_calibration!r}: choose {' or '.join(CALIBRATIONS)}")
     dataset = load_dataset(data_dir)
-    quests, demos = dataset.quests, dataset.demos
-    actions, utterances = demonstration_spaces(demos.all())
+    actions, utterances = demonstration_spaces(dataset.demos.all())
     partner_model, partner_spec = load_poly_encoder(partner_checkpoint, device, data_dir)
     dm_model, dm_spec = load_poly_encoder(dm_checkpoint, device, data_dir)
     partner = PolyEncoderPartner(
@@ -75,11 +106,7 @@ def build_env(
         num_valid=num_valid_utterances,
         store=stores_beside(dm_checkpoint) / "dm-utterances.pt",
     )
-    instances = instances_from_data(quests.all(), demos[split])
-    train = instances if split == "train" else instances_from_data(quests.all(), demos["train"])
-    held_out: list = []
-    if partner_calibration == "completions":
-        held_out = instances if split == "valid" else instances_from_data(quests.all(), demos["valid"])
+    instances, train, held_out = _demonstrations(dataset, split, partner_calibration)
     calibrate_partner(partner, dm, train, actions, partner_checkpoint, held_out)
     return QuestEnv(
         instances,

@@ -34,8 +34,10 @@ bias: docs/deviations.md).
 The fit also replays the training (and held-out) demonstrations' self turns with the calibrated partner and reports
 how many goals it completes beside the demonstrations' own partners.
 
-The result is kept beside the partner's checkpoint (``candidates/partner-calibration.pt``) while the partner's
-weights and spaces, the DM's, and the demonstrations are the same.
+The result is kept beside the partner's checkpoint, one file per key (``candidates/partner-calibration-<key>.pt``,
+:func:`calibration_key`): the partner's and DM's weights and spaces, the context length they read, and the
+demonstrations. It depends on nothing of the agent: an experiment fits it once, as a preparation step, and every
+agent stage, table and bundle reads it.
 """
 
 from __future__ import annotations
@@ -48,13 +50,14 @@ from pathlib import Path
 import torch
 
 from lq.data.io import atomic_open
+from lq.data.progress import Progress
 from lq.envs.dungeon_master import DungeonMaster
 from lq.envs.episode import QuestInstance
 from lq.envs.partner import PolyEncoderPartner, bias_for_share
 from lq.envs.protocol import PROTOCOLS
 from lq.envs.quest_env import QuestEnv
 from lq.envs.replay import DemoTurn, by_whom, demonstration_turns, replay_demonstrations
-from lq.models.poly_encoder import stores_beside
+from lq.models.poly_encoder import keyed, stores_beside, writable
 
 PAPER = PROTOCOLS["paper"]  # replays run as long as their demonstrations: the protocol only decides when they stop
 
@@ -118,16 +121,28 @@ def fit_action_bias(
     actions: Sequence[str],
     held_out: Sequence[QuestInstance] = (),
     batch_size: int = 64,
+    quiet: bool = False,
 ) -> tuple[float, dict[str, float]]:
     """The partner's listening and action bias fit on the demonstrations (see the module); returns the bias and what
     the fit saw: the training demonstrations' partner action share, the share and listening chosen, and the partner
-    completions of the demonstrations and of the partner (on the training ones, and with ``held_out`` on those)."""
+    completions of the demonstrations and of the partner (on the training ones, and with ``held_out`` on those).
+    Prints its progress (each setting tried replays every demonstration: minutes) unless ``quiet``."""
     turns = partner_turns(train)
     share = acting_share(turns)
     fit: dict[str, float] = {"demonstration_action_share": share, **fit_listening(partner, turns)}
 
     def env_of(instances: Sequence[QuestInstance]) -> QuestEnv:
-        return QuestEnv(list(instances), partner, dm, list(actions), batch_size, auto_reset=False, protocol=PAPER)
+        # the fit reads act goals alone, which the DM's ranking does not touch under PAPER's speech goal
+        return QuestEnv(
+            list(instances),
+            partner,
+            dm,
+            list(actions),
+            batch_size,
+            auto_reset=False,
+            protocol=PAPER,
+            rank_utterances=False,
+        )
 
     parts = [train, held_out] if held_out else [train]
     envs = [env_of(part) for part in parts]
@@ -141,15 +156,18 @@ def fit_action_bias(
     if held_out:
         fit |= {"held_out_demonstration_partner_completions": target[1], "pooled_demonstration_completions": target[2]}
         scale, tried = fit.get("listen_scale", 0.0), {}
-        for k in LISTEN_STEPS:
-            partner.listen_weight = k * scale
-            gaps = partner.choices_at(turns)[0]
-            for step in SHARE_STEPS:
-                s = min(share * step, 0.95)
-                partner.action_bias = bias_for_share(gaps, s)
-                got = pooled("model")
-                fit[f"completions_at_listening_{k:g}_share_{s:.3f}"] = got[2]
-                tried[(s, k)] = (fit_error(got[2], target[2], s, share), k * scale, partner.action_bias, got)
+        what = f"the partner's calibration ({sum(map(len, parts))} demonstrations replayed per setting)"
+        with Progress(len(LISTEN_STEPS) * len(SHARE_STEPS), what, "setting", quiet) as progress:
+            for k in LISTEN_STEPS:
+                partner.listen_weight = k * scale
+                gaps = partner.choices_at(turns)[0]
+                for step in SHARE_STEPS:
+                    s = min(share * step, 0.95)
+                    partner.action_bias = bias_for_share(gaps, s)
+                    got = pooled("model")
+                    fit[f"completions_at_listening_{k:g}_share_{s:.3f}"] = got[2]
+                    tried[(s, k)] = (fit_error(got[2], target[2], s, share), k * scale, partner.action_bias, got)
+                    progress.update(note=f"listening {k:g}, share {s:.3f}: {got[2]:.3f} of the goals")
         # the closest; of equals, the least acting and listening (the partner is left as that pair set it)
         chosen = min(tried, key=lambda sk: (tried[sk][0], sk))
         _, partner.listen_weight, partner.action_bias, got = tried[chosen]
@@ -165,10 +183,34 @@ def fit_action_bias(
     return partner.action_bias, fit
 
 
-def calibration_store(checkpoint: str | Path, held_out: bool) -> Path:
-    """Where the calibration of the partner of ``checkpoint`` is kept (``completions``, with held-out demonstrations,
-    or ``share``)."""
-    return stores_beside(checkpoint) / ("partner-calibration-completions.pt" if held_out else "partner-calibration.pt")
+def calibration_key(
+    context_length: int,
+    candidate_keys: Sequence[str],
+    train: Sequence[QuestInstance],
+    held_out: Sequence[QuestInstance],
+) -> str:
+    """What a calibration is kept for: the context length the partner reads, the keys of the partner's utterances and
+    actions and of the DM's utterances (:func:`lq.models.poly_encoder.candidates_key`: their weights' bytes and
+    texts), the demonstrations, and what is fit. A hash of bytes: the same in every process."""
+    digest = hashlib.sha256(f"context length {context_length}, listening {LISTEN_STEPS}\n".encode())
+    for key in candidate_keys:
+        digest.update(key.encode())
+    for inst in train:
+        digest.update(f"{inst.quest.quest_id}\t{inst.self_id}\t{inst.partner_id}\t{inst.demo.to_json()}\n".encode())
+    if held_out:
+        digest.update(
+            f"held out, shares {SHARE_STEPS} by listening, counted with the training ones, goals and share\n".encode()
+        )
+        for inst in held_out:
+            digest.update(f"{inst.quest.quest_id}\t{inst.self_id}\t{inst.partner_id}\t{inst.demo.to_json()}\n".encode())
+    return digest.hexdigest()
+
+
+def calibration_store(checkpoint: str | Path, held_out: bool, key: str) -> Path:
+    """Where the calibration of ``key`` of the partner of ``checkpoint`` is kept (``completions``, with held-out
+    demonstrations, or ``share``): one file per key beside the partner's candidates."""
+    name = "partner-calibration-completions.pt" if held_out else "partner-calibration.pt"
+    return keyed(stores_beside(checkpoint) / name, key)
 
 
 def calibrate_partner(
@@ -178,30 +220,23 @@ def calibrate_partner(
     actions: Sequence[str],
     checkpoint: str | Path,
     held_out: Sequence[QuestInstance] = (),
+    quiet: bool = False,
 ) -> dict[str, float]:
     """Set the partner's listening and action bias (:func:`fit_action_bias`), read from beside its checkpoint when the
-    partner, the DM and the demonstrations are those it was fit for; returns what the fit saw."""
-    digest = hashlib.sha256(f"context length {partner.batcher.context_length}, listening {LISTEN_STEPS}\n".encode())
-    for cache in (partner.utterances, partner.actions, dm.utterances):
-        digest.update(cache.key().encode())
-    for inst in train:
-        digest.update(f"{inst.quest.quest_id}\t{inst.self_id}\t{inst.partner_id}\t{inst.demo.to_json()}\n".encode())
-    if held_out:
-        digest.update(
-            f"held out, shares {SHARE_STEPS} by listening, counted with the training ones, goals and share\n".encode()
-        )
-        for inst in held_out:
-            digest.update(f"{inst.quest.quest_id}\t{inst.self_id}\t{inst.partner_id}\t{inst.demo.to_json()}\n".encode())
-    key = digest.hexdigest()
-    store = calibration_store(checkpoint, bool(held_out))
+    partner, the DM and the demonstrations are those it was fit for (:func:`calibration_key`); returns what the fit
+    saw. A calibration that has to be computed is written there, unless that folder is a bundle's."""
+    caches = (partner.utterances, partner.actions, dm.utterances)
+    key = calibration_key(partner.batcher.context_length, [c.key() for c in caches], train, held_out)
+    store = calibration_store(checkpoint, bool(held_out), key)
     if store.exists():
         saved = torch.load(store, map_location="cpu", weights_only=True)
         if saved.get("key") == key:
             partner.action_bias = float(saved["fit"]["action_bias"])
             partner.listen_weight = float(saved["fit"]["listen_weight"])
             return saved["fit"]
-    _, fit = fit_action_bias(partner, dm, train, actions, held_out)
-    store.parent.mkdir(parents=True, exist_ok=True)
-    with atomic_open(store, "wb") as f:
-        torch.save({"key": key, "fit": fit}, f)
+    with partner.remembering():  # the settings replay the same demonstrations: their turns are scored once
+        _, fit = fit_action_bias(partner, dm, train, actions, held_out, quiet=quiet)
+    if writable(store):
+        with atomic_open(store, "wb") as f:
+            torch.save({"key": key, "fit": fit}, f)
     return fit

@@ -10,7 +10,8 @@ giving the egg its best action. The weight and the action bias are learned from 
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Iterator, Sequence
+from contextlib import contextmanager
 from pathlib import Path
 from typing import TYPE_CHECKING, Protocol
 
@@ -50,6 +51,7 @@ class PolyEncoderPartner:
         self.utterances = CandidateCache(model, batcher, utterances, store=store("partner-utterances.pt"))
         self.actions = CandidateCache(model, batcher, actions, store=store("partner-actions.pt"))
         self.action_words = [content_words(a) for a in self.actions.texts]  # what listening compares with
+        self.memo: dict | None = None  # (context, valid actions) -> what its choice reads (:meth:`remembering`)
 
     @torch.no_grad()
     def choices(
@@ -57,28 +59,52 @@ class PolyEncoderPartner:
     ) -> tuple[torch.Tensor, list[Turn], list[Turn | None]]:
         """For each context: how much its best valid action outscores its best utterance (``-inf`` with no valid
         action in the partner's space), that utterance, and that action."""
-        ctx = self._encode(contexts)
-        best_speech = self.utterances.score(ctx).max(dim=1)
-        action_scores = self.actions.score(ctx)
-        valid = torch.zeros_like(action_scores, dtype=torch.bool)
-        heard = torch.zeros_like(action_scores)
-        for i, options in enumerate(valid_actions):
-            known = self._known(options)
-            if known:
-                valid[i, known] = True
-            if known and self.listen_weight:
-                said = content_words(last_line(contexts[i], "_partner_say"))  # the agent, seen from the partner's side
-                words = [float(len(self.action_words[j] & said)) for j in known]
-                heard[i, known] = torch.tensor(words, device=heard.device, dtype=heard.dtype)
-        action_scores = action_scores + self.listen_weight * heard
-        best_action = action_scores.masked_fill(~valid, float("-inf")).max(dim=1)
-        gaps = (best_action.values - best_speech.values).cpu()
-        speech = [("speech", self.utterances.texts[int(j)]) for j in best_speech.indices]
-        actions = [
-            ("action", self.actions.texts[int(j)]) if valid[i].any() else None
-            for i, j in enumerate(best_action.indices)
-        ]
-        return gaps, speech, actions
+        scored = self._scored(contexts, valid_actions)
+        gaps, speech, actions = [], [], []
+        for context, (best_speech, utterance, known, known_scores) in zip(contexts, scored, strict=True):
+            speech.append(("speech", self.utterances.texts[utterance]))
+            if not known:
+                gaps.append(float("-inf"))
+                actions.append(None)
+                continue
+            if self.listen_weight:
+                said = content_words(last_line(context, "_partner_say"))  # the agent, seen from the partner's side
+                heard = torch.tensor([float(len(self.action_words[j] & said)) for j in known], dtype=known_scores.dtype)
+                known_scores = known_scores + self.listen_weight * heard
+            best = int(known_scores.argmax())
+            gaps.append(float(known_scores[best] - best_speech))
+            actions.append(("action", self.actions.texts[known[best]]))
+        return torch.tensor(gaps), speech, actions
+
+    def _scored(
+        self, contexts: Sequence[str], valid_actions: Sequence[Sequence[str]]
+    ) -> list[tuple[torch.Tensor, int, list[int], torch.Tensor]]:
+        """For each context, what its choice reads before listening: its best utterance's score and index, the ids of
+        its valid actions in the partner's space, and their scores. Inside :meth:`remembering`, each (context, valid
+        actions) pair is scored once."""
+        keys = [(c, tuple(v)) for c, v in zip(contexts, valid_actions, strict=True)]
+        memo = self.memo if self.memo is not None else {}
+        todo = list(dict.fromkeys(k for k in keys if k not in memo))
+        if todo:
+            ctx = self._encode([c for c, _ in todo])
+            best_speech = self.utterances.score(ctx).max(dim=1)
+            action_scores = self.actions.score(ctx).cpu()
+            values, indices = best_speech.values.cpu(), best_speech.indices.tolist()
+            for i, (key, value, index) in enumerate(zip(todo, values, indices, strict=True)):
+                known = sorted(set(self._known(key[1])))  # of equal scores the first id wins, as a row's max
+                memo[key] = (value, index, known, action_scores[i, known])
+        return [memo[k] for k in keys]
+
+    @contextmanager
+    def remembering(self) -> Iterator[None]:
+        """Within the block each (context, valid actions) pair is encoded and scored once, whatever the listening and
+        the bias: the calibration replays the same demonstrations under 49 settings, and most of their partner turns
+        come again."""
+        self.memo = {}
+        try:
+            yield
+        finally:
+            self.memo = None
 
     def act(self, contexts: Sequence[str], valid_actions: Sequence[Sequence[str]]) -> list[Turn]:
         """Its best valid action where that outscores its best utterance by more than ``-action_bias``, else that

@@ -50,13 +50,19 @@ class QuestEnv:
         speech_rewards: bool = True,
         default_turns: int = 20,
         objects: bool = False,
+        rank_utterances: bool = True,
     ):
         """``max_steps``: agent turns per episode, in place of the protocol's (whose ``None`` is the demonstration's
         own number of self turns, ``default_turns`` for a quest without one). ``top_k_every_repeat``: pay the DM's
         top-k bonus on every repeat of an utterance (the paper's literal reading; farmable, see
         :mod:`lq.envs.rewards`). ``objects``: the agent's context lists the room's objects and what the partner carries
         (:func:`lq.envs.episode.slot_context`). ``speech_rewards=False``: the reward is the act reward alone (Table
-        2's "speech only without speech goals"); the infos still say what speech earned."""
+        2's "speech only without speech goals"); the infos still say what speech earned. ``rank_utterances=False``:
+        the DM ranks nothing (no valid utterances, no top-k bonus), for plays that read only act goals under a
+        protocol whose speech goal is the demonstration's utterances (the partner's calibration, whose replays spent
+        a third of their time in the DM)."""
+        if not rank_utterances and protocol.speech_goal != "demonstration":
+            raise ValueError(f"protocol {protocol.name!r}: its speech goal needs the DM's ranking (rank_utterances)")
         if not instances:
             raise ValueError("no quests to play: QuestEnv needs quest instances with worlds")
         self.instances = list(instances)
@@ -70,6 +76,7 @@ class QuestEnv:
         self.batch_size, self.default_turns = batch_size, default_turns
         self.motivations, self.objects = tuple(motivations), objects
         self.top_k_every_repeat, self.speech_rewards = top_k_every_repeat, speech_rewards
+        self.rank_utterances = rank_utterances
         self._targets: dict[int, tuple[list[int], list[int]]] = {}
         self.auto_reset = auto_reset
         self.rng = random.Random(seed)
@@ -101,8 +108,9 @@ class QuestEnv:
         each slot in ``which``; its first k earn the top-k bonus. Ranked once per context."""
         todo = [i for i in which if self.slots[i].valid_utterance_ids is None]
         if todo:
-            ranked = self.dm.rank([self.context(self.slots[i]) for i in todo])
-            for i, ids in zip(todo, ranked.tolist(), strict=True):
+            contexts = [self.context(self.slots[i]) for i in todo]
+            ranked = self.dm.rank(contexts).tolist() if self.rank_utterances else [[] for _ in todo]
+            for i, ids in zip(todo, ranked, strict=True):
                 self.slots[i].valid_utterance_ids = ids
         return [self.slots[i].valid_utterance_ids for i in which]
 

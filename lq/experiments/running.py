@@ -59,10 +59,17 @@ class Step:
     args: Sequence[str]
     output: str | None = None
     config: Config | None = None  # a child's
+    check: Callable[[], str | None] | None = None  # in place of output: the file once done, found when asked
 
     @property
     def done(self) -> bool:
-        return self.output is not None and Path(self.output).exists()
+        return self.done_as is not None
+
+    @property
+    def done_as(self) -> str | None:
+        """The file that shows the step done (None: not done)."""
+        output = self.check() if self.check is not None else self.output
+        return output if output is not None and Path(output).exists() else None
 
 
 Wave = tuple[list[Step], int]  # jobs independent of each other, and how many the local launcher runs at once
@@ -92,18 +99,18 @@ def preparation(configs: Sequence[Config], setup: Setup) -> list[Wave]:
         spaces = [
             Step(
                 f"{e} vectors of the agents' spaces",
-                ["experiment", "spaces", "--module-args", shlex.join(_module_args(Config("rl", e), setup, 0))],
-                str(Path(setup.checkpoint("pretrain", e)).parent / "candidates" / "agent-utterances.pt"),
+                ["experiment", "spaces", "--module-args", shlex.join(args)],
+                check=lambda args=args: spaces_encoded(args),
             )
             for e in encoders
             if any(c.encoder == e for c in agents)  # not general for adaptive's sake alone
+            for args in [_module_args(Config("rl", e), setup, 0)]
         ]
         waves.append((env + spaces, 2))
-        calibration = ["experiment", "calibrate", "--module-args", shlex.join(_module_args(Config("rl"), setup, 0))]
-        from lq.envs.calibration import calibration_store
-
-        store = calibration_store(setup.checkpoint("partner"), held_out=True)  # the agent stages' rule, completions
-        waves.append(([Step("the partner's calibration", calibration, str(store))], 1))
+        module_args = _module_args(Config("rl"), setup, 0)
+        calibration = ["experiment", "calibrate", "--module-args", shlex.join(module_args)]
+        check = lambda: calibrated(module_args)  # noqa: E731 (asked when the wave runs: the models exist by then)
+        waves.append(([Step("the partner's calibration", calibration, check=check)], 1))
     # the BC agents the RL agents start from, where the configurations do not train them (an experiment's BC
     # children go before its RL children: child_waves)
     cloned = {c for c in configs if c.stage == "bc"}
@@ -262,6 +269,29 @@ def calibrate_environment(module_args: Sequence[str]) -> None:
     rl_module(module_args).eval_env("valid")
 
 
+def calibrated(module_args: Sequence[str]) -> str | None:
+    """The file of the calibration :func:`calibrate_environment` fits (:func:`lq.envs.build.calibration_file`: one per
+    environment models, data and settings), or None while its data or models are missing."""
+    from lq.envs.build import calibration_file
+
+    module = rl_module(module_args)
+    h = module.hparams
+    models = (h.partner_checkpoint, h.dm_checkpoint)
+    if not Path(h.data_dir, "manifest.json").exists() or not all(Path(m).exists() for m in models):
+        return None
+    return str(calibration_file(h.data_dir, *models, module.env_context_length, h.partner_calibration))
+
+
+def spaces_encoded(module_args: Sequence[str]) -> str | None:
+    """The last file :func:`encode_agent_spaces` writes (:meth:`lq.lit.agent.AgentModule.space_stores`), or None while
+    its data or pretrained encoder is missing."""
+    module = rl_module(module_args)
+    h = module.hparams
+    if not Path(h.data_dir, "manifest.json").exists() or not Path(h.pretrained_checkpoint).exists():
+        return None
+    return str(module.space_stores()[-1])
+
+
 def encode_agent_spaces(module_args: Sequence[str]) -> None:
     """A pretrained encoder's vectors of the agents' action and utterance spaces, stored beside its checkpoint (a
     store already there with the same weights and texts is read, not encoded again)."""
@@ -411,7 +441,7 @@ def plan(experiment: Experiment, setup: Setup, resume: bool = False) -> list[str
     for i, (steps, _) in enumerate(waves, 1):
         names = dict.fromkeys(s.config.key if s.config else s.label for s in steps)
         lines.append(f"# step {i} of {len(waves)}: {', '.join(names)}")
-        lines += [shown(s.args) + (f"  # done: {s.output} exists" if s.done else "") for s in steps]
+        lines += [shown(s.args) + (f"  # done: {done} exists" if (done := s.done_as) else "") for s in steps]
     return lines
 
 

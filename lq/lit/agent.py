@@ -27,7 +27,7 @@ from lq.envs.replay import demonstration_turns
 from lq.eval import EvalResult, evaluate
 from lq.models.agent import AgentConfig, SwitchAgent
 from lq.models.encoder import EncoderConfig, EncoderSpec, Vocabulary
-from lq.models.poly_encoder import TextBatcher, stores_beside
+from lq.models.poly_encoder import TextBatcher, candidates_key, keyed, stores_beside
 from lq.models.pretrained import load_tokenizer
 from lq.rl.acting import ABILITIES, Actor, choice_mask, valid_mask
 from lq.rl.losses import masked
@@ -190,6 +190,21 @@ class AgentModule(L.LightningModule):
         )
         self.switch = HardcodedSwitch(h.switch_every) if h.switch == "hardcoded" else RatioSwitch(self.demos.train)
         self.actor = self.make_actor()
+
+    def space_stores(self) -> list[Path]:
+        """The files :meth:`build_agent` keeps a pretrained encoder's vectors of the action and utterance spaces in
+        (:class:`lq.models.poly_encoder.CandidateCache`), found without encoding anything; none for scratch."""
+        h = self.hparams
+        if not h.pretrained_checkpoint:
+            return []
+        pretrained = load_poly_encoder(h.pretrained_checkpoint, dataset=h.data_dir)[0]
+        length = TextBatcher(load_tokenizer(encoder_tokenizer(h.encoder)), h.context_length).candidate_length
+        spaces = demonstration_spaces(load_dataset(h.data_dir).demos.all())
+        folder = stores_beside(h.pretrained_checkpoint)
+        return [
+            keyed(folder / f"agent-{name}.pt", candidates_key(pretrained, length, texts))
+            for name, texts in zip(("actions", "utterances"), spaces, strict=True)
+        ]
 
     def make_actor(self, temperature: float = 1.0, policy: str | None = None, restrict: bool | None = None) -> Actor:
         """The agent's actor, or with ``policy`` ("random", "overlap") a baseline with the same switch and spaces;

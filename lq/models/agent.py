@@ -408,8 +408,9 @@ class SwitchAgent(nn.Module):
     ) -> SwitchAgent:
         """``vocabulary``: the scratch encoder's word pieces (:meth:`Vocabulary.of_texts` of every text the agent can
         read); None: the whole tokenizer's. A pretrained encoder has its own. ``store_dir``: where a pretrained
-        encoder's vectors of the two spaces are kept between runs (``agent-actions.pt``, ``agent-utterances.pt``):
-        every agent of that encoder, and every evaluation of one, encodes the spaces once in all, not at each start."""
+        encoder's vectors of the two spaces are kept between runs (``agent-actions-<key>.pt``,
+        ``agent-utterances-<key>.pt``): every agent of that encoder, and every evaluation of one, encodes the spaces
+        once in all, not at each start."""
         config = config or AgentConfig()
         if pretrained is not None:
             encoder = StateEncoder(pretrained.context_encoder, trainable_base=False, config=config)

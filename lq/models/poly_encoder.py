@@ -10,6 +10,7 @@ product. Candidate vectors do not depend on the context, so a fixed candidate se
 from __future__ import annotations
 
 import hashlib
+import os
 from collections.abc import Sequence
 from pathlib import Path
 
@@ -19,6 +20,7 @@ from transformers import PreTrainedTokenizerBase
 
 from lq.data.context import HEADER_TAGS, HISTORY_TAGS
 from lq.data.io import atomic_open
+from lq.data.progress import Progress
 from lq.models.encoder import EncoderSpec, build_encoder, token_states
 
 
@@ -218,6 +220,45 @@ class TextBatcher:
         return self._encode(texts, self.candidate_length, "right")
 
 
+def weights_digest(model: nn.Module) -> str:
+    """A sha256 of a model's weights: every tensor's name, dtype, shape and bytes. Unlike a sum of its values it does
+    not depend on the thread count, the float rounding or the process; a checkpoint and a bundle's safetensors of the
+    same weights give the same digest."""
+    digest = hashlib.sha256()
+    for name, tensor in model.state_dict().items():
+        flat = tensor.detach().reshape(-1).contiguous().cpu()
+        digest.update(f"{name} {flat.dtype} {tuple(tensor.shape)}\n".encode())
+        digest.update(flat.view(torch.uint8).numpy().tobytes() if flat.numel() else b"")
+    return digest.hexdigest()
+
+
+def candidates_key(model: nn.Module, candidate_length: int, texts: Sequence[str]) -> str:
+    """The key of a :class:`CandidateCache` of ``texts`` encoded by ``model`` (computed without encoding them)."""
+    digest = hashlib.sha256(f"{candidate_length}\n".encode())
+    digest.update("\n".join(texts).encode())
+    digest.update(weights_digest(model).encode())
+    return digest.hexdigest()
+
+
+def keyed(store: str | Path, key: str) -> Path:
+    """The file of ``store`` for ``key``: one file per key (``partner-utterances.pt`` -> ``partner-utterances-
+    0123456789abcdef.pt``), so that stores of other weights, texts or settings sit beside each other."""
+    store = Path(store)
+    return store.with_name(f"{store.stem}-{key[:16]}{store.suffix}")
+
+
+def writable(store: str | Path) -> bool:
+    """Whether a missing store may be written: not inside an agent bundle (loading a bundle never writes into it;
+    what it lacks is computed in memory) nor in a folder this process cannot write."""
+    folder = Path(store).parent
+    if (folder.parent / "bundle.json").is_file():
+        return False
+    for parent in (folder, *folder.parents):
+        if parent.exists():
+            return os.access(parent, os.W_OK)
+    return False
+
+
 def stores_beside(checkpoint: str | Path) -> Path:
     """Where the candidate vectors of a model loaded from ``checkpoint`` are kept between runs (the ``store`` files
     of :class:`CandidateCache`): ``candidates/`` beside it."""
@@ -238,44 +279,48 @@ class CandidateCache:
         batch_size: int = 256,
         store: str | Path | None = None,
     ):
-        """``store``: a file to keep the embeddings in between runs, reused while the weights, the texts and the
-        candidate length are the same (a frozen model's candidates are encoded once, not at every start)."""
+        """``store``: a file to keep the embeddings in between runs, one per key (:func:`keyed`: reused while the
+        weights, the texts and the candidate length are the same; a frozen model's candidates are encoded once, not at
+        every start). The key is of the weights at construction: :meth:`refresh` re-encodes, it does not re-key."""
         self.model, self.batcher, self.batch_size = model, batcher, batch_size
         self.texts = list(texts)
         self.index = {t: i for i, t in enumerate(self.texts)}
         self.embeddings = torch.empty(0)
-        key = self.key() if store is not None else None
-        if store is not None and Path(store).exists():
-            saved = torch.load(store, map_location="cpu", weights_only=True)
-            if saved.get("key") == key:
+        self._key: str | None = None
+        if store is None:
+            self.refresh()
+            return
+        self.store = keyed(store, self.key())
+        if self.store.exists():
+            saved = torch.load(self.store, map_location="cpu", weights_only=True)
+            if saved.get("key") == self.key():
                 self.embeddings = saved["embeddings"].to(model.codes.device)
                 return
         self.refresh()
-        if store is not None:
-            with atomic_open(store, "wb") as f:
-                torch.save({"key": key, "embeddings": self.embeddings.cpu()}, f)
+        if writable(self.store):
+            with atomic_open(self.store, "wb") as f:
+                torch.save({"key": self.key(), "embeddings": self.embeddings.cpu()}, f)
 
     def key(self) -> str:
-        """A fingerprint of the candidate length, the texts and the model's weights (what the store is kept for)."""
-        digest = hashlib.sha256()
-        digest.update(f"{self.batcher.candidate_length}\n".encode())
-        digest.update("\n".join(self.texts).encode())
-        with torch.no_grad():
-            for name, p in self.model.state_dict().items():
-                flat = p.detach().float().flatten().cpu()
-                digest.update(f"{name}{tuple(p.shape)}{flat.sum().item():.6e}".encode())
-                digest.update(flat[:64].numpy().tobytes() + flat[-64:].numpy().tobytes())
-        return digest.hexdigest()
+        """A fingerprint of the candidate length, the texts and the model's weights (what the store is kept for): a
+        hash of bytes, the same in every process whatever its thread count (:func:`weights_digest`)."""
+        if self._key is None:
+            self._key = candidates_key(self.model, self.batcher.candidate_length, self.texts)
+        return self._key
 
     @torch.no_grad()
     def refresh(self) -> None:
         was_training = self.model.training
         self.model.eval()
         parts = []
-        for start in range(0, len(self.texts), self.batch_size):
-            ids, mask = self.batcher.candidates(self.texts[start : start + self.batch_size])
-            device = self.model.codes.device
-            parts.append(self.model.encode_candidates(ids.to(device), mask.to(device)))
+        starts = range(0, len(self.texts), self.batch_size)
+        # a few thousand candidates take seconds; the paper's 22,672 utterances minutes on a CPU: those say so
+        with Progress(len(starts), f"encoding {len(self.texts)} candidates", "batch", len(self.texts) < 4096) as bar:
+            for start in starts:
+                ids, mask = self.batcher.candidates(self.texts[start : start + self.batch_size])
+                device = self.model.codes.device
+                parts.append(self.model.encode_candidates(ids.to(device), mask.to(device)))
+                bar.update()
         self.embeddings = torch.cat(parts) if parts else torch.empty(0, self.model.hidden_size)
         self.model.train(was_training)
 

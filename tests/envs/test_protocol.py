@@ -255,3 +255,43 @@ def test_a_partner_that_acts_when_asked_completes_the_goal_for_the_speaker_that_
     assert partner_completions(env, speaker("goal", lines)) == 0.0
     with pytest.raises(ValueError, match="unknown speaker 'loud': choose from random, goal"):
         speaker("loud", lines)
+
+
+def test_a_remembering_partner_chooses_as_one_that_scores_every_turn_and_encodes_each_context_once(dm):
+    """The calibration replays the same demonstrations under each setting: remembered, a (context, valid actions) pair
+    is encoded once, and the gaps and choices are those of scoring it afresh, at any listening."""
+    torch.manual_seed(3)
+    model = PolyEncoder.from_spec(tiny_encoder_spec(), n_codes=4).eval()
+    actions = ["give golden dragon egg to dragon", "hug dragon", "hit dragon", "follow dragon"]
+    partner = PolyEncoderPartner(model, TextBatcher(load_tokenizer(), 128, 24), ["Hm.", "Hello."], actions)
+    contexts = ["_partner_say Please, give me the egg.", "_partner_say Follow me.", "_partner_say Hello."]
+    valid = [actions, actions[1:], []]
+    encoded = []
+    encode = partner._encode
+    partner._encode = lambda texts: encoded.append(list(texts)) or encode(texts)
+    for weight in (0.0, 2.0):
+        partner.listen_weight = weight
+        fresh = partner.choices(contexts, valid)
+        with partner.remembering():
+            first = partner.choices(contexts, valid)
+            again = partner.choices(contexts[::-1], valid[::-1])
+        assert torch.equal(first[0], fresh[0]) and first[1:] == fresh[1:]
+        assert torch.equal(again[0], fresh[0].flip(0)) and again[2] == fresh[2][::-1]
+        assert fresh[0][2] == float("-inf") and fresh[2][2] is None  # no valid action: it speaks
+    assert encoded == [contexts] * 4  # afresh each time, remembered once per block
+    assert partner.memo is None
+
+
+def test_an_environment_that_ranks_no_utterances_asks_the_dm_nothing(dm, monkeypatch):
+    """The calibration's replays read act goals alone: with ``rank_utterances=False`` the DM is never asked, which only
+    a protocol whose speech goal is the demonstration's lines allows."""
+    quest = Quest.from_json(quest_json(), quest_id="egg")
+    inst = QuestInstance(quest, Demonstration.from_json(demo_json()), "dragon_1", "knight_2")
+    partner = ScriptedPartner([[("speech", "Hm.")] * 40])
+    env = QuestEnv([inst], partner, dm, [quest.goal], 1, protocol=PAPER, auto_reset=False, rank_utterances=False)
+    monkeypatch.setattr(dm, "rank", lambda contexts: pytest.fail("the DM was asked"))
+    env.reset([0])
+    _, rewards, _, infos = env.step([("speech", "utterance 5")])
+    assert infos[0]["speech_goal"] and rewards == [infos[0]["speech_reward"]] == [0.25]  # the line, no top-k bonus
+    with pytest.raises(ValueError, match="its speech goal needs the DM's ranking"):
+        QuestEnv([inst], partner, dm, [quest.goal], protocol=Protocol(speech_goal="score"), rank_utterances=False)

@@ -76,3 +76,52 @@ def test_importing_lq_sets_no_environment_variables_and_configs_ship_inside():
     assert Path(path).is_file() and Path(path).parent.parent == ROOT / "lq" / "conf"
     with pytest.raises(FileNotFoundError, match="no such lq config; .* has paper.yaml, restricted.yaml"):
         lq.conf.path("protocol", "strict.yaml")
+
+
+REUSE = """
+import sys, torch
+torch.set_num_threads(int(sys.argv[1]))
+import lq.envs.calibration as calibration
+import lq.models.poly_encoder as poly_encoder
+
+def refuse(*args, **kwargs):
+    raise AssertionError("computed again: " + sys.argv[3])
+
+calibration.fit_action_bias = refuse
+poly_encoder.CandidateCache.refresh = refuse
+if sys.argv[3] == "stage":
+    from lq.lit.checkpoints import load_agent
+    load_agent(sys.argv[2]).eval_env("valid")
+else:
+    import lq
+    lq.api.gym_env(sys.argv[2]).reset(seed=0)
+print("reused")
+"""
+
+
+@pytest.mark.slow
+def test_the_calibration_and_candidates_are_computed_once_and_read_by_every_process(trained_agent, bundle):
+    """The partner's calibration and the encoded candidates depend on the environment's models, data and settings,
+    not on the agent or the process: another agent stage, a process with another thread count and ``lq.api.gym_env``
+    on a bundle read them, computing and writing nothing (in the bundle least of all)."""
+    from lq.lit.checkpoints import load_agent
+
+    load_agent(trained_agent).eval_env("valid")  # this process's threads: computed here if not yet
+    stores = Path(load_agent(trained_agent).hparams.partner_checkpoint).parent / "candidates"
+
+    def files() -> dict:
+        return {p: p.stat().st_mtime_ns for root in (stores, bundle) for p in Path(root).rglob("*") if p.is_file()}
+
+    before = files()
+    for threads, agent, how in ((1, trained_agent, "stage"), (2, bundle, "stage"), (1, bundle, "gym")):
+        env = {**os.environ, "OMP_NUM_THREADS": str(threads)}
+        done = subprocess.run(
+            [sys.executable, "-c", REUSE, str(threads), str(agent), how],
+            env=env,
+            cwd=ROOT,
+            capture_output=True,
+            text=True,
+            timeout=600,
+        )
+        assert done.returncode == 0 and done.stdout.strip().endswith("reused"), done.stderr[-2000:]
+    assert files() == before

@@ -142,14 +142,16 @@ class Recorder:
                 torch.save({"hyper_parameters": self.bc_hparams}, checkpoint)
 
 
-def test_resume_trains_only_the_children_an_interrupted_parent_lacks(tmp_path):
+def test_resume_trains_only_the_children_an_interrupted_parent_lacks(tmp_path, monkeypatch):
     uri = f"sqlite:///{tmp_path / 'mlflow.db'}"
     client = MlflowClient(uri)
     outputs = tmp_path / "outputs"
     for name in ("partner", "dm"):  # prepare() finds the environment's models and the partner's calibration
         (outputs / name / "small" / "candidates").mkdir(parents=True)
         (outputs / name / "small" / "best.ckpt").touch()
-    (outputs / "partner" / "small" / "candidates" / "partner-calibration-completions.pt").touch()
+    calibration = outputs / "partner" / "small" / "candidates" / "partner-calibration-completions-0123.pt"
+    calibration.touch()  # the file of its key (found by hashing the models' weights: these are empty files)
+    monkeypatch.setattr(X.running, "calibrated", lambda module_args: str(calibration))
     (tmp_path / "data").mkdir()
     (tmp_path / "data" / "manifest.json").touch()
     launcher = Recorder()
@@ -438,12 +440,13 @@ def test_prepare_encodes_the_agents_spaces_once_for_every_agent_of_a_pretrained_
     out = capsys.readouterr().out
     assert " experiment spaces --module-args " in out and " fit " not in out
     stores = outputs / "pretrain" / "general_light" / "candidates"
-    assert sorted(p.name for p in stores.iterdir()) == ["agent-actions.pt", "agent-utterances.pt"]
+    assert sorted(p.name.rsplit("-", 1)[0] for p in stores.iterdir()) == ["agent-actions", "agent-utterances"]
+    assert X.preparation(X.table1(["general_light"]).configs, setup)[2][0][-1].done  # found by its key
     written = {p.name: p.stat().st_mtime_ns for p in stores.iterdir()}
     module = X.running.rl_module(X.running._module_args(X.Config("bc", "general_light"), setup, 0))
     module.build_agent()  # an agent of that encoder: its key matches, so it reads the stores and writes none
     assert {p.name: p.stat().st_mtime_ns for p in stores.iterdir()} == written
-    saved = torch.load(stores / "agent-actions.pt", weights_only=True)["embeddings"]
+    saved = torch.load(next(stores.glob("agent-actions-*.pt")), weights_only=True)["embeddings"]
     assert torch.equal(module.agent.actions.frozen, saved) and len(saved) == len(module.action_space)
 
 

@@ -1,12 +1,18 @@
+import os
+import subprocess
+import sys
+from pathlib import Path
+
 import pytest
 import torch
 
 from lq.models.encoder import EncoderSpec, build_encoder
-from lq.models.poly_encoder import CandidateCache, PolyEncoder, TextBatcher
+from lq.models.poly_encoder import CandidateCache, PolyEncoder, TextBatcher, keyed, weights_digest
 from lq.models.pretrained import load_tokenizer, resolve
 from tests.samples import tiny_encoder_spec
 
 TINY = tiny_encoder_spec()
+ROOT = Path(__file__).resolve().parents[2]
 
 
 @pytest.fixture(scope="module")
@@ -132,18 +138,77 @@ def test_candidate_store_is_reused_only_for_the_same_weights_and_texts(model, to
     batcher = TextBatcher(tokenizer, 32, 8)
     store = tmp_path / "cands.pt"
     first = CandidateCache(model, batcher, ["a sword", "a shield"], store=store)
-    assert store.exists()
-    torch.save({"key": torch.load(store)["key"], "embeddings": torch.zeros_like(first.embeddings)}, store)
-    assert torch.equal(
-        CandidateCache(model, batcher, ["a sword", "a shield"], store=store).embeddings,
-        torch.zeros_like(first.embeddings),
-    )  # read back, not recomputed
-    assert torch.equal(
-        CandidateCache(model, batcher, ["a sword", "an axe"], store=store).embeddings[0], first.embeddings[0]
-    )  # other texts: encoded again
+    assert first.store == keyed(store, first.key()) and first.store.exists() and not store.exists()
     zeros = torch.zeros_like(first.embeddings)
-    torch.save({"key": torch.load(store)["key"], "embeddings": zeros}, store)
+    torch.save({"key": first.key(), "embeddings": zeros}, first.store)
+    assert torch.equal(CandidateCache(model, batcher, ["a sword", "a shield"], store=store).embeddings, zeros)
+    other = CandidateCache(model, batcher, ["a sword", "an axe"], store=store)
+    assert torch.equal(other.embeddings[0], first.embeddings[0])  # other texts: encoded again, in a file of their own
+    assert sorted(tmp_path.iterdir()) == sorted([first.store, other.store]) and other.store != first.store
+    torch.save({"key": other.key(), "embeddings": zeros}, other.store)
     with torch.no_grad():
         next(model.parameters()).add_(1.0)
     changed = CandidateCache(model, batcher, ["a sword", "an axe"], store=store)
     assert not torch.equal(changed.embeddings, zeros)  # other weights: encoded again
+    assert len(list(tmp_path.iterdir())) == 3
+
+
+KEY_SCRIPT = """
+import sys, torch
+torch.set_num_threads(int(sys.argv[1]))
+from lq.models.poly_encoder import CandidateCache, PolyEncoder, TextBatcher, keyed, weights_digest
+from lq.models.pretrained import load_tokenizer
+from tests.samples import tiny_encoder_spec
+tokenizer = load_tokenizer()
+model = PolyEncoder.from_spec(tiny_encoder_spec(), n_codes=4, tokenizer=tokenizer).eval()
+try:  # the weights of a checkpoint: the same bytes in both processes
+    model.load_state_dict(torch.load(sys.argv[3]))
+except FileNotFoundError:
+    with torch.no_grad():  # weights summing to about 0, as trained ones can: the sum's rounding follows the threads
+        for p in model.parameters():
+            p.sub_(p.mean())
+    torch.save(model.state_dict(), sys.argv[3])
+CandidateCache.refresh_calls = 0
+refresh = CandidateCache.refresh
+def counted(self):
+    CandidateCache.refresh_calls += 1
+    refresh(self)
+CandidateCache.refresh = counted
+texts = [f"a sword number {i}" for i in range(50)]
+cache = CandidateCache(model, TextBatcher(tokenizer, 32, 8), texts, store=sys.argv[2])
+print(cache.key(), CandidateCache.refresh_calls)
+"""
+
+
+def test_a_store_written_with_one_thread_is_read_by_a_process_with_two(tmp_path):
+    """The key is a hash of the weights' bytes: a process of another thread count finds the store and encodes
+    nothing (a key of a float sum missed it, and every child of another job count encoded and calibrated again)."""
+    store = str(tmp_path / "cands.pt")
+
+    def run(threads: int) -> tuple[str, int]:
+        env = {**os.environ, "OMP_NUM_THREADS": str(threads)}
+        done = subprocess.run(
+            [sys.executable, "-c", KEY_SCRIPT, str(threads), store, str(tmp_path / "weights.pt")],
+            env=env,
+            cwd=ROOT,
+            capture_output=True,
+            text=True,
+        )
+        assert done.returncode == 0, done.stderr
+        key, calls = done.stdout.split()[-2:]
+        return key, int(calls)
+
+    key, calls = run(1)
+    assert calls == 1
+    written = {p: p.stat().st_mtime_ns for p in tmp_path.iterdir() if p.name != "weights.pt"}
+    assert run(2) == (key, 0)  # read, not encoded
+    assert {p: p.stat().st_mtime_ns for p in tmp_path.iterdir() if p.name != "weights.pt"} == written  # nor written
+
+
+def test_the_weights_digest_is_of_bytes_not_values(model):
+    before = weights_digest(model)
+    assert weights_digest(model) == before
+    with torch.no_grad():
+        p = next(model.parameters())
+        p.view(-1)[0] = torch.nextafter(p.view(-1)[0], torch.tensor(float("inf")))  # one ulp of one weight
+    assert weights_digest(model) != before
