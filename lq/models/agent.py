@@ -43,6 +43,10 @@ class AgentConfig:
     appended_heads: int = 3
     appended_feedforward: int = 768
     appended_dropout: float = 0.1
+    # the appended layers' width: None, the pretrained encoder's (the paper's: they read its states as they are); a
+    # width projects its states down first (the tiny profile's 128, its other widths': MiniLM's 384 cost the RL loop
+    # four times the scratch encoder's work per token)
+    appended_width: int | None = None
     gru_hidden: int = 768
     policy_layers: int = 3
     policy_hidden: int = 768
@@ -98,12 +102,16 @@ class StateEncoder(nn.Module):
         for p in self.base.parameters():
             p.requires_grad = trainable_base
         hidden = base.config.hidden_size
-        self.appended = None
-        if not trainable_base:  # frozen pretrained: three trainable layers on top
+        self.appended, self.project = None, None
+        if not trainable_base:  # frozen pretrained: three trainable layers on top (a projection first, if narrower)
+            width = config.appended_width or hidden
+            if width != hidden:
+                self.project = nn.Linear(hidden, width)
             layer = nn.TransformerEncoderLayer(
-                hidden, config.appended_heads, config.appended_feedforward, config.appended_dropout, batch_first=True
+                width, config.appended_heads, config.appended_feedforward, config.appended_dropout, batch_first=True
             )
             self.appended = nn.TransformerEncoder(layer, config.appended_layers, enable_nested_tensor=False)
+            hidden = width
         self.hidden_size = hidden
         self.max_cached_tokens = max_cached_tokens
         self._line_states: dict[tuple[int, ...], torch.Tensor] = {}
@@ -132,6 +140,8 @@ class StateEncoder(nn.Module):
         if self.appended is not None:
             with torch.no_grad():
                 states = self.frozen_states(ids, mask, lines)
+            if self.project is not None:
+                states = self.project(states)
             return self.appended(states, src_key_padding_mask=~mask.bool())
         return token_states(self.base, self.rows(ids), mask)
 
@@ -162,7 +172,7 @@ class StateEncoder(nn.Module):
                 self._line_states[key] = states[i, :2] if not key else states[i, 1 : len(key) + 1]
                 self._cached_tokens += len(key) + 2 * (not key)
         marks = self._line_states[()]
-        out = torch.zeros(*ids.shape, self.hidden_size, device=ids.device, dtype=marks.dtype)
+        out = torch.zeros(*ids.shape, marks.shape[-1], device=ids.device, dtype=marks.dtype)
         for i, row in enumerate(keys):
             out[i, : lengths[i]] = torch.cat([marks[:1], *(self._line_states[k] for k in row), marks[1:]])
         return out

@@ -40,6 +40,28 @@ def test_forward_shapes_and_what_trains(batcher, pretrained):
         assert agent.encoder.appended is not None and all(p.requires_grad for p in agent.encoder.appended.parameters())
 
 
+def test_a_narrower_appended_width_projects_the_frozen_states_first(batcher):
+    """``appended_width`` (the tiny profile's 128 for MiniLM's 384): the frozen states pass a trained projection, and
+    the appended layers and everything after them are that wide; the base stays frozen and reads its lines once."""
+    from dataclasses import replace
+
+    torch.manual_seed(0)
+    poly = PolyEncoder.from_spec(TINY, n_codes=2).eval()  # 32 wide
+    agent = SwitchAgent.build(ACTIONS, UTTERANCES, batcher, poly, replace(CONFIG, appended_width=16), dim=8)
+    encoder = agent.encoder
+    assert (
+        encoder.hidden_size == 16 and encoder.project.weight.shape == (16, 32) and encoder.project.weight.requires_grad
+    )
+    assert encoder.appended.layers[0].linear1.in_features == 16
+    assert not any(p.requires_grad for p in encoder.base.parameters())
+    ids, mask = batcher.contexts(["You are in a lair.", "A knight is here. _partner_say Hello."])
+    out = agent(ids, mask, agent.initial_state(2))
+    out.speech_logits.sum().backward()
+    assert encoder.project.weight.grad is not None and encoder.project.weight.grad.abs().sum() > 0
+    same = SwitchAgent.build(ACTIONS, UTTERANCES, batcher, poly, replace(CONFIG, appended_width=32), dim=8)
+    assert same.encoder.project is None  # the encoder's own width: no projection (the paper's)
+
+
 def test_the_switch_masks_the_other_heads_gradient(batcher):
     torch.manual_seed(0)
     agent = SwitchAgent.build(ACTIONS, UTTERANCES, batcher, None, CONFIG, dim=8)
@@ -187,7 +209,7 @@ def test_a_pretrained_agent_reads_its_spaces_vectors_from_the_store(batcher, tmp
     poly = PolyEncoder.from_spec(TINY, n_codes=2).eval()
     first = SwitchAgent.build(ACTIONS, UTTERANCES, batcher, poly, CONFIG, dim=8, store_dir=tmp_path)
     for space, texts in (("actions", ACTIONS), ("utterances", UTTERANCES)):
-        store = tmp_path / f"agent-{space}.pt"
+        [store] = tmp_path.glob(f"agent-{space}-*.pt")  # one file per key
         saved = torch.load(store)
         assert saved["embeddings"].shape[0] == len(texts)
         torch.save({"key": saved["key"], "embeddings": torch.zeros_like(saved["embeddings"])}, store)
