@@ -77,12 +77,12 @@ Wave = tuple[list[Step], int]  # jobs independent of each other, and how many th
 
 def preparation(configs: Sequence[Config], setup: Setup) -> list[Wave]:
     """What the configurations need before their children, in waves each after the one before: the data; the
-    pretrained encoders (``general`` before ``adaptive``, each on every core); then, a core each, the partner, the DM
-    and each pretrained encoder's vectors of the agents' action and utterance spaces (each agent would otherwise
-    encode them at its start); then the partner's calibration (minutes, once; agents side by side would each fit it);
-    then, ``setup.jobs`` at a time, the BC agents that RL agents starting from BC (:func:`starts_from_bc`) need and
-    the configurations do not train themselves, where missing or trained unlike the RL agent (another protocol, size
-    or environment)."""
+    pretrained encoders (``general`` before ``adaptive``, each on every core); then, a core each, the partner and the
+    DM; then, a core each, the partner's calibration (once per environment models, data and settings; agents side by
+    side would each fit it) and each pretrained encoder's vectors of the agents' action and utterance spaces (each
+    agent would otherwise encode them at its start); then, ``setup.jobs`` at a time, the BC agents that RL agents
+    starting from BC (:func:`starts_from_bc`) need and the configurations do not train themselves, where missing or
+    trained unlike the RL agent (another protocol, size or environment)."""
     waves: list[Wave] = [([_data_step(setup)], 1)]
     agents = [c for c in configs if c.stage in AGENT_STAGES]
     needed = {n for c in agents for n in setup.needs(c.stage, c.encoder) if n[0] == "pretrain"}
@@ -106,11 +106,11 @@ def preparation(configs: Sequence[Config], setup: Setup) -> list[Wave]:
             if any(c.encoder == e for c in agents)  # not general for adaptive's sake alone
             for args in [_module_args(Config("rl", e), setup, 0)]
         ]
-        waves.append((env + spaces, 2))
         module_args = _module_args(Config("rl"), setup, 0)
         calibration = ["experiment", "calibrate", "--module-args", shlex.join(module_args)]
         check = lambda: calibrated(module_args)  # noqa: E731 (asked when the wave runs: the models exist by then)
-        waves.append(([Step("the partner's calibration", calibration, check=check)], 1))
+        # the calibration beside the spaces' vectors: it needs the partner and the DM, they only the encoders
+        waves += [(env, 2), ([Step("the partner's calibration", calibration, check=check), *spaces], 2)]
     # the BC agents the RL agents start from, where the configurations do not train them (an experiment's BC
     # children go before its RL children: child_waves)
     cloned = {c for c in configs if c.stage == "bc"}

@@ -209,8 +209,8 @@ def test_a_stage_makes_what_it_needs_first_and_make_rl_compares_with_bc(tmp_path
     assert firsts == [
         [C("encoder", "general.yaml")],
         [C("encoder", "adaptive.yaml")],
-        [["partner", "fit"], ["dm", "fit"], ["experiment", "spaces"]],
-        [["experiment", "calibrate"]],  # once, before the agents that share the partner
+        [["partner", "fit"], ["dm", "fit"]],
+        [["experiment", "calibrate"], ["experiment", "spaces"]],  # once, before the agents that share the partner
         [["bc", "fit"]],
         [["rl", "fit"]],
         [["eval", setup.agent_checkpoint("rl", "adaptive", "act_speech", "hardcoded", 3)]],
@@ -441,7 +441,7 @@ def test_prepare_encodes_the_agents_spaces_once_for_every_agent_of_a_pretrained_
     assert " experiment spaces --module-args " in out and " fit " not in out
     stores = outputs / "pretrain" / "general_light" / "candidates"
     assert sorted(p.name.rsplit("-", 1)[0] for p in stores.iterdir()) == ["agent-actions", "agent-utterances"]
-    assert X.preparation(X.table1(["general_light"]).configs, setup)[2][0][-1].done  # found by its key
+    assert X.preparation(X.table1(["general_light"]).configs, setup)[3][0][-1].done  # found by its key
     written = {p.name: p.stat().st_mtime_ns for p in stores.iterdir()}
     module = X.running.rl_module(X.running._module_args(X.Config("bc", "general_light"), setup, 0))
     module.build_agent()  # an agent of that encoder: its key matches, so it reads the stores and writes none
@@ -505,9 +505,9 @@ def test_the_plan_of_table1_names_every_preparation_step_and_child_as_a_command(
         "# step 1 of 8: data",
         "# step 2 of 8: pretrain general, pretrain light, pretrain general_light",
         "# step 3 of 8: pretrain adaptive",
-        "# step 4 of 8: partner, dm, general vectors of the agents' spaces, light vectors of the agents' spaces, "
-        "general_light vectors of the agents' spaces, adaptive vectors of the agents' spaces",
-        "# step 5 of 8: the partner's calibration",
+        "# step 4 of 8: partner, dm",
+        "# step 5 of 8: the partner's calibration, general vectors of the agents' spaces, light vectors of the agents' "
+        "spaces, general_light vectors of the agents' spaces, adaptive vectors of the agents' spaces",
         "# step 6 of 8: bc-general-act_speech-hardcoded, bc-light-act_speech-hardcoded, "
         "bc-general_light-act_speech-hardcoded, bc-adaptive-act_speech-hardcoded, bc-scratch-act_speech-hardcoded, "
         "baselines-act_speech-hardcoded",
