@@ -18,7 +18,8 @@ class Progress:
     block's end) prints the wall time. ``quiet``: nothing at all (a step inside another that reports)."""
 
     def __init__(self, total: int, what: str, unit: str = "item", quiet: bool = False, out: TextIO | None = None):
-        self.total, self.what, self.unit, self.quiet = total, what, unit, quiet
+        self.total, self.what, self.quiet = total, what, quiet
+        self.units = unit + ("es" if unit.endswith(("ch", "sh", "s", "x")) else "s")
         self.out = out if out is not None else sys.stdout
         self.done, self.started, self.last_line = 0, time.perf_counter(), time.perf_counter()
         self.next_tenth = 1
@@ -49,7 +50,7 @@ class Progress:
         if tenth >= self.next_tenth or now - self.last_line >= LINE_EVERY_S:
             self.next_tenth = max(self.next_tenth, tenth + 1)
             self._line(
-                f"{self.what}: {self.done}/{self.total} {self.unit}s ({100 * self.done // max(self.total, 1)}%), "
+                f"{self.what}: {self.done}/{self.total} {self.units} ({100 * self.done // max(self.total, 1)}%), "
                 f"{now - self.started:.0f} s" + (f", {note}" if note else "")
             )
 
@@ -58,7 +59,7 @@ class Progress:
             self.bar.close()
             self.bar = None
         if not self.quiet and not failed:
-            self._line(f"{self.what}: {self.done} {self.unit}s in {self.elapsed:.0f} s")
+            self._line(f"{self.what}: {self.done} {self.units} in {self.elapsed:.0f} s")
         self.quiet = True  # once
 
     @property

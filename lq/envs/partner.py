@@ -83,17 +83,24 @@ class PolyEncoderPartner:
         its valid actions in the partner's space, and their scores. Inside :meth:`remembering`, each (context, valid
         actions) pair is scored once."""
         keys = [(c, tuple(v)) for c, v in zip(contexts, valid_actions, strict=True)]
-        memo = self.memo if self.memo is not None else {}
-        todo = list(dict.fromkeys(k for k in keys if k not in memo))
-        if todo:
-            ctx = self._encode([c for c, _ in todo])
-            best_speech = self.utterances.score(ctx).max(dim=1)
-            action_scores = self.actions.score(ctx).cpu()
-            values, indices = best_speech.values.cpu(), best_speech.indices.tolist()
-            for i, (key, value, index) in enumerate(zip(todo, values, indices, strict=True)):
-                known = sorted(set(self._known(key[1])))  # of equal scores the first id wins, as a row's max
-                memo[key] = (value, index, known, action_scores[i, known])
-        return [memo[k] for k in keys]
+        if self.memo is None:
+            return self._score(keys)
+        missing = list(dict.fromkeys(k for k in keys if k not in self.memo))
+        self.memo.update(zip(missing, self._score(missing), strict=True))
+        return [self.memo[k] for k in keys]
+
+    def _score(self, keys: Sequence[tuple[str, tuple[str, ...]]]) -> list:
+        """:meth:`_scored`'s four figures of each (context, valid actions) pair, encoded in one batch."""
+        if not keys:
+            return []
+        ctx = self._encode([c for c, _ in keys])
+        best_speech = self.utterances.score(ctx).max(dim=1)
+        action_scores = self.actions.score(ctx).cpu()
+        out = []
+        for i, (value, index) in enumerate(zip(best_speech.values.cpu(), best_speech.indices.tolist(), strict=True)):
+            known = sorted(set(self._known(keys[i][1])))  # of equal scores the first id wins, as a row's max
+            out.append((value, index, known, action_scores[i, known]))
+        return out
 
     @contextmanager
     def remembering(self) -> Iterator[None]:

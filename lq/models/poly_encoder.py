@@ -241,8 +241,8 @@ def candidates_key(model: nn.Module, candidate_length: int, texts: Sequence[str]
 
 
 def keyed(store: str | Path, key: str) -> Path:
-    """The file of ``store`` for ``key``: one file per key (``partner-utterances.pt`` -> ``partner-utterances-
-    0123456789abcdef.pt``), so that stores of other weights, texts or settings sit beside each other."""
+    """The file of ``store`` for ``key``, one file per key (``x.pt`` becomes ``x-<the key's first 16 hex digits>.pt``):
+    stores of other weights, texts or settings sit beside each other."""
     store = Path(store)
     return store.with_name(f"{store.stem}-{key[:16]}{store.suffix}")
 
