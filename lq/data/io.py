@@ -23,6 +23,7 @@ def atomic_open(path: str | Path, mode: str = "w", **kwargs: Any) -> Iterator[IO
     path.parent.mkdir(parents=True, exist_ok=True)
     fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.", suffix=".tmp")
     try:
+        os.chmod(tmp, 0o666 & ~umask())  # mkstemp's 0600 is for the temporary file, not for what it becomes
         with os.fdopen(fd, mode, **kwargs) as handle:
             yield handle
             handle.flush()
@@ -116,6 +117,7 @@ def atomic_dir(path: str | Path, *, overwrite: bool = False) -> Iterator[Path]:
     tmp = Path(tempfile.mkdtemp(dir=path.parent, prefix=f".{path.name}.", suffix=".tmp"))
     try:
         yield tmp
+        shared_modes(tmp)
         if path.exists():
             old = path.with_name(f".{path.name}.old")
             _rmtree(old)
@@ -127,6 +129,32 @@ def atomic_dir(path: str | Path, *, overwrite: bool = False) -> Iterator[Path]:
     except BaseException:
         _rmtree(tmp)
         raise
+
+
+def umask() -> int:
+    """This process's umask, read without changing it (``os.umask`` can only read by setting it, which a thread beside
+    this one would see)."""
+    try:
+        for line in Path("/proc/self/status").read_text().splitlines():
+            if line.startswith("Umask:"):
+                return int(line.split()[1], 8)
+    except OSError:
+        pass
+    mask = os.umask(0o022)
+    os.umask(mask)
+    return mask
+
+
+def shared_modes(root: Path) -> None:
+    """The modes a folder and its files would have had if made directly (0755 and 0644 under umask 022), in place of
+    a temporary folder's 0700 and whatever 0600 files its writers left: a bundle or a dataset is for others to read."""
+    mask = umask()
+    os.chmod(root, 0o777 & ~mask)
+    for folder, dirs, files in os.walk(root):
+        for name in dirs:
+            os.chmod(Path(folder, name), 0o777 & ~mask)
+        for name in files:
+            os.chmod(Path(folder, name), 0o666 & ~mask)
 
 
 def _rmtree(path: Path) -> None:

@@ -47,6 +47,11 @@ def test_bundle_loads_the_same_weights(trained_agent, tmp_path):
     sa, sb = a.state_dict(), b.state_dict()
     assert sa.keys() == sb.keys() and all((sa[k] == sb[k]).all() for k in sa)
     assert b.hparams.data_dir.startswith(str(bundle.resolve()))
+    from lq.data.io import umask
+
+    modes = {p.stat().st_mode & 0o777 for p in [bundle, *bundle.rglob("*")] if p.is_file()}
+    assert modes == {0o666 & ~umask()}  # as files written directly: a bundle is for others to read (not mkstemp's 0600)
+    assert {p.stat().st_mode & 0o777 for p in [bundle, *bundle.rglob("*")] if p.is_dir()} == {0o777 & ~umask()}
 
 
 @pytest.mark.slow
