@@ -15,7 +15,7 @@ from lq.envs.models import load_poly_encoder
 from lq.envs.partner import PolyEncoderPartner
 from lq.envs.protocol import PROTOCOLS, Protocol
 from lq.envs.quest_env import QuestEnv
-from lq.models.poly_encoder import TextBatcher, candidates_key, stores_beside
+from lq.models.poly_encoder import TextBatcher, candidates_key, stores_beside, weights_digest
 from lq.models.pretrained import load_tokenizer
 
 
@@ -55,7 +55,8 @@ def calibration_file(
     for checkpoint, texts in ((partner_checkpoint, (utterances, actions)), (dm_checkpoint, (utterances,))):
         model, spec = load_poly_encoder(checkpoint, "cpu", data_dir)
         length = TextBatcher(load_tokenizer(spec.tokenizer), context_length).candidate_length
-        keys += [candidates_key(model, length, t) for t in texts]
+        weights = weights_digest(model)
+        keys += [candidates_key(weights, length, t) for t in texts]
     _, train, held_out = _demonstrations(dataset, "valid", partner_calibration)
     key = calibration_key(context_length, keys, train, held_out)
     return calibration_store(partner_checkpoint, bool(held_out), key)

@@ -195,14 +195,18 @@ def calibration_key(
     digest = hashlib.sha256(f"context length {context_length}, listening {LISTEN_STEPS}\n".encode())
     for key in candidate_keys:
         digest.update(key.encode())
-    for inst in train:
-        digest.update(f"{inst.quest.quest_id}\t{inst.self_id}\t{inst.partner_id}\t{inst.demo.to_json()}\n".encode())
+
+    def demonstrations(instances: Sequence[QuestInstance]) -> None:
+        for inst in instances:
+            line = f"{inst.quest.quest_id}\t{inst.self_id}\t{inst.partner_id}\t{inst.demo.to_json()}\n"
+            digest.update(line.encode())
+
+    demonstrations(train)
     if held_out:
         digest.update(
             f"held out, shares {SHARE_STEPS} by listening, counted with the training ones, goals and share\n".encode()
         )
-        for inst in held_out:
-            digest.update(f"{inst.quest.quest_id}\t{inst.self_id}\t{inst.partner_id}\t{inst.demo.to_json()}\n".encode())
+        demonstrations(held_out)
     return digest.hexdigest()
 
 

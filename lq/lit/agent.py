@@ -27,7 +27,7 @@ from lq.envs.replay import demonstration_turns
 from lq.eval import EvalResult, evaluate
 from lq.models.agent import AgentConfig, SwitchAgent
 from lq.models.encoder import EncoderConfig, EncoderSpec, Vocabulary
-from lq.models.poly_encoder import TextBatcher, candidates_key, keyed, stores_beside
+from lq.models.poly_encoder import TextBatcher, candidates_key, keyed, stores_beside, weights_digest
 from lq.models.pretrained import load_tokenizer
 from lq.rl.acting import ABILITIES, Actor, choice_mask, valid_mask
 from lq.rl.losses import masked
@@ -200,9 +200,9 @@ class AgentModule(L.LightningModule):
         pretrained = load_poly_encoder(h.pretrained_checkpoint, dataset=h.data_dir)[0]
         length = TextBatcher(load_tokenizer(encoder_tokenizer(h.encoder)), h.context_length).candidate_length
         spaces = demonstration_spaces(load_dataset(h.data_dir).demos.all())
-        folder = stores_beside(h.pretrained_checkpoint)
+        folder, weights = stores_beside(h.pretrained_checkpoint), weights_digest(pretrained)
         return [
-            keyed(folder / f"agent-{name}.pt", candidates_key(pretrained, length, texts))
+            keyed(folder / f"agent-{name}.pt", candidates_key(weights, length, texts))
             for name, texts in zip(("actions", "utterances"), spaces, strict=True)
         ]
 

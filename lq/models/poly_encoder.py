@@ -232,11 +232,12 @@ def weights_digest(model: nn.Module) -> str:
     return digest.hexdigest()
 
 
-def candidates_key(model: nn.Module, candidate_length: int, texts: Sequence[str]) -> str:
-    """The key of a :class:`CandidateCache` of ``texts`` encoded by ``model`` (computed without encoding them)."""
+def candidates_key(weights: str, candidate_length: int, texts: Sequence[str]) -> str:
+    """The key of a :class:`CandidateCache` of ``texts`` encoded by the model of :func:`weights_digest` ``weights``
+    (computed without encoding them; one digest serves every candidate set of a model)."""
     digest = hashlib.sha256(f"{candidate_length}\n".encode())
     digest.update("\n".join(texts).encode())
-    digest.update(weights_digest(model).encode())
+    digest.update(weights.encode())
     return digest.hexdigest()
 
 
@@ -305,7 +306,7 @@ class CandidateCache:
         """A fingerprint of the candidate length, the texts and the model's weights (what the store is kept for): a
         hash of bytes, the same in every process whatever its thread count (:func:`weights_digest`)."""
         if self._key is None:
-            self._key = candidates_key(self.model, self.batcher.candidate_length, self.texts)
+            self._key = candidates_key(weights_digest(self.model), self.batcher.candidate_length, self.texts)
         return self._key
 
     @torch.no_grad()
