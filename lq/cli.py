@@ -17,6 +17,23 @@ class UsageError(Exception):
     """A command-line mistake: printed as one line, exit status 2."""
 
 
+class Stopped(Exception):
+    """Jobs of a driver that were killed or failed (:class:`lq.experiments.launchers.JobFailed`): a line each."""
+
+    def __init__(self, failures: Sequence[object]):
+        self.failures = list(failures)
+        super().__init__("; ".join(map(str, self.failures)))
+
+
+def _again(argv: Sequence[str], resume: bool) -> str:
+    """The command that goes on from where ``lq ARGV`` stopped: the same, with ``--resume`` for an experiment (its
+    finished children are kept); a stage's finished steps are kept anyway."""
+    argv = list(argv)
+    if resume and "--resume" not in argv:
+        argv.append("--resume")
+    return shlex.join(["lq", *argv])
+
+
 def _cmd_data_download(args: argparse.Namespace) -> int:
     from lq.data.download import RESOURCES, download_all
 
@@ -242,7 +259,7 @@ def _setup(args: argparse.Namespace, stage: str, **fields):
 
 def _cmd_stage(args: argparse.Namespace) -> int:
     from lq import experiments as X
-    from lq.experiments.launchers import shown
+    from lq.experiments.launchers import JobFailed, shown
 
     setup = _setup(args, args.stage, profile=args.profile, protocol=args.protocol)
     encoder = args.encoder or (setup.env_encoder if args.stage in ("partner", "dm") else "general_light")
@@ -256,11 +273,14 @@ def _cmd_stage(args: argparse.Namespace) -> int:
         X.run_stage(args.stage, setup, encoder, args.ability, args.switch, compare=args.compare)
     except FileNotFoundError as e:  # a dataset that is not there, a config that does not exist
         raise UsageError(str(e)) from None
+    except JobFailed as e:
+        raise Stopped(e.failures) from None
     return 0
 
 
 def _cmd_experiment(args: argparse.Namespace) -> int:
     from lq import experiments as X
+    from lq.experiments.launchers import JobFailed
 
     names = args.names or list(X.EXPERIMENTS)
     unknown = [n for n in names if n not in X.EXPERIMENTS]
@@ -282,6 +302,8 @@ def _cmd_experiment(args: argparse.Namespace) -> int:
                 parent, tables = X.run_experiment(experiment, setup, resume=args.resume)
             except FileNotFoundError as e:  # a dataset that is not there, a config that does not exist
                 raise UsageError(str(e)) from None
+            except JobFailed as e:
+                raise Stopped(e.failures) from None
             print(f"{experiment.title}: parent run {parent} in MLflow experiment lq-{name}")
             X.write_local(tables, args.out)
         if args.action == "plan":
@@ -619,10 +641,23 @@ def main(argv: Sequence[str] | None = None) -> int:
         except (DataFormatError, FileNotFoundError, ValueError) as err:
             print(f"error: {err}", file=sys.stderr)
             return 1
+        except KeyboardInterrupt:
+            print(f"interrupted: the run is marked KILLED; train it again with: {_again(argv, False)}", file=sys.stderr)
+            return 130
         return 0
     args = build_parser().parse_args(argv)
+    resumable = getattr(args, "func", None) in (_cmd_experiment, _cmd_stage) and getattr(args, "action", "run") == "run"
     try:
         return args.func(args)
+    except Stopped as err:  # a line per job; the last says how to go on
+        again = f"; go on with: {_again(argv, args.func is _cmd_experiment)}" if resumable else ""
+        for i, failure in enumerate(err.failures, 1):
+            print(f"error: {failure}{again if i == len(err.failures) else ''}", file=sys.stderr)
+        return 1
+    except KeyboardInterrupt:
+        again = f"; go on with: {_again(argv, args.func is _cmd_experiment)}" if resumable else ""
+        print(f"interrupted: the runs stopped are marked KILLED{again}", file=sys.stderr)
+        return 130
     except UsageError as err:
         print(f"error: {err}", file=sys.stderr)
         return 2

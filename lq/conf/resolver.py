@@ -15,6 +15,7 @@ for are the base's runs, checkpoints shared). Where things go (``outputs_for``):
 
 from __future__ import annotations
 
+import json
 from dataclasses import dataclass
 from functools import cached_property
 from pathlib import Path
@@ -30,6 +31,36 @@ STAGES = ("pretrain", *ENV_STAGES, *AGENT_STAGES)
 PROFILE_FILE = {"pretrain": "pretrain", "partner": "env", "dm": "env", "rl": "rl", "bc": "bc"}
 # the checkpoint an agent stage keeps: RL its final agent, BC its best validation epoch
 AGENT_CHECKPOINT = {"rl": "agent.ckpt", "bc": "best.ckpt"}
+# written beside a stage's checkpoint once its run has done all its work, last: a checkpoint without it is a run's
+# that was interrupted (killed, Ctrl-C, failed) and counts as not there
+DONE = "done.json"
+
+
+def finished(checkpoint: str | Path) -> bool:
+    """Whether ``checkpoint`` is there and the run that wrote it finished (:data:`DONE` beside it names it)."""
+    checkpoint = Path(checkpoint)
+    marker = checkpoint.parent / DONE
+    if not checkpoint.is_file() or not marker.is_file():
+        return False
+    try:
+        return json.loads(marker.read_text(encoding="utf-8")).get("checkpoint") == checkpoint.name
+    except (ValueError, AttributeError):  # a marker from elsewhere, half a file: not this run's
+        return False
+
+
+def mark_finished(checkpoint: str | Path, **about: object) -> Path:
+    """Write :data:`DONE` beside ``checkpoint`` (atomically), naming it and ``about`` (the run id, the stage)."""
+    from lq.data.io import write_json
+
+    checkpoint = Path(checkpoint)
+    marker = checkpoint.parent / DONE
+    write_json(marker, {"checkpoint": checkpoint.name, **about})
+    return marker
+
+
+def unfinished(folder: str | Path) -> None:
+    """Remove a folder's :data:`DONE` before a run writes its checkpoints there: until it finishes they are not done."""
+    (Path(folder) / DONE).unlink(missing_ok=True)
 
 
 def outputs_for(data_dir: str | Path) -> str:

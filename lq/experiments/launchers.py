@@ -1,18 +1,22 @@
 """Where the jobs of an experiment run: here, side by side (:class:`Local`, on ``concurrent.futures``), or as jobs of a
 cluster (:class:`Submitit`: SLURM, or submitit's own local executor). A job is an ``lq`` command line; a launcher
-runs a list of independent ones and returns once all have ended, raising if any failed."""
+runs a list of independent ones and returns once all have ended, raising :class:`JobFailed` if any failed."""
 
 from __future__ import annotations
 
 import os
 import queue
+import re
 import shlex
+import signal
 import subprocess
 import sys
 import threading
 from collections.abc import Sequence
 from concurrent.futures import ThreadPoolExecutor
+from contextlib import nullcontext
 from dataclasses import dataclass, field
+from pathlib import Path
 from typing import Protocol
 
 from lq.experiments.reporting import _print
@@ -45,61 +49,120 @@ def visible_gpus() -> list[str]:
     return [str(i) for i in range(torch.cuda.device_count())]
 
 
-def _threads(parallel: int, jobs: int) -> int:
-    return max(1, (os.cpu_count() or 1) // max(1, min(parallel, jobs)))
+@dataclass(frozen=True)
+class Failure:
+    """A job that ended badly: its label and arguments, its exit status (negative: the signal that killed it) or the
+    error a cluster reported, and its log."""
+
+    label: str
+    args: Sequence[str]
+    status: int | str
+    log: str | None = None
+
+    @property
+    def killed(self) -> bool:
+        return isinstance(self.status, int) and self.status < 0
+
+    def __str__(self) -> str:
+        if self.killed:
+            try:
+                how = f"was killed by {signal.Signals(-self.status).name}"
+            except ValueError:
+                how = f"was killed by signal {-self.status}"
+        elif isinstance(self.status, int):
+            how = f"failed (exit status {self.status})"
+        else:
+            how = f"failed ({self.status})"
+        return f"{self.label} {how}" + (f" (its log: {self.log})" if self.log else "")
+
+
+class JobFailed(RuntimeError):
+    """Jobs of a launcher ended badly (killed, or an error): each a :class:`Failure`."""
+
+    def __init__(self, failures: Sequence[Failure]):
+        self.failures = list(failures)
+        super().__init__("; ".join(str(f) for f in self.failures))
+
+
+def log_name(label: str) -> str:
+    """A job's log file name: its label with anything but letters, digits, ``.``, ``_`` and ``-`` as ``_``."""
+    return re.sub(r"[^A-Za-z0-9._-]+", "_", label).strip("_") + ".log"
 
 
 @dataclass
 class Local:
-    """Child processes of this one, up to ``parallel`` at once (a thread pool of ``concurrent.futures``): the cores
-    shared among them (``OMP_NUM_THREADS``), each pinned to one GPU where there are GPUs (``CUDA_VISIBLE_DEVICES``,
-    slot ``i`` on GPU ``i`` mod their number). Side by side, each output line is prefixed with the job's label. Once
-    one fails no other starts."""
+    """Child processes of this one, up to ``parallel`` at once (a thread pool of ``concurrent.futures``), each pinned
+    to one GPU where there are GPUs (``CUDA_VISIBLE_DEVICES``, slot ``i`` on GPU ``i`` mod their number). Each run
+    sets its own CPU threads (``--threads``), whatever runs beside it. A job's output goes to this terminal (each line
+    prefixed with its label when side by side) and to ``logs/LABEL.log``. Once one fails no other starts; Ctrl-C
+    reaches the running children, which stop cleanly, and then this process."""
+
+    logs: str | None = None  # where each job's output is kept (None: nowhere)
 
     def run(self, jobs: Sequence[Job], parallel: int) -> None:
         if not jobs:
             return
         width = max(1, min(parallel, len(jobs)))
-        threads, gpus = _threads(parallel, len(jobs)), visible_gpus()
+        gpus = visible_gpus()
         slots: queue.Queue[int] = queue.Queue()
         for slot in range(width):
             slots.put(slot)
-        failed = threading.Event()
+        stop = threading.Event()
+        running: set[subprocess.Popen] = set()
 
-        def one(job: Job) -> str | None:
+        def one(job: Job) -> Failure | None:
             label, args = job
             slot = slots.get()
             try:
-                if failed.is_set():
+                if stop.is_set():
                     return None
-                env = {**os.environ, "OMP_NUM_THREADS": str(threads)}
-                pinned = ""
+                env = dict(os.environ)
                 if gpus:
-                    env["CUDA_VISIBLE_DEVICES"] = pinned = gpus[slot % len(gpus)]
+                    env["CUDA_VISIBLE_DEVICES"] = gpus[slot % len(gpus)]
                 cmd = command(args)
-                _print(
-                    f"$ OMP_NUM_THREADS={threads}{f' CUDA_VISIBLE_DEVICES={pinned}' if gpus else ''} {shlex.join(cmd)}"
-                )
-                if width == 1:
-                    status = subprocess.run(cmd, env=env, check=False).returncode
-                else:
-                    process = subprocess.Popen(
-                        cmd, env=env, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True
-                    )
-                    for line in process.stdout:
-                        _print(f"[{label}] {line.rstrip()}")
-                    status = process.wait()
+                pinned = f"CUDA_VISIBLE_DEVICES={env['CUDA_VISIBLE_DEVICES']} " if gpus else ""
+                _print(f"$ {pinned}{shlex.join(cmd)}")
+                log = Path(self.logs, log_name(label)) if self.logs else None
+                status = self._run(cmd, env, label if width > 1 else None, log, running)
                 if status != 0:
-                    failed.set()
-                    return f"exit status {status}: {shlex.join(cmd)}"
+                    stop.set()
+                    return Failure(label, args, status, str(log) if log else None)
                 return None
             finally:
                 slots.put(slot)
 
         with ThreadPoolExecutor(width) as pool:
-            failures = [f for f in pool.map(one, jobs) if f]
+            futures = [pool.submit(one, job) for job in jobs]
+            try:
+                failures = [f for f in (future.result() for future in futures) if f]
+            except KeyboardInterrupt:  # the children stop cleanly (a terminal's Ctrl-C reached them already)
+                stop.set()
+                for process in list(running):
+                    if process.poll() is None:
+                        process.send_signal(signal.SIGINT)
+                raise
         if failures:
-            raise RuntimeError("; ".join(failures))
+            raise JobFailed(failures)
+
+    @staticmethod
+    def _run(cmd, env, prefix: str | None, log: Path | None, running: set) -> int:
+        """Run one child to its end, its output to this terminal (prefixed) and ``log``; its exit status."""
+        if log is not None:
+            log.parent.mkdir(parents=True, exist_ok=True)
+        with open(log, "w", encoding="utf-8") if log is not None else nullcontext() as kept:
+            process = subprocess.Popen(
+                cmd, env=env, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True, errors="replace"
+            )
+            running.add(process)
+            try:
+                for line in process.stdout:
+                    _print(f"[{prefix}] {line.rstrip()}" if prefix else line.rstrip())
+                    if kept is not None:
+                        kept.write(line)
+                        kept.flush()
+                return process.wait()
+            finally:
+                running.discard(process)
 
 
 @dataclass
@@ -123,8 +186,6 @@ class Submitit:
         executor = submitit.AutoExecutor(folder=self.folder, cluster=cluster)
         executor.update_parameters(**parameters)
         env = dict(os.environ)
-        if executor.cluster in ("local", "debug"):  # this machine's cores shared among the jobs
-            env["OMP_NUM_THREADS"] = str(_threads(len(jobs), len(jobs)))
         submitted = []
         for label, args in jobs:
             executor.update_parameters(name=label.replace(" ", "_"))
@@ -136,22 +197,26 @@ class Submitit:
             try:
                 job.result()
             except Exception as error:  # noqa: BLE001 (every job is waited for; the failures are raised together)
-                failures.append(f"{label} (job {job.job_id}, logs {job.paths.stderr}): {str(error)[-2000:]}")
+                reason = str(error).strip().splitlines()[-1:] or [type(error).__name__]
+                failures.append(Failure(f"{label} (job {job.job_id})", args, reason[0][-300:], str(job.paths.stderr)))
             else:
                 _print(f"[{label}] done (job {job.job_id})")
         if failures:
-            raise RuntimeError("; ".join(failures))
+            raise JobFailed(failures)
 
 
 LAUNCHERS = ("local", "submitit")
 
 
-def launcher(name: str = "local", args: Sequence[str] = (), folder: str = "outputs/submitit") -> Launcher:
-    """A launcher by name; ``args`` are submitit's ``KEY=VALUE`` parameters (numbers read as numbers)."""
+def launcher(
+    name: str = "local", args: Sequence[str] = (), folder: str = "outputs/submitit", logs: str | None = None
+) -> Launcher:
+    """A launcher by name; ``args`` are submitit's ``KEY=VALUE`` parameters (numbers read as numbers); ``logs``: where
+    the local launcher keeps each job's output (an experiment's setup: ``OUTPUTS/logs``)."""
     if name == "local":
         if args:
             raise ValueError(f"--launcher-args {' '.join(args)}: the local launcher takes none (--jobs sets its width)")
-        return Local()
+        return Local(logs)
     if name != "submitit":
         raise ValueError(f"unknown launcher {name}: choose from {', '.join(LAUNCHERS)}")
     parameters: dict[str, object] = {}

@@ -13,7 +13,7 @@ from lq.data.io import atomic_open
 from lq.envs.protocol import protocol_of
 from lq.eval import cell, markdown_table, mean_std_of, plot_curves, run_series
 from lq.experiments.specs import CURVES, EXPERIMENTS, GOALS, Cell, Experiment, Table
-from lq.lit.cli import DEFAULT_TRACKING_URI, mark_model_training
+from lq.lit.cli import DEFAULT_TRACKING_URI, init_store, mark_model_training
 
 
 def _print(text: str) -> None:
@@ -23,6 +23,7 @@ def _print(text: str) -> None:
 def _client(tracking_uri: str):
     from mlflow.tracking import MlflowClient
 
+    init_store(tracking_uri)
     return MlflowClient(tracking_uri)
 
 

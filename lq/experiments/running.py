@@ -5,14 +5,17 @@ from __future__ import annotations
 
 import dataclasses
 import json
+import os
 import shlex
+import socket
 import time
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Callable, Iterator, Mapping, Sequence
+from contextlib import contextmanager
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from lq.conf.resolver import AGENT_CHECKPOINT, AGENT_STAGES, ENV_STAGES, Resolver, agent_dir
-from lq.experiments.launchers import Launcher, Local, shown
+from lq.conf.resolver import AGENT_CHECKPOINT, AGENT_STAGES, ENV_STAGES, Resolver, agent_dir, finished
+from lq.experiments.launchers import JobFailed, Launcher, Local, shown
 from lq.experiments.reporting import (
     _client,
     _print,
@@ -23,7 +26,7 @@ from lq.experiments.reporting import (
     parent_runs,
 )
 from lq.experiments.specs import ENCODERS, Config, Experiment
-from lq.lit.cli import DEFAULT_TRACKING_URI
+from lq.lit.cli import DEFAULT_TRACKING_URI, run_tags
 
 
 @dataclass
@@ -39,6 +42,11 @@ class Setup(Resolver):
     extra_args: dict[str, Sequence[str]] = field(default_factory=dict)  # per stage ("rl", ...; "*": every stage)
     launcher: Launcher = field(default_factory=Local)
 
+    def __post_init__(self) -> None:
+        super().__post_init__()
+        if isinstance(self.launcher, Local) and self.launcher.logs is None:  # each job's output, kept
+            self.launcher.logs = f"{self.outputs}/logs"
+
 
 def stage_args(config: Config, setup: Setup, seed: int, out_dir: str | None = None) -> list[str]:
     """The command line of one stage run (``lq STAGE fit ...``) of ``config`` with ``seed``: the resolver's, logging
@@ -53,7 +61,7 @@ def stage_args(config: Config, setup: Setup, seed: int, out_dir: str | None = No
 @dataclass(frozen=True)
 class Step:
     """A job of an experiment: its label, its ``lq`` arguments, and the file that exists once it is done (none for a
-    child: MLflow knows those)."""
+    child: MLflow knows those; a stage's checkpoint counts once its run finished, :func:`trained`)."""
 
     label: str
     args: Sequence[str]
@@ -92,10 +100,8 @@ def preparation(configs: Sequence[Config], setup: Setup) -> list[Wave]:
         if group:  # the agents read the checkpoint only; Table 4/5 is make pretrain's and the table45 experiment's
             waves.append(([_pretrain_step(e, setup) for e in group], 1))
     if agents:
-        env = [
-            Step(stage, stage_args(Config(stage, setup.env_encoder), setup, 0), setup.checkpoint(stage))
-            for stage in ENV_STAGES
-        ]
+        env = [trained(stage, stage_args(Config(stage, setup.env_encoder), setup, 0), setup.checkpoint(stage))
+               for stage in ENV_STAGES]  # fmt: skip
         spaces = [
             Step(
                 f"{e} vectors of the agents' spaces",
@@ -133,11 +139,18 @@ def starts_from_bc(config: Config, setup: Setup) -> bool:
 
 def _bc_start(config: Config, setup: Setup, seed: int) -> str | None:
     """The BC agent an RL agent of ``config`` and ``seed`` starts from, as a step's output: None (train it) where it is
-    there but trained unlike that RL agent would be (:func:`_trained_alike`: another protocol, size or environment)."""
+    missing, its run did not finish (killed, interrupted), or it was trained unlike that RL agent would be
+    (:func:`_trained_alike`: another protocol, size or environment)."""
     checkpoint = setup.agent_checkpoint("bc", config.encoder, config.ability, config.switch, seed)
-    if not Path(checkpoint).exists():
-        return checkpoint
+    if not finished(checkpoint):
+        return None
     return checkpoint if _trained_alike(checkpoint, rl_module(_module_args(config, setup, seed)).hparams) else None
+
+
+def trained(label: str, args: Sequence[str], checkpoint: str) -> Step:
+    """A step that trains a stage run whose checkpoint is ``checkpoint``: done once that run finished
+    (:func:`lq.conf.resolver.finished`), not when a killed run left its checkpoint."""
+    return Step(label, args, checkpoint, check=lambda: checkpoint if finished(checkpoint) else None)
 
 
 def _data_step(setup: Setup) -> Step:
@@ -153,7 +166,7 @@ def _data_step(setup: Setup) -> Step:
 
 def _pretrain_step(encoder: str, setup: Setup) -> Step:
     args = [*stage_args(Config("pretrain", encoder), setup, 0), "--tables.enabled", "false"]
-    return Step(f"pretrain {encoder}", args, setup.checkpoint("pretrain", encoder))
+    return trained(f"pretrain {encoder}", args, setup.checkpoint("pretrain", encoder))
 
 
 def prepare(configs: Sequence[Config], setup: Setup) -> None:
@@ -168,7 +181,19 @@ def _run_waves(waves: Sequence[Wave], setup: Setup) -> None:
         todo = [s for s in steps if not s.done]
         if todo and todo[0].label != "data":
             _client(setup.tracking_uri).search_experiments(max_results=1)  # a new store's tables, made once
-        setup.launcher.run([(s.label, s.args) for s in todo], parallel)
+        _launch(setup, [(s.label, s.args) for s in todo], parallel)
+
+
+def _launch(setup: Setup, jobs: Sequence[tuple[str, Sequence[str]]], parallel: int) -> None:
+    """Run ``jobs`` through the setup's launcher; where one is killed or fails, or on Ctrl-C, the store's runs whose
+    process is gone are marked KILLED (a run killed with SIGKILL cannot end itself) before the error goes on."""
+    try:
+        setup.launcher.run(jobs, parallel)
+    except (JobFailed, KeyboardInterrupt):
+        client = _client(setup.tracking_uri)
+        ids = [e.experiment_id for e in client.search_experiments()]
+        end_dead_runs(client, client.search_runs(ids, "attributes.status = 'RUNNING'") if ids else [])
+        raise
 
 
 def run_stage(
@@ -192,7 +217,7 @@ def run_stage(
     if stage == "pretrain":
         waves += [([_pretrain_step(e, setup)], 1) for _, e in setup.needs(stage, encoder)]
     _run_waves(waves, setup)
-    setup.launcher.run(stage_runs(config, setup), 1)
+    _launch(setup, stage_runs(config, setup), 1)
     if not compare:
         return
     seeds = setup.seeds
@@ -201,11 +226,11 @@ def run_stage(
     bc = [setup.agent_checkpoint("bc", encoder, ability, switch, s) for s in seeds]
     stale = [s for s, b, r in zip(seeds, bc, rl, strict=True) if not _trained_alike(b, r)]
     missing = dataclasses.replace(setup, seeds=stale, extra_args={})
-    setup.launcher.run(stage_runs(Config("bc", encoder, ability, switch), missing), 1)  # not the RL stage's extras
+    _launch(setup, stage_runs(Config("bc", encoder, ability, switch), missing), 1)  # not the RL stage's extras
     # beside the RL agents' folder; named after it where ARGS chose another than the resolver's
     named = "" if Path(rl_dir) == Path(setup.stage_dir("rl")) else f"{Path(rl_dir).name}-"
     out = f"{Path(rl_dir).parent}/eval/{named}{encoder}-{ability}-{switch}"
-    setup.launcher.run([("eval", ["eval", *rl, *bc, "--baselines", str(len(seeds)), "--out", out])], 1)
+    _launch(setup, [("eval", ["eval", *rl, *bc, "--baselines", str(len(seeds)), "--out", out])], 1)
 
 
 def out_dir_of(args: Sequence[str]) -> str:
@@ -229,7 +254,7 @@ def _trained_alike(bc_checkpoint: str, rl: str | Mapping) -> bool:
     from lq.lit.agent import read_checkpoint
     from lq.lit.rl import RLModule
 
-    if not Path(bc_checkpoint).exists():
+    if not finished(bc_checkpoint):  # missing, or its run was killed before the end
         return False
     if isinstance(rl, str) and not Path(rl).exists():
         return True
@@ -263,10 +288,26 @@ def rl_module(module_args: Sequence[str]):
     return cli.parser.instantiate(cli.config).model
 
 
+@contextmanager
+def stage_threads(module_args: Sequence[str]) -> Iterator[None]:
+    """Within: torch's CPU threads those of the RL stage's run (``--threads``), as for the agents that read what is
+    computed here; the caller's after."""
+    import torch
+
+    before = torch.get_num_threads()
+    torch.set_num_threads(_rl_cli(module_args).config.threads)
+    try:
+        yield
+    finally:
+        torch.set_num_threads(before)
+
+
 def calibrate_environment(module_args: Sequence[str]) -> None:
     """The environment's partner calibrated on the demonstrations (:mod:`lq.envs.calibration`) and kept beside its
-    checkpoint, for the agents built from ``module_args`` and any other that share its partner, DM and data."""
-    rl_module(module_args).eval_env("valid")
+    checkpoint, for the agents built from ``module_args`` and any other that share its partner, DM and data (at the
+    agents' threads)."""
+    with stage_threads(module_args):
+        rl_module(module_args).eval_env("valid")
 
 
 def calibrated(module_args: Sequence[str]) -> str | None:
@@ -277,7 +318,7 @@ def calibrated(module_args: Sequence[str]) -> str | None:
     module = rl_module(module_args)
     h = module.hparams
     models = (h.partner_checkpoint, h.dm_checkpoint)
-    if not Path(h.data_dir, "manifest.json").exists() or not all(Path(m).exists() for m in models):
+    if not Path(h.data_dir, "manifest.json").exists() or not all(finished(m) for m in models):
         return None
     return str(calibration_file(h.data_dir, *models, module.env_context_length, h.partner_calibration))
 
@@ -287,15 +328,16 @@ def spaces_encoded(module_args: Sequence[str]) -> str | None:
     its data or pretrained encoder is missing."""
     module = rl_module(module_args)
     h = module.hparams
-    if not Path(h.data_dir, "manifest.json").exists() or not Path(h.pretrained_checkpoint).exists():
+    if not Path(h.data_dir, "manifest.json").exists() or not finished(h.pretrained_checkpoint):
         return None
     return str(module.space_stores()[-1])
 
 
 def encode_agent_spaces(module_args: Sequence[str]) -> None:
     """A pretrained encoder's vectors of the agents' action and utterance spaces, stored beside its checkpoint (a
-    store already there with the same weights and texts is read, not encoded again)."""
-    rl_module(module_args).build_agent()
+    store already there with the same weights and texts is read, not encoded again), at the agents' threads."""
+    with stage_threads(module_args):
+        rl_module(module_args).build_agent()
 
 
 def resumable_parent(client, experiment: Experiment, setup: Setup) -> str | None:
@@ -306,9 +348,40 @@ def resumable_parent(client, experiment: Experiment, setup: Setup) -> str | None
     return unfinished[0].info.run_id if unfinished else None
 
 
+def alive(run) -> bool | None:
+    """Whether the process of a run (its ``lq.host`` and ``lq.pid`` tags, :func:`lq.lit.cli.run_tags`) is still
+    there: None where that cannot be told here (no such tags, or another host)."""
+    tags = run.data.tags
+    if tags.get("lq.host") != socket.gethostname() or not tags.get("lq.pid", "").isdigit():
+        return None
+    try:
+        os.kill(int(tags["lq.pid"]), 0)
+    except ProcessLookupError:
+        return False
+    except PermissionError:  # someone else's process
+        return True
+    return True
+
+
+def end_dead_runs(client, runs, gone: bool = False) -> list:
+    """Mark the RUNNING ``runs`` whose process is gone (:func:`alive`; all of them with ``gone``: their launcher saw
+    them end) as KILLED, so that none is left RUNNING after a kill; returns those runs."""
+    dead = [r for r in runs if r.info.status == "RUNNING" and (gone or alive(r) is False)]
+    for run in dead:
+        client.set_terminated(run.info.run_id, "KILLED")
+    return dead
+
+
+def _child_runs(client, pid: str) -> list:
+    """Every child run of parent ``pid``, whatever its status."""
+    run = client.get_run(pid)
+    return client.search_runs([run.info.experiment_id], filter_string=f"tags.mlflow.parentRunId = '{pid}'")
+
+
 def _reopen(client, pid: str, experiment: Experiment, setup: Setup) -> set[tuple[str, str]]:
-    """Reopen an unfinished parent: check it ran the same seeds and encoders, mark its children that died
-    unfinished as KILLED, and return the (configuration, seed) pairs whose children finished."""
+    """Reopen an unfinished parent: check it ran the same seeds and encoders and that none of its children still runs
+    here, mark its children that died unfinished as KILLED, and return the (configuration, seed) pairs whose children
+    finished."""
     run = client.get_run(pid)
     params = run.data.params
     for key, wanted in (("seeds", " ".join(map(str, setup.seeds))), ("encoders", " ".join(experiment.encoders))):
@@ -317,9 +390,15 @@ def _reopen(client, pid: str, experiment: Experiment, setup: Setup) -> set[tuple
                 f"parent run {pid} ran {key} '{params.get(key)}', not '{wanted}': resume with the same "
                 f"{key}, or run without --resume for a new parent"
             )
-    for child in client.search_runs([run.info.experiment_id], filter_string=f"tags.mlflow.parentRunId = '{pid}'"):
-        if child.info.status == "RUNNING":  # its process is gone: it will be trained again
-            client.set_terminated(child.info.run_id, "KILLED")
+    kids = _child_runs(client, pid)
+    running = [r for r in kids if r.info.status == "RUNNING" and alive(r)]
+    if running:  # a driver killed alone leaves its children running: they would be trained twice at once
+        first = running[0].data.tags
+        raise ValueError(
+            f"parent run {pid}: its child {first.get('lq.config')} s{first.get('lq.seed')} is still running (process "
+            f"{first.get('lq.pid')}): wait for it to end, or stop it (kill {first.get('lq.pid')}), then resume"
+        )
+    end_dead_runs(client, kids, gone=True)  # their processes are gone (or elsewhere): they will be trained again
     client.update_run(pid, status="RUNNING")
     return {(r.data.tags.get("lq.config"), r.data.tags.get("lq.seed")) for r in children(client, pid)}
 
@@ -461,17 +540,19 @@ def run_experiment(
         waves = child_waves(experiment, setup, pid, done)
         log(f"[{experiment.name}] {sum(len(steps) for steps, _ in waves)} children")
         _run_waves(waves, setup)
-        trained = time.monotonic()
+        ran = time.monotonic()
         tables = build_tables(experiment, pid, setup.tracking_uri, log)
         if setup.log_model:
             log_best_model(client, experiment, pid, setup, log)
         log(
             f"[{experiment.name}] wall time: data, environment models and encoders {prepared - started:.0f} s, "
-            f"child runs {trained - prepared:.0f} s, tables {time.monotonic() - trained:.0f} s "
+            f"child runs {ran - prepared:.0f} s, tables {time.monotonic() - ran:.0f} s "
             f"(total {time.monotonic() - started:.0f} s)"
         )
-    except BaseException:
-        client.set_terminated(pid, "FAILED")
+    except BaseException as error:
+        # the children the launcher saw end badly (a kill -9 leaves its run RUNNING), then the parent
+        end_dead_runs(client, _child_runs(client, pid), gone=isinstance(error, (JobFailed, KeyboardInterrupt)))
+        client.set_terminated(pid, "KILLED" if isinstance(error, KeyboardInterrupt) else "FAILED")
         raise
     client.set_terminated(pid, "FINISHED")
     return pid, tables
@@ -486,15 +567,16 @@ def run_baselines(client, experiment: str, config: Config, module_args: Sequence
     module = rl_module(module_args)
     tags = {"mlflow.parentRunId": pid, "lq.config": config.key, "lq.seed": str(seed), "lq.stage": "baselines"}
     exp_id = experiment_id(client, experiment)
-    run_id = client.create_run(exp_id, run_name=f"{config.key}-s{seed}", tags=tags).info.run_id
+    run_id = client.create_run(exp_id, run_name=f"{config.key}-s{seed}", tags={**tags, **run_tags()}).info.run_id
     try:
-        results = baseline_results(module, "test", [seed])
+        with stage_threads(module_args):
+            results = baseline_results(module, "test", [seed])
         for key, [result] in results.items():
             for name, value in result.metrics(f"baselines/{key}/").items():
                 if value == value:  # the ceiling has no speech columns (NaN)
                     client.log_metric(run_id, name, value)
-    except BaseException:
-        client.set_terminated(run_id, "FAILED")
+    except BaseException as error:
+        client.set_terminated(run_id, "KILLED" if isinstance(error, KeyboardInterrupt) else "FAILED")
         raise
     client.set_terminated(run_id, "FINISHED")
     return run_id

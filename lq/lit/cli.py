@@ -9,6 +9,8 @@ fails with a sqlite tracking URI: Lightning issues 19441 and 20273).
 
 from __future__ import annotations
 
+import os
+import socket
 import warnings
 from collections.abc import Sequence
 from pathlib import Path
@@ -18,10 +20,72 @@ from lightning.pytorch.callbacks.progress.progress_bar import ProgressBar
 from lightning.pytorch.cli import LightningArgumentParser, LightningCLI, SaveConfigCallback
 from lightning.pytorch.loggers import MLFlowLogger
 
-from lq.conf.resolver import Resolver, agent_dir, bc_checkpoint, model_dir, pretrained_checkpoint
+from lq.conf.resolver import (
+    Resolver,
+    agent_dir,
+    bc_checkpoint,
+    mark_finished,
+    model_dir,
+    pretrained_checkpoint,
+    unfinished,
+)
 from lq.lit.callbacks import LogProgress, StageTimer, wants_log_progress
 
 DEFAULT_TRACKING_URI = "sqlite:///mlflow.db"
+
+
+def init_store(tracking_uri: str | None) -> None:
+    """Make a new sqlite MLflow store's tables under a lock beside it (``FILE.lock``): two processes creating one store
+    at once would both migrate it and one fail ("duplicate column", "table already exists"). Once made, any number of
+    processes write to it (sqlite serialises their short transactions)."""
+    if not tracking_uri or not tracking_uri.startswith("sqlite:///"):
+        return
+    import fcntl
+
+    from mlflow.tracking import MlflowClient
+
+    db = Path(tracking_uri.removeprefix("sqlite:///").split("?")[0])
+    db.parent.mkdir(parents=True, exist_ok=True)
+    with open(f"{db}.lock", "a") as lock:
+        fcntl.flock(lock, fcntl.LOCK_EX)
+        try:
+            MlflowClient(tracking_uri).search_experiments(max_results=1)  # the tables, made once
+        finally:
+            fcntl.flock(lock, fcntl.LOCK_UN)
+
+
+class StageLogger(MLFlowLogger):
+    """MLflow's logger, whose run stays RUNNING until the stage has done all its work. Lightning finalizes its loggers
+    with "success" at the end of every ``fit`` and ``test``, but a stage evaluates after those: a run killed then would
+    read FINISHED without its evaluation. :meth:`StageCLI.fit` ends the run (:meth:`end`): FINISHED once everything is
+    logged, KILLED on Ctrl-C, FAILED on an error (Lightning's own "failed" still ends it at once)."""
+
+    def __init__(self, *args, **kwargs):
+        super().__init__(*args, **kwargs)
+        init_store(self._tracking_uri)
+
+    def finalize(self, status: str = "success") -> None:
+        if status not in ("success", "finished"):
+            super().finalize(status)
+
+    def end(self, status: str) -> None:
+        if self._initialized:
+            super().finalize(status)
+
+
+def end_runs(loggers, status: str) -> None:
+    """End the MLflow runs of ``loggers`` with ``status`` (FINISHED, FAILED, KILLED)."""
+    for logger in loggers:
+        if isinstance(logger, StageLogger):
+            logger.end(status)
+        elif isinstance(logger, MLFlowLogger) and logger._initialized:  # a plain MLFlowLogger a config chose
+            logger.experiment.set_terminated(logger.run_id, status)
+
+
+def run_tags() -> dict[str, str]:
+    """Where a run's process is (``lq.host``, ``lq.pid``): a driver marks a RUNNING run whose process is gone as
+    KILLED (:func:`lq.experiments.running.end_dead_runs`)."""
+    return {"lq.host": socket.gethostname(), "lq.pid": str(os.getpid())}
 
 
 def mark_model_training(client, experiment_id: str) -> None:
@@ -68,7 +132,7 @@ class StageCLI(LightningCLI):
             "trainer_defaults",
             {
                 "logger": {
-                    "class_path": "lightning.pytorch.loggers.MLFlowLogger",
+                    "class_path": "lq.lit.cli.StageLogger",
                     "init_args": {"experiment_name": f"lq-{self.stage}", "tracking_uri": DEFAULT_TRACKING_URI},
                 },
             },
@@ -85,6 +149,13 @@ class StageCLI(LightningCLI):
         parser.add_argument(
             "--out_dir", default=Resolver().stage_dir(self.stage), help="where checkpoints go, per encoder"
         )
+        parser.add_argument(
+            "--threads",
+            type=int,
+            default=1,
+            help="torch's CPU threads for this run (torch.set_num_threads), fixed by the run and logged as a param: "
+            "float results depend on it, so a run gives the same figures whatever else shares the machine",
+        )
         # read by the pretraining stage; accepted by all so that one profile serves every stage
         parser.add_argument(
             "--tables.max_quests", type=int | None, default=None, help="test quests per Table 4/5 row (all if unset)"
@@ -99,12 +170,23 @@ class StageCLI(LightningCLI):
                 "checkpoint.mode": "max",
                 "checkpoint.save_last": True,
                 "checkpoint.filename": "best",
+                "checkpoint.enable_version_counter": False,  # a run trained again overwrites, never best-v1.ckpt
             }
         )
         self.link_checkpoint_dir(parser)
 
     def link_checkpoint_dir(self, parser: LightningArgumentParser) -> None:
         parser.link_arguments(("out_dir", "model.encoder.name"), "checkpoint.dirpath", compute_fn=model_dir)
+
+    def before_instantiate_classes(self) -> None:
+        import torch
+
+        if self.parse_only:
+            return
+        threads = self.stage_config.threads
+        if threads < 1:
+            raise ValueError(f"--threads {threads}: a run needs at least one CPU thread")
+        torch.set_num_threads(threads)
 
     def instantiate_classes(self) -> None:
         if self.parse_only:
@@ -125,17 +207,45 @@ class StageCLI(LightningCLI):
 
     def fit(self) -> dict[str, float]:
         """Train, then the stage's own work after fitting; returns the run's metrics (the last logged, the test and
-        evaluation figures, ``time/*_s``)."""
-        self.before_fit()
-        self.trainer.fit(self.model, datamodule=self.datamodule, ckpt_path=self.stage_config.ckpt_path)
-        return self.after_fit()
+        evaluation figures, ``time/*_s``). The MLflow run ends FINISHED once all is logged, then :data:`DONE
+        <lq.conf.resolver.DONE>` is written beside the checkpoint, last; Ctrl-C ends the run KILLED and raises
+        KeyboardInterrupt, an error FAILED; neither leaves the marker."""
+        try:
+            self.before_fit()
+            for logger in self.trainer.loggers:  # once every tag is set: this creates the run
+                logger.log_hyperparams({"threads": self.stage_config.threads})
+            self.trainer.fit(self.model, datamodule=self.datamodule, ckpt_path=self.stage_config.ckpt_path)
+            if self.trainer.interrupted:
+                raise KeyboardInterrupt
+            metrics = self.after_fit()
+        except (KeyboardInterrupt, SystemExit) as stop:  # Lightning exits on Ctrl-C once it has stopped cleanly
+            end_runs(self.trainer.loggers, "KILLED")
+            raise KeyboardInterrupt from stop
+        except BaseException:
+            end_runs(self.trainer.loggers, "FAILED")
+            raise
+        end_runs(self.trainer.loggers, "FINISHED")
+        self.mark_done()
+        return metrics
+
+    def mark_done(self) -> None:
+        """The marker that the kept checkpoint's run finished (:func:`lq.conf.resolver.mark_finished`)."""
+        callback = self.trainer.checkpoint_callback
+        if callback is None or not callback.best_model_path:
+            return
+        run = next((lg.run_id for lg in self.trainer.loggers if isinstance(lg, MLFlowLogger) and lg._initialized), None)
+        mark_finished(callback.best_model_path, stage=self.stage, run_id=run)
 
     def before_fit(self) -> None:
+        callback = self.trainer.checkpoint_callback
+        if callback is not None and callback.dirpath:  # the folder's checkpoints are this run's from now on
+            unfinished(callback.dirpath)
         name = self.stage_config.model.encoder.name
         for logger in self.trainer.loggers:
             if isinstance(logger, MLFlowLogger):  # the run is created lazily: naming it now is in time
                 logger.tags = {
                     **(logger.tags or {}),
+                    **run_tags(),
                     "mlflow.runName": f"{self.stage}-{name}",
                     "lq.stage": self.stage,
                     "lq.encoder": name,
@@ -147,8 +257,6 @@ class StageCLI(LightningCLI):
             if isinstance(logger, MLFlowLogger):
                 mark_model_training(logger.experiment, logger.experiment_id)
         metrics = _floats(self.trainer.callback_metrics)
-        if self.trainer.interrupted:  # Ctrl-C: nothing more
-            return metrics
         metrics.update(self.finish())
         return metrics | self.timer.report(self.trainer)
 
@@ -371,8 +479,14 @@ def fit_stage(stage: str, args: Sequence[str] | dict) -> dict[str, float]:
     """Train one stage as ``lq STAGE fit ARGS`` does, with its work after fitting (the pretraining stages' test and
     Table 4/5 artifacts, the agents' zero-shot evaluation), and return its metrics. ``args``: the command line after
     ``fit`` (``["--config", "conf/rl.yaml", ...]``) or the same as a dict."""
+    import torch
+
     args = args if isinstance(args, dict) else list(args)
-    return STAGES[stage](*stage_classes(stage), args=args, run=False, seed_everything_default=0).fit()
+    threads = torch.get_num_threads()  # the run sets its own (--threads); the caller's come back after it
+    try:
+        return STAGES[stage](*stage_classes(stage), args=args, run=False, seed_everything_default=0).fit()
+    finally:
+        torch.set_num_threads(threads)
 
 
 def fit_pretrain(args: Sequence[str] | dict) -> dict[str, float]:

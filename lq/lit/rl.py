@@ -11,10 +11,12 @@ from __future__ import annotations
 
 import pickle
 from dataclasses import asdict
+from pathlib import Path
 
 import torch
 from torch.utils.data import DataLoader
 
+from lq.conf.resolver import DONE, finished
 from lq.data.dataset import load_dataset
 from lq.envs.build import build_env
 from lq.envs.episode import instances_from_data
@@ -129,6 +131,11 @@ class RLModule(AgentModule):
                 "model.bc_checkpoint is not set: run through `lq rl fit` (it finds the agent under --bc_dir DIR), "
                 "name a checkpoint (--model.init_from PATH), or start from the encoder (--model.init_from null, the "
                 "paper's)"
+            )
+        if Path(h.bc_checkpoint).is_file() and not finished(h.bc_checkpoint):
+            raise ValueError(
+                f"model.init_from: bc: the BC agent {h.bc_checkpoint} is a run's that did not finish (killed or "
+                f"interrupted: no {DONE} beside it); train it again (make bc, lq stage bc) before RL starts from it"
             )
         return h.bc_checkpoint
 

@@ -17,7 +17,7 @@ from mlflow.tracking import MlflowClient
 from lq import conf
 from lq import experiments as X
 from lq.cli import main
-from lq.conf.resolver import bc_checkpoint
+from lq.conf.resolver import bc_checkpoint, mark_finished
 from lq.experiments import launchers
 from lq.experiments.launchers import Local, Submitit
 from tests.lit.test_agent_cli import TINY_AGENT
@@ -140,6 +140,7 @@ class Recorder:
                 checkpoint = Path(bc_checkpoint(where[0], encoder, *where[1:], seed))
                 checkpoint.parent.mkdir(parents=True, exist_ok=True)
                 torch.save({"hyper_parameters": self.bc_hparams}, checkpoint)
+                mark_finished(checkpoint)
 
 
 def test_resume_trains_only_the_children_an_interrupted_parent_lacks(tmp_path, monkeypatch):
@@ -149,6 +150,7 @@ def test_resume_trains_only_the_children_an_interrupted_parent_lacks(tmp_path, m
     for name in ("partner", "dm"):  # prepare() finds the environment's models and the partner's calibration
         (outputs / name / "small" / "candidates").mkdir(parents=True)
         (outputs / name / "small" / "best.ckpt").touch()
+        mark_finished(outputs / name / "small" / "best.ckpt")
     calibration = outputs / "partner" / "small" / "candidates" / "partner-calibration-completions-0123.pt"
     calibration.touch()  # the file of its key (found by hashing the models' weights: these are empty files)
     monkeypatch.setattr(X.running, "calibrated", lambda module_args: str(calibration))
@@ -235,6 +237,7 @@ def test_the_rl_agents_bc_starts_are_trained_first_unless_they_start_from_their_
         checkpoint = Path(setup.agent_checkpoint("bc", "scratch", "act", "hardcoded", seed))
         checkpoint.parent.mkdir(parents=True, exist_ok=True)
         torch.save({"hyper_parameters": {**rl, "protocol": protocol}}, checkpoint)  # the act agents' BC starts
+        mark_finished(checkpoint)
     steps, jobs = X.preparation(X.table2(["scratch"]).configs, setup)[-1]
     starts = [(s.args[s.args.index("--model.ability") + 1], s.args[s.args.index("--model.seed") + 1]) for s in steps]
     abilities = ("act_speech", "act", "speech", "speech_no_speech_goals")
@@ -276,6 +279,7 @@ def test_make_rl_trains_again_a_bc_agent_of_other_sizes_than_the_rl_agents(tmp_p
             path = Path(setup.agent_checkpoint(stage, "scratch", "act_speech", "hardcoded", seed))
             path.parent.mkdir(parents=True)
             torch.save({"hyper_parameters": {**rl, "context_length": length}}, path)
+            mark_finished(path)
     X.run_stage("rl", setup, "scratch", compare=True)
     runs = [(i, args) for i, wave in enumerate(launcher.waves) for args in wave]
     bc = [(i, args[args.index("--model.seed") + 1]) for i, args in runs if args[:2] == ["bc", "fit"]]
@@ -322,34 +326,51 @@ def test_lq_stage_refuses_bad_input_with_the_fix(tmp_path, capsys):
     assert not (tmp_path / "none").exists()  # nothing written
 
 
-def test_the_local_launcher_runs_jobs_side_by_side_with_their_output_prefixed(tmp_path, capsys):
-    first, second = tmp_path / "a", tmp_path / "b"
-    Local().run([("data", ["data", "generate", str(d), "--scale", "tiny"]) for d in (first, second)], 2)
+def test_the_local_launcher_runs_jobs_side_by_side_with_their_output_prefixed_and_kept(tmp_path, capsys):
+    first, second, logs = tmp_path / "a", tmp_path / "b", tmp_path / "logs"
+    jobs = [(f"data {d.name}", ["data", "generate", str(d), "--scale", "tiny"]) for d in (first, second)]
+    Local(str(logs)).run(jobs, 2)
     assert (first / "manifest.json").is_file() and (second / "manifest.json").is_file()
     out = capsys.readouterr().out
-    assert "$ OMP_NUM_THREADS=" in out and "\n[data] " in out  # each line of a child under its job's label
-    with pytest.raises(RuntimeError, match=r"exit status \d+: .* data generate .*"):  # one fails: said after both end
-        Local().run(
+    assert "\n[data a] wrote " in out and "\n[data b] wrote " in out  # each line of a child under its job's label
+    assert f"\nwrote {first} " in (logs / "data_a.log").read_text()  # and kept, unprefixed
+    with pytest.raises(launchers.JobFailed) as failed:  # one fails: said after both end
+        Local(str(logs)).run(
             [("data", ["data", "generate", str(first), "--scale", "tiny"]), ("s", ["data", "stats", str(second)])], 2
         )
+    [failure] = failed.value.failures
+    assert (failure.label, failure.status, failure.killed) == ("data", 1, False)
+    assert str(failure) == f"data failed (exit status 1) (its log: {logs / 'data.log'})"
+    assert "already exists" in (logs / "data.log").read_text()  # the child's own error, kept
 
 
-def test_the_local_launcher_pins_one_gpu_per_child_and_shares_the_cores(tmp_path, monkeypatch):
-    """Where there are GPUs, each of the jobs side by side sees one of them, a different one; on a CPU none is set."""
+def test_the_local_launcher_says_which_child_was_killed_and_by_what(tmp_path, monkeypatch):
+    script = "import os, signal, sys; print('started', flush=True); os.kill(os.getpid(), int(sys.argv[1]))"
+    monkeypatch.setattr(launchers, "command", lambda args: [sys.executable, "-c", script, *args])
+    with pytest.raises(launchers.JobFailed) as failed:
+        Local(str(tmp_path)).run([("rl s0", ["9"])], 1)
+    [failure] = failed.value.failures
+    assert failure.killed and str(failure) == f"rl s0 was killed by SIGKILL (its log: {tmp_path / 'rl_s0.log'})"
+    assert (tmp_path / "rl_s0.log").read_text() == "started\n"
+
+
+def test_the_local_launcher_pins_one_gpu_per_child_and_leaves_the_threads_to_the_runs(tmp_path, monkeypatch):
+    """Where there are GPUs, each of the jobs side by side sees one of them, a different one; on a CPU none is set.
+    The CPU threads are each run's own (``--threads``): the launcher sets none, whatever the job count."""
     seen = tmp_path / "seen"
     seen.mkdir()
-    env = "os.environ.get('CUDA_VISIBLE_DEVICES', '-') + ' ' + os.environ['OMP_NUM_THREADS']"
+    env = "os.environ.get('CUDA_VISIBLE_DEVICES', '-') + ' ' + os.environ.get('OMP_NUM_THREADS', '-')"
     script = f"import os, sys; open(sys.argv[1], 'w').write({env})"
     monkeypatch.setattr(launchers, "command", lambda args: [sys.executable, "-c", script, *args])
     monkeypatch.setenv("CUDA_VISIBLE_DEVICES", "2,5")
+    monkeypatch.delenv("OMP_NUM_THREADS", raising=False)
     Local().run([(f"j{i}", [str(seen / str(i))]) for i in range(4)], 2)
     pinned = [(seen / str(i)).read_text().split() for i in range(4)]
-    threads = str(max(1, (os.cpu_count() or 1) // 2))
     # two slots, one GPU each: every child sees one GPU, the first two (started together) different ones
-    assert {g for g, _ in pinned} == {"2", "5"} and {t for _, t in pinned} == {threads}
+    assert {g for g, _ in pinned} == {"2", "5"} and {t for _, t in pinned} == {"-"}
     monkeypatch.setenv("CUDA_VISIBLE_DEVICES", "")  # no GPU visible: nothing pinned
     Local().run([("j", [str(seen / "cpu")])], 1)
-    assert (seen / "cpu").read_text() == f" {os.cpu_count() or 1}"  # every core, no GPU named
+    assert (seen / "cpu").read_text() == " -"
 
 
 def test_a_missing_cell_reads_n_a_and_bad_names_are_refused(tmp_path):
@@ -435,6 +456,7 @@ def test_prepare_encodes_the_agents_spaces_once_for_every_agent_of_a_pretrained_
         checkpoint = torch.load(setup_dir / f"{name}.ckpt", weights_only=False)
         checkpoint["hyper_parameters"]["encoder"]["name"] = target.split("/")[1]
         torch.save(checkpoint, outputs / target / "best.ckpt")
+        mark_finished(outputs / target / "best.ckpt")
     setup = X.Setup(seeds=(0,), data_dir=str(setup_dir / "data"), outputs=str(outputs), extra_args={"*": TINY_AGENT})
     X.prepare(X.table1(["general_light"]).configs, setup)
     out = capsys.readouterr().out
@@ -469,6 +491,7 @@ def _tiny_setup(setup_dir, folder: Path, **kwargs) -> X.Setup:
     for name in ("partner", "dm"):
         (folder / "outputs" / name / "small").mkdir(parents=True)
         shutil.copy(setup_dir / f"{name}.ckpt", folder / "outputs" / name / "small" / "best.ckpt")
+        mark_finished(folder / "outputs" / name / "small" / "best.ckpt")
     return X.Setup(
         profile="tiny",
         data_dir=str(setup_dir / "data"),
@@ -575,6 +598,7 @@ def test_run_experiment_trains_children_under_a_parent_and_tabulates(setup_dir, 
     for name in ("partner", "dm"):
         (outputs / name / "small").mkdir(parents=True)
         shutil.copy(setup_dir / f"{name}.ckpt", outputs / name / "small" / "best.ckpt")
+        mark_finished(outputs / name / "small" / "best.ckpt")
     uri = f"sqlite:///{tmp_path / 'mlflow.db'}"
     setup = X.Setup(
         profile="tiny",
