@@ -231,7 +231,7 @@ class StageCLI(LightningCLI):
     def mark_done(self) -> None:
         """The marker that the kept checkpoint's run finished (:func:`lq.conf.resolver.mark_finished`)."""
         callback = self.trainer.checkpoint_callback
-        if callback is None or not callback.best_model_path:
+        if callback is None or not callback.best_model_path or not self.trainer.is_global_zero:
             return
         run = next((lg.run_id for lg in self.trainer.loggers if isinstance(lg, MLFlowLogger) and lg._initialized), None)
         mark_finished(callback.best_model_path, stage=self.stage, run_id=run)

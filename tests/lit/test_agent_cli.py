@@ -1,5 +1,6 @@
 """The agent stages through their command line: ``lq bc fit``, ``lq rl fit`` (also as 2 DDP processes), ``lq eval``."""
 
+import json
 import os
 import subprocess
 import sys
@@ -11,7 +12,9 @@ import pytest
 import torch
 
 from lq.cli import main
+from lq.conf.resolver import DONE, finished
 from lq.lit.cli import fit_rl
+from tests.lit.stopping import stop_once
 
 ROOT = Path(__file__).resolve().parents[2]
 TINY_AGENT = [
@@ -74,6 +77,13 @@ def test_bc_and_rl_fit_evaluate_and_compare(setup_dir, tmp_path, capsys):
     assert names == {"bc-scratch-act_speech-hardcoded-s0", "rl-scratch-act_speech-hardcoded-s0"}
     for run in runs:
         assert "test/act_goal_rate" in run.data.metrics and "test_greedy/act_goal_rate" in run.data.metrics
+        # ended FINISHED once all was logged; its threads a param; done.json beside its checkpoint, naming the run
+        assert run.info.status == "FINISHED" and run.data.params["threads"] == "1"
+        assert run.data.tags["lq.pid"] == str(os.getpid()) and run.data.tags["lq.host"]
+        kept = bc_ckpt if run.info.run_name.startswith("bc-") else rl_ckpt
+        assert json.loads((kept.parent / DONE).read_text()) == {
+            "checkpoint": kept.name, "stage": kept.parts[-5], "run_id": run.info.run_id
+        }  # fmt: skip
         assert run.data.tags["lq.protocol"] == "paper" and run.data.params["protocol/choice"] == "whole"
         if run.info.run_name.startswith("rl-"):
             for name in ("test/act_goal_rate", "test/speech_goal_rate", "time/train_s", "time/evaluation_s"):
@@ -139,7 +149,28 @@ def test_rl_runs_as_two_ddp_processes_on_cpu(setup_dir, tmp_path):
     assert done.returncode == 0, done.stderr[-3000:]
     assert "distributed_backend=gloo" in done.stderr + done.stdout
     assert "All distributed processes registered. Starting with 2 processes" in done.stderr + done.stdout
-    assert (tmp_path / "rl/scratch/act_speech-hardcoded/seed-0/agent.ckpt").exists()
+    assert finished(tmp_path / "rl/scratch/act_speech-hardcoded/seed-0/agent.ckpt")  # marked once, by rank 0
+
+
+@pytest.mark.slow
+def test_ctrl_c_stops_a_stage_cleanly_its_run_killed_its_checkpoint_not_done(setup_dir, tmp_path):
+    """SIGINT to ``lq bc fit`` after its first epoch (its best.ckpt written): Lightning stops, the MLflow run ends
+    KILLED, no done.json is written (an RL run would not start from it) and the last line says how to train it
+    again."""
+    args = _args("bc", setup_dir, tmp_path, "--model.batch_size=8", "--trainer.limit_train_batches=2")
+    args += ["--trainer.max_epochs=2", stop_once(tmp_path / "flag", 2)]
+    env = {**os.environ, "PYTHONPATH": str(ROOT)}
+    stopped = subprocess.run([sys.executable, "-m", "lq", *args], cwd=ROOT, env=env, capture_output=True, text=True)
+    assert stopped.returncode == 130, stopped.stderr[-3000:]
+    last = stopped.stderr.strip().splitlines()[-1]
+    assert last.startswith("interrupted: the run is marked KILLED; train it again with: lq bc fit --config ")
+    checkpoint = tmp_path / "bc/scratch/act_speech-hardcoded/seed-0/best.ckpt"
+    assert checkpoint.is_file() and not finished(checkpoint)
+    client = mlflow.tracking.MlflowClient(f"sqlite:///{tmp_path / 'mlflow.db'}")
+    [run] = client.search_runs([client.get_experiment_by_name("lq-bc").experiment_id])
+    assert run.info.status == "KILLED" and run.data.params["threads"] == "1"
+    assert main(args) == 0  # the flag is there: trained to the end this time, over the same folder
+    assert finished(checkpoint) and not list(checkpoint.parent.glob("best-v*.ckpt"))
 
 
 @pytest.mark.slow

@@ -5,8 +5,11 @@ import os
 import re
 import shlex
 import shutil
+import signal
+import socket
 import subprocess
 import sys
+import threading
 from pathlib import Path
 
 import pandas as pd
@@ -17,9 +20,10 @@ from mlflow.tracking import MlflowClient
 from lq import conf
 from lq import experiments as X
 from lq.cli import main
-from lq.conf.resolver import bc_checkpoint, mark_finished
+from lq.conf.resolver import bc_checkpoint, finished, mark_finished
 from lq.experiments import launchers
 from lq.experiments.launchers import Local, Submitit
+from tests.lit.stopping import stop_once
 from tests.lit.test_agent_cli import TINY_AGENT
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -326,6 +330,135 @@ def test_lq_stage_refuses_bad_input_with_the_fix(tmp_path, capsys):
     assert not (tmp_path / "none").exists()  # nothing written
 
 
+def test_a_killed_child_ends_the_driver_with_one_line_naming_it_its_log_and_how_to_go_on(monkeypatch, capsys):
+    def killed(*args, **kwargs):
+        raise launchers.JobFailed([launchers.Failure("rl-scratch s1", ["rl", "fit"], -9, "outputs/logs/rl-s1.log")])
+
+    monkeypatch.setattr(X, "run_experiment", killed)
+    argv = ["experiment", "run", "table1", "--encoders", "scratch", "--seeds", "1", "--jobs", "2"]
+    assert main(argv) == 1
+    assert capsys.readouterr().err == (
+        "error: rl-scratch s1 was killed by SIGKILL (its log: outputs/logs/rl-s1.log); go on with: lq experiment run "
+        "table1 --encoders scratch --seeds 1 --jobs 2 --resume\n"
+    )
+    monkeypatch.setattr(X, "run_stage", killed)
+    assert main(["stage", "rl", "--encoder", "scratch"]) == 1  # a stage's finished steps are kept: the same command
+    assert capsys.readouterr().err.endswith("; go on with: lq stage rl --encoder scratch\n")
+
+    def interrupted(*args, **kwargs):
+        raise KeyboardInterrupt
+
+    monkeypatch.setattr(X, "run_experiment", interrupted)
+    assert main([*argv, "--resume"]) == 130
+    assert capsys.readouterr().err == (
+        "interrupted: the runs stopped are marked KILLED; go on with: lq experiment run table1 --encoders scratch "
+        "--seeds 1 --jobs 2 --resume\n"
+    )
+
+
+def test_a_run_whose_process_is_gone_is_marked_killed_and_one_still_running_blocks_a_resume(tmp_path):
+    client = MlflowClient(f"sqlite:///{tmp_path / 'm.db'}")
+    exp_id = X.experiment_id(client, "table1")
+    gone = subprocess.run([sys.executable, "-c", "import os; print(os.getpid())"], capture_output=True, text=True)
+    here = {"lq.host": socket.gethostname()}
+    dead = client.create_run(exp_id, tags={**here, "lq.pid": gone.stdout.strip()})
+    living = client.create_run(exp_id, tags={**here, "lq.pid": str(os.getpid())})
+    elsewhere = client.create_run(exp_id, tags={"lq.host": "another-host", "lq.pid": "1"})
+    done = client.create_run(exp_id, tags=here)
+    client.set_terminated(done.info.run_id, "FINISHED")
+    runs = client.search_runs([exp_id])
+    assert [r.info.run_id for r in X.running.end_dead_runs(client, runs)] == [dead.info.run_id]
+    status = {r.info.run_id: r.info.status for r in client.search_runs([exp_id])}
+    assert status == {
+        dead.info.run_id: "KILLED",
+        living.info.run_id: "RUNNING",  # its process is there
+        elsewhere.info.run_id: "RUNNING",  # cannot be told from here
+        done.info.run_id: "FINISHED",
+    }
+    # a parent whose child still runs here (its driver alone was killed) is not resumed beside it
+    tags = {"lq.experiment": "table1", "lq.profile": "tiny", "lq.protocol": "paper", "lq.role": "parent"}
+    pid = client.create_run(exp_id, tags=tags).info.run_id
+    client.log_param(pid, "seeds", "0")
+    client.log_param(pid, "encoders", "scratch")
+    child = {**here, "lq.pid": str(os.getpid()), "mlflow.parentRunId": pid, "lq.config": "rl-scratch", "lq.seed": "0"}
+    client.create_run(exp_id, tags=child)
+    setup = X.Setup(seeds=(0,), tracking_uri=f"sqlite:///{tmp_path / 'm.db'}", outputs=str(tmp_path / "o"))
+    with pytest.raises(ValueError, match=rf"its child rl-scratch s0 is still running \(process {os.getpid()}\)"):
+        X.running.open_parent(client, X.table1(["scratch"]), setup, True, print)
+
+
+def test_a_bc_agent_whose_run_did_not_finish_is_trained_again_before_rl_starts_from_it(tmp_path):
+    """A BC checkpoint left by a killed or interrupted run (no done.json beside it) is no RL start: make rl trains it
+    again first, and the RL module refuses to start from it."""
+    (tmp_path / "data").mkdir()
+    (tmp_path / "data" / "manifest.json").touch()
+    launcher = Recorder()
+    setup = X.Setup(
+        seeds=(0, 1), data_dir=str(tmp_path / "data"), tracking_uri=f"sqlite:///{tmp_path / 'm.db'}",
+        outputs=str(tmp_path / "o"), launcher=launcher,
+    )  # fmt: skip
+    module = X.running.rl_module(X.running._module_args(X.Config("rl", "scratch"), setup, 0))
+    launcher.bc_hparams = rl = dict(module.hparams)
+    for seed in (0, 1):
+        path = Path(setup.agent_checkpoint("bc", "scratch", "act_speech", "hardcoded", seed))
+        path.parent.mkdir(parents=True)
+        torch.save({"hyper_parameters": rl}, path)
+    mark_finished(setup.agent_checkpoint("bc", "scratch", "act_speech", "hardcoded", 1))  # seed 0's was killed
+    unfinished = setup.agent_checkpoint("bc", "scratch", "act_speech", "hardcoded", 0)
+    with pytest.raises(ValueError, match=r"did not finish \(killed or interrupted: no done.json beside it\)"):
+        module.start_checkpoint  # noqa: B018 (the property checks)
+    X.run_stage("rl", setup, "scratch")
+    agents = [(i, args) for i, wave in enumerate(launcher.waves) for args in wave if args[0] in ("bc", "rl")]
+    runs = [(i, args[:2], args[args.index("--model.seed") + 1]) for i, args in agents]
+    bc = [(i, seed) for i, stage, seed in runs if stage == ["bc", "fit"]]
+    rl_waves = {i for i, stage, _ in runs if stage == ["rl", "fit"]}
+    assert [seed for _, seed in bc] == ["0"] and bc[0][0] < min(rl_waves)
+    assert finished(unfinished)  # the Recorder's BC run finished it
+
+
+def test_drivers_starting_at_once_on_a_new_sqlite_store_lose_no_run_and_print_no_error(tmp_path):
+    """Three processes open one new store at once (each would make its tables) and write 15 runs each."""
+    uri = f"sqlite:///{tmp_path / 'new' / 'mlflow.db'}"
+    script = (
+        "import sys\n"
+        "from lq.experiments.reporting import _client, experiment_id\n"
+        f"client = _client({uri!r})\n"
+        "for i in range(15):\n"
+        "    run = client.create_run(experiment_id(client, 'stress'), tags={'w': sys.argv[1]}).info.run_id\n"
+        "    client.log_metric(run, 'm', i)\n"
+        "    client.set_terminated(run, 'FINISHED')\n"
+    )
+    writers = [
+        subprocess.Popen([sys.executable, "-c", script, str(w)], stderr=subprocess.PIPE, text=True, cwd=ROOT)
+        for w in range(3)
+    ]
+    errors = [w.communicate()[1] for w in writers]
+    assert [w.returncode for w in writers] == [0, 0, 0], errors
+    assert not any("Traceback" in e or "locked" in e for e in errors), errors
+    client = MlflowClient(uri)
+    runs = client.search_runs([X.experiment_id(client, "stress")], max_results=100)
+    assert sorted(r.data.tags["w"] for r in runs) == sorted(str(w) for w in range(3) for _ in range(15))
+
+
+def test_ctrl_c_reaches_the_running_children_which_stop_before_the_driver(tmp_path, monkeypatch):
+    script = (
+        "import signal, sys, time\n"
+        "def stop(*_):\n"
+        "    open(sys.argv[1], 'w').write('stopped cleanly')\n"
+        "    sys.exit(130)\n"
+        "signal.signal(signal.SIGINT, stop)\n"
+        "print('ready', flush=True)\n"
+        "time.sleep(60)\n"
+    )
+    monkeypatch.setattr(launchers, "command", lambda args: [sys.executable, "-c", script, *args])
+    ctrl_c = threading.Timer(3, signal.pthread_kill, (threading.main_thread().ident, signal.SIGINT))
+    ctrl_c.start()  # Ctrl-C, as the driver's main thread gets it (not the children: the test's own terminal's)
+    with pytest.raises(KeyboardInterrupt):
+        Local().run([(f"j{i}", [str(tmp_path / f"j{i}")]) for i in range(3)], 2)
+    assert [(tmp_path / f"j{i}").read_text() for i in range(2)] == ["stopped cleanly"] * 2
+    assert not (tmp_path / "j2").exists()  # never started
+
+
 def test_the_local_launcher_runs_jobs_side_by_side_with_their_output_prefixed_and_kept(tmp_path, capsys):
     first, second, logs = tmp_path / "a", tmp_path / "b", tmp_path / "logs"
     jobs = [(f"data {d.name}", ["data", "generate", str(d), "--scale", "tiny"]) for d in (first, second)]
@@ -497,8 +630,7 @@ def _tiny_setup(setup_dir, folder: Path, **kwargs) -> X.Setup:
         data_dir=str(setup_dir / "data"),
         tracking_uri=f"sqlite:///{folder / 'mlflow.db'}",
         outputs=str(folder / "outputs"),
-        extra_args=TINY_TABLE,
-        **kwargs,
+        **{"extra_args": TINY_TABLE, **kwargs},
     )
 
 
@@ -554,20 +686,45 @@ def test_the_plan_of_table1_names_every_preparation_step_and_child_as_a_command(
     assert MlflowClient(setup.tracking_uri).get_run(parent).info.status == "RUNNING"  # the tables line finishes it
 
 
+def _outcomes(setup: X.Setup, parent: str) -> dict:
+    """Every figure of a parent's children, by configuration and seed: the agents' zero-shot rates under both
+    decodings (``test/``, ``test_greedy/``) and the baselines'."""
+    client = MlflowClient(setup.tracking_uri)
+    assert client.get_run(parent).info.status == "FINISHED"
+    prefixes = ("test/", "test_greedy/", "test_sampled/", "baselines/")
+    return {
+        (r.data.tags["lq.config"], r.data.tags["lq.seed"]): {
+            k: v for k, v in r.data.metrics.items() if k.startswith(prefixes)
+        }
+        for r in X.children(client, parent)
+    }
+
+
 @pytest.mark.slow
-def test_a_table_through_submitit_or_run_as_planned_equals_the_local_launchers(setup_dir, tmp_path, monkeypatch):
-    """Table 1 for the scratch encoder, one seed, three ways: the local launcher; each job a job of submitit's local
-    executor (real jobs, local processes); and every line ``lq experiment plan`` prints, run by a shell as printed.
-    The cells are the same, to the last digit."""
+def test_a_table_gives_the_same_cells_whatever_the_job_count_launcher_or_plan(setup_dir, tmp_path, monkeypatch):
+    """Table 1 for the scratch encoder, one seed, four ways: the local launcher one child at a time and two side by
+    side; each job a job of submitit's local executor (real jobs, local processes); and every line ``lq experiment
+    plan`` prints, run by a shell as printed. Every figure of every child (BC and RL, sampled and greedy, the
+    baselines) is the same, to the last digit: each run sets its own threads (``threads`` param), whatever runs
+    beside it."""
     monkeypatch.chdir(ROOT)
     experiment = X.table1(["scratch"])
-    local = _tiny_setup(setup_dir, tmp_path / "local", seeds=(0,), jobs=2)
-    expected = _cells(local, X.run_experiment(experiment, local, log=lambda _: None)[0], experiment)
-    assert len(expected) == 5 + 7 * 3 - 2 and all(len(v) == 1 for v in expected.values())  # every cell filled
+    one = _tiny_setup(setup_dir, tmp_path / "one", seeds=(0,), jobs=1)
+    parent = X.run_experiment(experiment, one, log=lambda _: None)[0]
+    expected, cells = _outcomes(one, parent), _cells(one, parent, experiment)
+    assert len(cells) == 5 + 7 * 3 - 2 and all(len(v) == 1 for v in cells.values())  # every cell filled
+    agents = [k for k in expected if k[0].startswith(("rl-", "bc-"))]
+    both = {"test/act_goal_rate", "test_greedy/act_goal_rate"}
+    assert len(agents) == 2 and all(both <= set(expected[k]) for k in agents)
+    kids = X.children(MlflowClient(one.tracking_uri), parent)
+    assert {r.data.params.get("threads") for r in kids if r.data.tags["lq.stage"] != "baselines"} == {"1"}
+
+    two = _tiny_setup(setup_dir, tmp_path / "two", seeds=(0,), jobs=2)
+    assert _outcomes(two, X.run_experiment(experiment, two, log=lambda _: None)[0]) == expected
 
     jobs = Submitit(str(tmp_path / "jobs"), {"cluster": "local", "timeout_min": 30})
     submitted = _tiny_setup(setup_dir, tmp_path / "submitit", seeds=(0,), launcher=jobs)
-    assert _cells(submitted, X.run_experiment(experiment, submitted, log=lambda _: None)[0], experiment) == expected
+    assert _outcomes(submitted, X.run_experiment(experiment, submitted, log=lambda _: None)[0]) == expected
     assert len(list((tmp_path / "jobs").glob("*_log.out"))) == 4  # the partner's calibration, RL, BC, baselines
 
     planned = _tiny_setup(setup_dir, tmp_path / "plan", seeds=(0,))
@@ -582,11 +739,49 @@ def test_a_table_through_submitit_or_run_as_planned_equals_the_local_launchers(s
         ["experiment", "tables"],
     ]  # the data, partner and DM are there: their lines say "done"
     assert sum("# done: " in line for line in lines) == 3
-    env = {**os.environ, "PATH": f"{Path(sys.executable).parent}:{os.environ['PATH']}", "OMP_NUM_THREADS": "1"}
+    env = {**os.environ, "PATH": f"{Path(sys.executable).parent}:{os.environ['PATH']}", "OMP_NUM_THREADS": "2"}
     for command in commands:
         assert subprocess.run(["bash", "-c", command], env=env, cwd=ROOT, check=False).returncode == 0, command
-    assert _cells(planned, parent, experiment) == expected
+    assert _outcomes(planned, parent) == expected
     assert (tmp_path / "plan" / "outputs" / "tables" / "table1.md").is_file()
+
+
+@pytest.mark.slow
+def test_a_child_killed_mid_training_is_marked_killed_and_resuming_gives_the_uninterrupted_figures(
+    setup_dir, tmp_path, monkeypatch
+):
+    """kill -9 of the BC child after its first epoch (its best.ckpt written): the driver says which child, with its
+    log; MLflow holds it KILLED, not RUNNING; its checkpoint does not count as done and no RL run starts; --resume
+    trains it again, then RL, and every figure equals the uninterrupted run's."""
+    monkeypatch.chdir(ROOT)
+    experiment = X.table1(["scratch"])
+
+    def setup(name: str, flag: Path) -> X.Setup:
+        bc = [*TINY_TABLE["bc"], "--trainer.max_epochs=2", stop_once(flag, 9)]  # the flag there: nothing stops
+        return _tiny_setup(setup_dir, tmp_path / name, seeds=(0,), extra_args={**TINY_TABLE, "bc": bc})
+
+    (tmp_path / "never").write_text("")
+    whole = setup("whole", tmp_path / "never")
+    expected = _outcomes(whole, X.run_experiment(experiment, whole, log=lambda _: None)[0])
+
+    killed = setup("killed", tmp_path / "kill-once")
+    with pytest.raises(launchers.JobFailed) as failed:
+        X.run_experiment(experiment, killed, log=lambda _: None)
+    [failure] = failed.value.failures
+    log = tmp_path / "killed" / "outputs" / "logs" / "bc-scratch-act_speech-hardcoded_s0.log"
+    assert str(failure) == f"bc-scratch-act_speech-hardcoded s0 was killed by SIGKILL (its log: {log})"
+    assert log.read_text().startswith("Seed set to 0\n")  # the child's own output
+    client = MlflowClient(killed.tracking_uri)
+    [parent] = X.parent_runs(client, "table1")
+    runs = client.search_runs([parent.info.experiment_id])
+    status = {r.data.tags.get("lq.config", "parent"): r.info.status for r in runs}
+    assert status == {"parent": "FAILED", "bc-scratch-act_speech-hardcoded": "KILLED"}  # the RL child never started
+    bc = Path(killed.agent_checkpoint("bc", "scratch", "act_speech", "hardcoded", 0))
+    assert bc.is_file() and not finished(bc)  # its first epoch's checkpoint, not a finished agent
+
+    pid = X.run_experiment(experiment, killed, log=lambda _: None, resume=True)[0]
+    assert pid == parent.info.run_id and finished(bc)
+    assert _outcomes(killed, pid) == expected
 
 
 @pytest.mark.slow
