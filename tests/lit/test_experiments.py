@@ -706,7 +706,7 @@ def test_a_table_gives_the_same_cells_whatever_the_job_count_launcher_or_plan(se
     side; each job a job of submitit's local executor (real jobs, local processes); and every line ``lq experiment
     plan`` prints, run by a shell as printed. Every figure of every child (BC and RL, sampled and greedy, the
     baselines) is the same, to the last digit: each run sets its own threads (``threads`` param), whatever runs
-    beside it."""
+    beside it. ``lq stage rl`` (make rl) trains the same BC and RL agents."""
     monkeypatch.chdir(ROOT)
     experiment = X.table1(["scratch"])
     one = _tiny_setup(setup_dir, tmp_path / "one", seeds=(0,), jobs=1)
@@ -744,6 +744,15 @@ def test_a_table_gives_the_same_cells_whatever_the_job_count_launcher_or_plan(se
         assert subprocess.run(["bash", "-c", command], env=env, cwd=ROOT, check=False).returncode == 0, command
     assert _outcomes(planned, parent) == expected
     assert (tmp_path / "plan" / "outputs" / "tables" / "table1.md").is_file()
+
+    # make rl's way (lq stage rl): the BC agent it starts from, then the RL agent, as runs of lq-bc and lq-rl
+    staged = _tiny_setup(setup_dir, tmp_path / "stage", seeds=(0,))
+    X.run_stage("rl", staged, "scratch")
+    client = MlflowClient(staged.tracking_uri)
+    for stage in ("bc", "rl"):
+        [run] = client.search_runs([client.get_experiment_by_name(f"lq-{stage}").experiment_id])
+        figures = {k: v for k, v in run.data.metrics.items() if k.startswith(("test/", "test_greedy/"))}
+        assert figures == expected[(f"{stage}-scratch-act_speech-hardcoded", "0")], stage
 
 
 @pytest.mark.slow
