@@ -82,13 +82,13 @@ def screenshot(browser: str, url: str, path: Path, size: str = "1600,1000", budg
 
 
 def transcript_page(client: MlflowClient, run_id: str | None) -> str | None:
-    """The UI page of an agent run's first HTML transcript: ``run_id``'s, or the newest BC or RL run's that has one."""
+    """The UI page of an agent run's first HTML transcript: ``run_id``'s, or the newest BC or RL run's that has one, in
+    any experiment (``make rl``'s ``lq-rl``, a table's children in ``lq-table1``, ...)."""
     if run_id is None:
-        experiments = [e.experiment_id for e in client.search_experiments() if e.name in ("lq-rl", "lq-bc")]
-        runs = client.search_runs(
-            experiments, "attributes.status = 'FINISHED'", order_by=["attributes.start_time DESC"]
-        )
-        candidates = [r.info.run_id for r in runs]
+        experiments = [e.experiment_id for e in client.search_experiments()]
+        finished = "attributes.status = 'FINISHED'"
+        runs = client.search_runs(experiments, finished, order_by=["attributes.start_time DESC"]) if experiments else []
+        candidates = [r.info.run_id for r in runs if r.data.tags.get("lq.stage") in ("rl", "bc")]
     else:
         candidates = [run_id]
     for rid in candidates:

@@ -221,8 +221,12 @@ LOST = {
 }  # where an act goal is lost (EvalResult.where_lost), as the columns of lost_table
 
 
-def cell(mean: float, std: float) -> str:
-    return "—" if mean != mean else f"{mean:.3f} ± {std:.3f}"  # NaN: the column does not apply
+def cell(mean: float, std: float, n: int = 2) -> str:
+    """A table's cell: the mean ± the std over ``n`` runs; one run's figure alone (its row says n = 1: a std of one run
+    would read as a measured 0); NaN, a column that does not apply: "—"."""
+    if mean != mean:
+        return "—"
+    return f"{mean:.3f}" if n == 1 else f"{mean:.3f} ± {std:.3f}"
 
 
 def markdown_table(head: Sequence[str], rows: Sequence[Sequence[str]], numeric_from: int = 1) -> list[str]:
@@ -237,7 +241,7 @@ def results_table(rows: Sequence[tuple[str, Sequence[EvalResult]]]) -> tuple[str
     md_rows, csv = [], ["agent,runs," + ",".join(f"{key}_mean,{key}_std" for key, _ in COLUMNS)]
     for name, results in rows:
         stats = mean_std(results)
-        md_rows.append([name, str(len(results)), *(cell(*stats[k]) for k, _ in COLUMNS)])
+        md_rows.append([name, str(len(results)), *(cell(*stats[k], len(results)) for k, _ in COLUMNS)])
         csv.append(f"{name},{len(results)}," + ",".join(f"{stats[k][0]:.4f},{stats[k][1]:.4f}" for k, _ in COLUMNS))
     md = markdown_table(["Agent", "runs", *(title for _, title in COLUMNS)], md_rows)
     return "\n".join(md) + "\n", "\n".join(csv) + "\n"
@@ -250,8 +254,9 @@ def lost_table(rows: Sequence[tuple[str, Sequence[EvalResult]]]) -> str:
     for name, results in rows:
         if not all(r.episodes for r in results):
             continue
-        cells = [cell(*mean_std_of([r.act_goal_rate for r in results]))]
-        cells += [cell(*mean_std_of([r.where_lost[key] for r in results])) for key in LOST]
+        n = len(results)
+        cells = [cell(*mean_std_of([r.act_goal_rate for r in results]), n)]
+        cells += [cell(*mean_std_of([r.where_lost[key] for r in results]), n) for key in LOST]
         md_rows.append([name, str(len(results)), *cells])
     head = ["Agent", "runs", "Act goals", *(f"lost: {title}" for title in LOST.values())]
     return "\n".join(markdown_table(head, md_rows)) + "\n"

@@ -123,9 +123,9 @@ def cell_metrics(table: Table, values: dict[tuple[str, str], list[float]]) -> di
 
 
 def render(table: Table, values: dict[tuple[str, str], list[float]], protocol: str = "") -> tuple[str, str]:
-    """Markdown (mean ± std, and the number of seeds) and CSV of a table; a cell without runs reads "n/a", a column
-    that does not apply to a row (the ceiling's speech goals) "—". ``protocol``: the line under the title that says
-    how the agents were evaluated."""
+    """Markdown (mean ± std, and the number of seeds; one seed's figure alone) and CSV of a table; a cell without runs
+    reads "n/a", a column that does not apply to a row (the ceiling's speech goals) "—". ``protocol``: the line under
+    the title that says how the agents were evaluated."""
     columns = list(dict.fromkeys(c for _, cells in table.rows for c in cells))
     md_rows, csv = [], ["row," + ",".join(f'"{c} mean","{c} std"' for c in columns) + ",seeds"]
     for row, cells in table.rows:
@@ -139,7 +139,7 @@ def render(table: Table, values: dict[tuple[str, str], list[float]], protocol: s
             seeds.append(len(got))
             if got:
                 mean, std = mean_std_of(got)
-                shown.append(cell(mean, std))
+                shown.append(cell(mean, std, len(got)))
                 numbers += [f"{mean:.4f}", f"{std:.4f}"]
             else:
                 shown.append("n/a")

@@ -9,12 +9,15 @@ fails with a sqlite tracking URI: Lightning issues 19441 and 20273).
 
 from __future__ import annotations
 
+import hashlib
+import json
 import os
 import socket
 import warnings
 from collections.abc import Sequence
 from pathlib import Path
 
+from lightning.fabric.utilities.logger import _convert_params
 from lightning.pytorch.callbacks import ModelCheckpoint
 from lightning.pytorch.callbacks.progress.progress_bar import ProgressBar
 from lightning.pytorch.cli import LightningArgumentParser, LightningCLI, SaveConfigCallback
@@ -64,6 +67,11 @@ class StageLogger(MLFlowLogger):
         super().__init__(*args, **kwargs)
         init_store(self._tracking_uri)
 
+    def log_hyperparams(self, params) -> None:
+        """The params, less jsonargparse's internal ones (``_instantiator``, ``_class_path``)."""
+        params = _convert_params(params)
+        super().log_hyperparams({k: v for k, v in params.items() if not str(k).startswith("_")})
+
     def finalize(self, status: str = "success") -> None:
         if status not in ("success", "finished"):
             super().finalize(status)
@@ -80,6 +88,48 @@ def end_runs(loggers, status: str) -> None:
             logger.end(status)
         elif isinstance(logger, MLFlowLogger) and logger._initialized:  # a plain MLFlowLogger a config chose
             logger.experiment.set_terminated(logger.run_id, status)
+
+
+def config_names(files: Sequence[str | Path]) -> list[str]:
+    """A run's config files as lq's conf/ names them (``profile/tiny/rl.yaml``); others as given."""
+    from lq.conf import ROOT
+
+    names = []
+    for file in files:
+        path = Path(str(file)).resolve()
+        names.append(str(path.relative_to(ROOT)) if path.is_relative_to(ROOT) else str(file))
+    return names
+
+
+def config_choice(names: Sequence[str], group: str) -> str | None:
+    """The last file a run read from a config group of conf/ (``profile``: the folder, overlay over base;
+    ``objective``, ``protocol``: the file's stem), or None."""
+    chosen = [n.split("/")[1] for n in names if n.startswith(f"{group}/") and n.count("/") >= 1]
+    return Path(chosen[-1]).stem if chosen else None
+
+
+def log_dataset(client, run_id: str, data_dir: str | Path, context: str = "training") -> None:
+    """The run's dataset as an MLflow input (``mlflow.log_input``'s record): its folder's name, a digest of its
+    manifest (the generator's seed, scale and counts; a release's own), where it is and its counts."""
+    from mlflow.entities import Dataset, DatasetInput, InputTag
+
+    folder = Path(data_dir).resolve()
+    manifest = folder / "manifest.json"
+    if not manifest.is_file():
+        return
+    text = manifest.read_text(encoding="utf-8")
+    try:
+        counts = json.loads(text).get("counts", {})
+    except ValueError:
+        counts = {}
+    dataset = Dataset(
+        name=folder.name,
+        digest=hashlib.sha256(text.encode()).hexdigest()[:16],
+        source_type="local",
+        source=json.dumps({"uri": str(folder)}),
+        profile=json.dumps(counts),
+    )
+    client.log_inputs(run_id, datasets=[DatasetInput(dataset, tags=[InputTag("mlflow.data.context", context)])])
 
 
 def run_tags() -> dict[str, str]:
@@ -212,8 +262,11 @@ class StageCLI(LightningCLI):
         KeyboardInterrupt, an error FAILED; neither leaves the marker."""
         try:
             self.before_fit()
+            self.describe_run()
             for logger in self.trainer.loggers:  # once every tag is set: this creates the run
-                logger.log_hyperparams({"threads": self.stage_config.threads})
+                logger.log_hyperparams(self.run_params())
+                if isinstance(logger, MLFlowLogger) and logger._initialized:
+                    log_dataset(logger.experiment, logger.run_id, self.data_dir)
             self.trainer.fit(self.model, datamodule=self.datamodule, ckpt_path=self.stage_config.ckpt_path)
             if self.trainer.interrupted:
                 raise KeyboardInterrupt
@@ -236,6 +289,37 @@ class StageCLI(LightningCLI):
         run = next((lg.run_id for lg in self.trainer.loggers if isinstance(lg, MLFlowLogger) and lg._initialized), None)
         mark_finished(callback.best_model_path, stage=self.stage, run_id=run)
 
+    @property
+    def data_dir(self) -> str:
+        return self.stage_config.data.data_dir
+
+    @property
+    def configs(self) -> list[str]:
+        """The config files this run read, in order, as conf/ names them."""
+        return config_names(self.stage_config.get("config") or [])
+
+    def run_params(self) -> dict[str, object]:
+        """The run's identity as MLflow params, beside its module's hyperparameters (Lightning logs those), so that
+        MLflow's compare view shows them: the stage, the encoder, the profile, the threads."""
+        params: dict[str, object] = {
+            "stage": self.stage,
+            "encoder": self.stage_config.model.encoder.name,
+            "threads": self.stage_config.threads,
+        }
+        if profile := config_choice(self.configs, "profile"):
+            params["profile"] = profile
+        return params
+
+    def description(self) -> str:
+        """The run's description (MLflow's ``mlflow.note.content``): what it trains, under which configs."""
+        params = self.run_params()
+        where = f"; profile {params['profile']}" if "profile" in params else ""
+        threads = params["threads"]
+        return (
+            f"lq {self.stage}: the {params['encoder']} poly-encoder{where}; {threads} CPU thread{'s' * (threads != 1)}"
+            f". Configs: {', '.join(self.configs) or 'none'}; data: {self.data_dir}."
+        )
+
     def before_fit(self) -> None:
         callback = self.trainer.checkpoint_callback
         if callback is not None and callback.dirpath:  # the folder's checkpoints are this run's from now on
@@ -250,6 +334,12 @@ class StageCLI(LightningCLI):
                     "lq.stage": self.stage,
                     "lq.encoder": name,
                 }
+
+    def describe_run(self) -> None:
+        """Its description (in :meth:`fit`, after :meth:`before_fit`)."""
+        for logger in self.trainer.loggers:
+            if isinstance(logger, MLFlowLogger) and self.trainer.is_global_zero:
+                logger.experiment.set_tag(logger.run_id, "mlflow.note.content", self.description())
 
     def after_fit(self) -> dict[str, float]:
         """What a stage does after fitting (:meth:`finish`), then where the wall time went; returns the metrics."""
@@ -346,6 +436,39 @@ class AgentCLI(StageCLI):
         parser.add_argument("--eval_seeds", type=int, default=1, help="zero-shot evaluations after fitting")
         parser.link_arguments(
             ("pretrain_dir", "model.encoder.name"), "model.pretrained_checkpoint", compute_fn=pretrained_checkpoint
+        )
+
+    @property
+    def data_dir(self) -> str:
+        return self.stage_config.model.data_dir
+
+    def run_params(self) -> dict[str, object]:
+        """The stage's params, with the agent's identity (ability, switch, seed, protocol; RL's objective: the
+        conf/objective/ file it read, else lq's), its sizes (``agent/...``) and RL's loss coefficients
+        (``coefficients/...``)."""
+        model = self.stage_config.model
+        params = {
+            **super().run_params(),
+            "ability": model.ability,
+            "switch": model.switch,
+            "seed": model.seed,
+            "protocol": self.model.protocol.name,
+            "agent": model.agent.as_dict() if model.agent is not None else {},
+        }
+        if self.stage == "rl":
+            params["objective"] = config_choice(self.configs, "objective") or "lq"
+            params["coefficients"] = model.coefficients.as_dict()
+        return params
+
+    def description(self) -> str:
+        p = self.run_params()
+        objective = f"; the {p['objective']} objective" if "objective" in p else ""
+        profile = f"; profile {p['profile']}" if "profile" in p else ""
+        return (
+            f"lq {self.stage}: a {self.stage.upper()} agent on the {p['encoder']} encoder, ability {p['ability']}, "
+            f"{p['switch']} switch, seed {p['seed']}; the {p['protocol']} protocol{objective}{profile}; "
+            f"{p['threads']} CPU thread{'s' * (p['threads'] != 1)}. Configs: {', '.join(self.configs) or 'none'}; "
+            f"data: {self.data_dir}."
         )
 
     def link_checkpoint_dir(self, parser: LightningArgumentParser) -> None:

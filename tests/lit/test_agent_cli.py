@@ -80,6 +80,24 @@ def test_bc_and_rl_fit_evaluate_and_compare(setup_dir, tmp_path, capsys):
         # ended FINISHED once all was logged; its threads a param; done.json beside its checkpoint, naming the run
         assert run.info.status == "FINISHED" and run.data.params["threads"] == "1"
         assert run.data.tags["lq.pid"] == str(os.getpid()) and run.data.tags["lq.host"]
+        # its identity, sizes and coefficients as params, for MLflow's compare view; no internal param; a description;
+        # its dataset as an input
+        params, stage = run.data.params, run.info.run_name[:2]
+        assert (params["stage"], params["encoder"], params["ability"], params["protocol"]) == (
+            stage,
+            "scratch",
+            "act_speech",
+            "paper",
+        )
+        assert params["agent/gru_hidden"] == "16" and not [k for k in params if k.startswith("_")]
+        assert (params.get("objective"), params.get("coefficients/valid_speech")) == (
+            ("lq", "40.0") if stage == "rl" else (None, None)
+        )
+        assert run.data.tags["mlflow.note.content"].startswith(
+            f"lq {stage}: a {stage.upper()} agent on the scratch encoder"
+        )
+        [data] = run.inputs.dataset_inputs
+        assert (data.dataset.name, data.tags[0].value) == ("data", "training") and len(data.dataset.digest) == 16
         kept = bc_ckpt if run.info.run_name.startswith("bc-") else rl_ckpt
         assert json.loads((kept.parent / DONE).read_text()) == {
             "checkpoint": kept.name, "stage": kept.parts[-5], "run_id": run.info.run_id
