@@ -1,13 +1,30 @@
 """lq: goal-driven agents that act and speak in LIGHT fantasy text worlds.
 
 ``lq.load_agent(PATH)`` and the rest of the Python API (:mod:`lq.api`) load on first use: ``import lq`` itself is
-cheap and changes nothing in the process."""
+cheap; it registers the Gymnasium environment ``lq/Quest-v0`` (by name: nothing of it is imported until
+``gymnasium.make``)."""
 
 from __future__ import annotations
 
 from typing import Any
 
 __version__ = "0.1.0"
+ENV_ID = "lq/Quest-v0"
+
+
+def _register() -> None:
+    """``lq/Quest-v0`` in Gymnasium's registry, by name (the environment's module loads at ``gymnasium.make``)."""
+    try:
+        import gymnasium
+    except ImportError:  # lq's dependencies include it; a partial install registers nothing
+        return
+    if ENV_ID not in gymnasium.registry:
+        gymnasium.register(
+            id=ENV_ID, entry_point="lq.envs.gym:QuestGymEnv", vector_entry_point="lq.envs.gym:QuestVectorEnv"
+        )
+
+
+_register()
 
 
 def __getattr__(name: str) -> Any:

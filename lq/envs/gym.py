@@ -1,10 +1,11 @@
 """LIGHT-Quests as Gymnasium environments: ``gymnasium.make("lq/Quest-v0", ...)`` (one quest per episode) and
 :class:`QuestVectorEnv` (a batch, one batched partner and DM forward per step), over :class:`QuestEnv`.
 
-Importing this module registers ``lq/Quest-v0``; ``gymnasium.make("lq.envs.gym:lq/Quest-v0", ...)`` imports it for
-you. The observation is the agent's context (setting, personas, what it carries, its motivations, the dialogue so
-far); the action is a string, an engine command (``"get golden egg"``) or an utterance, told apart as the environment
-does (:meth:`QuestEnv._kind_of`: a text the engine accepts now, or one of the action space, is an action). ``info``
+``import lq`` registers ``lq/Quest-v0`` (``gymnasium.make("lq:lq/Quest-v0")`` imports it for you); with no arguments
+it plays the default data with the newest trained partner and DM (:func:`environment_arguments`). The observation is
+the agent's context (setting, personas, what it carries, its motivations, the dialogue so far); the action is a
+string, an engine command (``"get golden egg"``) or an utterance, told apart as the environment does
+(:meth:`QuestEnv._kind_of`: a text the engine accepts now, or one of the action space, is an action). ``info``
 carries what an agent chooses among and what it reached:
 
 - ``valid_actions``: the engine's valid actions for the self character now;
@@ -30,7 +31,7 @@ from lq.envs.episode import Slot
 from lq.envs.protocol import Protocol, protocol_of
 from lq.envs.quest_env import QuestEnv
 
-ENV_ID = "lq/Quest-v0"
+ENV_ID = "lq/Quest-v0"  # registered by ``import lq`` (lq/__init__.py), under this name
 
 
 class FreeText(gymnasium.spaces.Space[str]):
@@ -79,32 +80,114 @@ def goal_info(env: QuestEnv, slot: Slot, info: dict, utterances: list[int] | Non
 
 
 def quest_env(
-    data_dir: str | Path,
-    partner_checkpoint: str | Path,
-    dm_checkpoint: str | Path,
+    data_dir: str | Path | None,
+    partner_checkpoint: str | Path | None,
+    dm_checkpoint: str | Path | None,
     split: str,
     quests: Sequence[str] | None,
     protocol: Protocol | str,
-    batch_size: int,
-    auto_reset: bool,
+    batch: int,
+    resets: bool,
     **kwargs: Any,
 ) -> QuestEnv:
-    """The batched environment under a Gymnasium one: a split's quests, or those of ``quests`` (quest ids)."""
+    """The batched environment under a Gymnasium one: a split's quests, or those of ``quests`` (quest ids). Every
+    argument is checked before anything loads (:func:`environment_arguments`: the defaults come from there)."""
     from lq.envs.build import build_env
 
+    data_dir, partner_checkpoint, dm_checkpoint, kwargs = environment_arguments(
+        data_dir, partner_checkpoint, dm_checkpoint, protocol, kwargs
+    )
     env = build_env(
         data_dir,
         split,
         partner_checkpoint,
         dm_checkpoint,
-        batch_size=batch_size,
-        auto_reset=auto_reset,
+        batch_size=batch,
+        auto_reset=resets,
         protocol=protocol_of(protocol),
         **kwargs,
     )
     if quests is not None:
         env.only(list(quests), f"a playable {split} quest of {data_dir}")
     return env
+
+
+# build_env's settings a Gymnasium environment passes on (its batch and reset are the environment's own)
+SETTINGS = ("max_steps", "top_k", "num_valid_utterances", "context_length", "sampler", "seed", "device",
+            "top_k_every_repeat", "speech_rewards", "partner_calibration", "objects")  # fmt: skip
+# what the agents are evaluated in (conf/rl.yaml): the partner calibrated on the demonstrations' completions, the
+# room's objects in the context
+AGENTS_ENVIRONMENT = {"partner_calibration": "completions", "objects": True}
+
+
+def environment_arguments(
+    data_dir: str | Path | None,
+    partner_checkpoint: str | Path | None,
+    dm_checkpoint: str | Path | None,
+    protocol: Protocol | str,
+    kwargs: dict[str, Any],
+) -> tuple[Path, Path, Path, dict[str, Any]]:
+    """``lq/Quest-v0``'s arguments checked, each bad one named with its fix, before any model loads; the defaults
+    filled in: the default data (``data/default``), the newest partner and DM trained on it whose runs finished
+    (``make quickstart``'s or ``make partner dm``'s), the word pieces the partner was trained to read, and the
+    environment the agents are evaluated in (:data:`AGENTS_ENVIRONMENT`)."""
+    import difflib
+
+    from lq.conf.resolver import finished, outputs_for
+    from lq.envs.protocol import PROTOCOLS
+
+    if "batch_size" in kwargs or "num_envs" in kwargs:
+        raise ValueError(
+            f"{ENV_ID} plays one quest at a time; for a batch: gymnasium.make_vec({ENV_ID!r}, num_envs=N) "
+            "(its environments share one partner and DM forward per step)"
+        )
+    unknown = [k for k in kwargs if k not in SETTINGS]
+    if unknown:
+        known = ["data_dir", "partner_checkpoint", "dm_checkpoint", "split", "quests", "protocol", *SETTINGS]
+        near = difflib.get_close_matches(unknown[0], known, n=1)
+        raise ValueError(
+            f"{ENV_ID}: unknown argument {unknown[0]!r}" + (f" (did you mean {near[0]}?)" if near else "")
+            + f"; it takes {', '.join(known)}"
+        )  # fmt: skip
+    if isinstance(protocol, str) and protocol not in PROTOCOLS:
+        raise ValueError(f"{ENV_ID}: protocol={protocol!r}: choose from {', '.join(PROTOCOLS)}")
+    data = Path(data_dir if data_dir is not None else "data/default")
+    if not (data / "manifest.json").is_file() and not (data / "quests").is_dir():
+        fix = "make data (lq data generate data/default)" if data_dir is None else "generate or download one there"
+        raise FileNotFoundError(f"{ENV_ID}: data_dir={str(data)!r} holds no dataset: {fix}, or pass data_dir=")
+    models = {"partner_checkpoint": partner_checkpoint, "dm_checkpoint": dm_checkpoint}
+    outputs = Path(outputs_for(data))
+    for name, given in models.items():
+        stage = name.removesuffix("_checkpoint")
+        if given is None:
+            trained = [c for c in outputs.glob(f"**/{stage}/*/best.ckpt") if finished(c)]
+            if not trained:
+                raise FileNotFoundError(
+                    f"{ENV_ID}: no trained {stage} for {data} under {outputs}/: make partner dm (or make quickstart), "
+                    f"or pass {name}="
+                )
+            models[name] = max(trained, key=lambda c: c.stat().st_mtime)
+        elif Path(given).is_dir():
+            raise IsADirectoryError(
+                f"{ENV_ID}: {name}={str(given)!r} is a folder: name the checkpoint in it ({Path(given) / 'best.ckpt'})"
+            )
+        elif not Path(given).is_file():
+            raise FileNotFoundError(f"{ENV_ID}: {name}={str(given)!r}: no such file (make partner dm trains them)")
+    settings = {**AGENTS_ENVIRONMENT, **kwargs}
+    if "context_length" not in settings:
+        trained_length = _trained_length(models["partner_checkpoint"])
+        if trained_length is not None:
+            settings["context_length"] = trained_length
+    return data, Path(models["partner_checkpoint"]), Path(models["dm_checkpoint"]), settings
+
+
+def _trained_length(checkpoint: str | Path) -> int | None:
+    """The word pieces a poly-encoder was trained to read (``lq_context_length``; None in checkpoints before it)."""
+    import torch
+
+    if Path(checkpoint).suffix != ".ckpt":
+        return None
+    return torch.load(checkpoint, map_location="cpu", weights_only=True, mmap=True).get("lq_context_length")
 
 
 class QuestGymEnv(gymnasium.Env[str, str]):
@@ -126,16 +209,12 @@ class QuestGymEnv(gymnasium.Env[str, str]):
         env: QuestEnv | None = None,
         **kwargs: Any,
     ):
-        """``kwargs``: :func:`lq.envs.build.build_env`'s (``context_length``, ``max_steps``, ``top_k``, ...)."""
-        if env is None:
-            if data_dir is None or partner_checkpoint is None or dm_checkpoint is None:
-                raise ValueError(
-                    f"{ENV_ID} needs data_dir, partner_checkpoint and dm_checkpoint (make dataset, make env-models), "
-                    "or a built QuestEnv as env="
-                )
-            env = quest_env(data_dir, partner_checkpoint, dm_checkpoint, split, quests, protocol, 1, False, **kwargs)
+        """``kwargs``: :func:`lq.envs.build.build_env`'s (``context_length``, ``max_steps``, ``top_k``, ...). With no
+        arguments: the default data and the newest trained partner and DM (:func:`environment_arguments`)."""
         if render_mode is not None and render_mode not in self.metadata["render_modes"]:
             raise ValueError(f"render_mode {render_mode!r}: {ENV_ID} renders 'ansi' (the transcript) or nothing")
+        if env is None:
+            env = quest_env(data_dir, partner_checkpoint, dm_checkpoint, split, quests, protocol, 1, False, **kwargs)
         env.auto_reset = False
         self.env, self.render_mode = env, render_mode
         self.observation_space = FreeText()
@@ -154,6 +233,11 @@ class QuestGymEnv(gymnasium.Env[str, str]):
         if quest is None:
             index = int(self.np_random.integers(len(self.env.instances)))
         elif isinstance(quest, int):
+            if not 0 <= quest < len(self.env.instances):
+                raise ValueError(
+                    f"options['quest'] = {quest}: this environment has quests 0 to {len(self.env.instances) - 1} "
+                    f"(or name one: {self.quest_ids[0]!r}, ...)"
+                )
             index = quest
         elif quest in self.quest_ids:
             index = self.quest_ids.index(quest)
@@ -194,9 +278,9 @@ class QuestVectorEnv(VectorEnv):
     def __init__(
         self,
         num_envs: int,
-        data_dir: str | Path,
-        partner_checkpoint: str | Path,
-        dm_checkpoint: str | Path,
+        data_dir: str | Path | None = None,
+        partner_checkpoint: str | Path | None = None,
+        dm_checkpoint: str | Path | None = None,
         split: str = "test",
         quests: Sequence[str] | None = None,
         protocol: Protocol | str = "paper",
@@ -238,6 +322,3 @@ class QuestVectorEnv(VectorEnv):
                 final["episode"] = infos[i]["episode"]
                 out = self._add_info(out, {"final_obs": self.env.context(before[i]), "final_info": final}, i)
         return tuple(obs), np.array(rewards, dtype=np.float64), terminated, truncated, out
-
-
-gymnasium.register(id=ENV_ID, entry_point=QuestGymEnv, vector_entry_point=QuestVectorEnv)

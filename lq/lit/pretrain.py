@@ -204,6 +204,8 @@ class PretrainModule(L.LightningModule):
         datamodule = getattr(self.trainer, "datamodule", None)
         if datamodule is not None:  # what it was trained on: no later stage reuses it on other data
             checkpoint["lq_dataset"] = dataset_id(datamodule.data_dir)
+            # the word pieces it read: an environment built on it (lq/Quest-v0) reads as many by default
+            checkpoint["lq_context_length"] = datamodule.batcher.context_length
 
     def training_step(self, batch: dict[str, torch.Tensor], batch_idx: int) -> torch.Tensor:
         ctx = self.model.encode_context(batch["ctx_ids"], batch["ctx_mask"])

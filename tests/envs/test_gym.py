@@ -6,7 +6,8 @@ import numpy as np
 import pytest
 from gymnasium.utils.env_checker import check_env
 
-import lq.envs.gym  # noqa: F401  (registers lq/Quest-v0)
+import lq  # noqa: F401  (registers lq/Quest-v0)
+from lq.conf.resolver import mark_finished
 from lq.envs.gym import FreeText
 from lq.generate import generate_dataset
 from tests.samples import tiny_env_models
@@ -52,12 +53,76 @@ def test_the_goal_action_terminates_and_the_turn_limit_truncates(default_data):
     assert ends == [(False, False), (False, False), (False, True)]
 
 
-def test_unknown_quest_and_missing_models_are_named(default_data):
+def test_unknown_quest_and_missing_models_are_named(default_data, tmp_path, monkeypatch):
     env = gymnasium.make("lq/Quest-v0", **default_data)
     with pytest.raises(ValueError, match="not one of this environment's quests"):
         env.reset(options={"quest": "no-such-quest"})
-    with pytest.raises(ValueError, match="partner_checkpoint"):
+    with pytest.raises(ValueError, match=r"options\['quest'\] = 1000000: this environment has quests 0 to 79"):
+        env.reset(options={"quest": 10**6})
+    monkeypatch.chdir(tmp_path)  # no outputs/ here
+    with pytest.raises(FileNotFoundError, match=r"no trained partner for .* make partner dm \(or make quickstart\)"):
         gymnasium.make("lq/Quest-v0", data_dir=default_data["data_dir"])
+    with pytest.raises(FileNotFoundError, match=r"data_dir='data/default' holds no dataset: make data"):
+        gymnasium.make("lq/Quest-v0")
+
+
+def test_each_bad_argument_is_named_with_its_fix_before_anything_loads(default_data, tmp_path, monkeypatch):
+    monkeypatch.chdir(tmp_path)  # neither data nor models: each error comes before they are looked for or loaded
+    with pytest.raises(ValueError, match="render_mode 'human': lq/Quest-v0 renders 'ansi'"):
+        gymnasium.make("lq/Quest-v0", render_mode="human")
+    with pytest.raises(ValueError, match=r"unknown argument 'partner_ckpt' \(did you mean partner_checkpoint\?\)"):
+        gymnasium.make("lq/Quest-v0", partner_ckpt="x.ckpt")
+    with pytest.raises(ValueError, match=r"one quest at a time; for a batch: gymnasium.make_vec\('lq/Quest-v0', num_e"):
+        gymnasium.make("lq/Quest-v0", batch_size=4)
+    with pytest.raises(ValueError, match="protocol='papr': choose from"):
+        gymnasium.make("lq/Quest-v0", protocol="papr")
+    models = tmp_path / "models"
+    models.mkdir()
+    with pytest.raises(
+        IsADirectoryError, match=r"partner_checkpoint='.*models' is a folder: name the checkpoint in it"
+    ):
+        gymnasium.make("lq/Quest-v0", data_dir=default_data["data_dir"], partner_checkpoint=models)
+
+
+def test_with_no_arguments_it_plays_the_default_data_with_the_newest_trained_partner_and_dm(default_data, tmp_path,
+                                                                                              monkeypatch):  # fmt: skip
+    """As after make quickstart: data/default, and the partner and DM under outputs/quick/ whose runs finished; the
+    context length the partner was trained at (in its checkpoint); the environment the agents are evaluated in."""
+    import shutil
+
+    import torch
+
+    monkeypatch.chdir(tmp_path)
+    (tmp_path / "data").mkdir()
+    (tmp_path / "data" / "default").symlink_to(default_data["data_dir"])
+    for stage in ("partner", "dm"):
+        saved = torch.load(default_data[f"{stage}_checkpoint"], map_location="cpu", weights_only=False)
+        saved["lq_context_length"] = 48
+        kept = tmp_path / "outputs" / "quick" / stage / "small" / "best.ckpt"
+        kept.parent.mkdir(parents=True)
+        torch.save(saved, kept)
+        mark_finished(kept)
+        stale = tmp_path / "outputs" / stage / "small" / "best.ckpt"  # an interrupted run's: not a trained model
+        stale.parent.mkdir(parents=True)
+        shutil.copy(kept, stale)
+    env = gymnasium.make("lq/Quest-v0")
+    quest_env = env.unwrapped.env
+    assert quest_env.partner.batcher.context_length == 48 and quest_env.objects
+    calibrated = list((tmp_path / "outputs" / "quick" / "partner" / "small" / "candidates").glob("*calibration*"))
+    assert calibrated and not (tmp_path / "outputs" / "partner" / "small" / "candidates").exists()
+    check_env(env.unwrapped, skip_render_check=True)
+
+
+def test_import_lq_registers_the_environment_and_imports_nothing_heavy():
+    import subprocess
+    import sys
+
+    code = (
+        "import sys, lq, gymnasium; spec = gymnasium.spec('lq/Quest-v0'); "
+        "print(spec.entry_point, 'torch' in sys.modules, 'lq.envs' in sys.modules)"
+    )
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True).stdout
+    assert out.split() == ["lq.envs.gym:QuestGymEnv", "False", "False"]
 
 
 def test_free_text_space():
