@@ -35,6 +35,7 @@ from lq.models.poly_encoder import stores_beside
 FORMAT = "lq-agent-bundle/1"
 STAGES = {"bc": BCModule, "rl": RLModule}
 DATA_SUFFIXES = (".json", ".jsonl", ".csv")  # the files a dataset's fingerprint covers (lq.data.dataset)
+MODELS = ("partner_checkpoint", "dm_checkpoint", "pretrained_checkpoint")  # the poly-encoders a bundle copies
 
 
 def is_bundle(path: str | Path) -> bool:
@@ -61,7 +62,14 @@ def load_bundle(path: str | Path, **overrides) -> AgentModule:
     if meta.get("format") != FORMAT:
         raise ValueError(f"{root}/bundle.json: format {meta.get('format')!r}, this lq reads {FORMAT!r}")
     hparams = dict(meta["hyper_parameters"])
-    for key in ("data_dir", "partner_checkpoint", "dm_checkpoint", "pretrained_checkpoint"):
+    needed = ["agent.safetensors", *(hparams[k] for k in ("data_dir", *MODELS) if hparams.get(k) is not None)]
+    missing = [name for name in needed if not (root / name).exists()]
+    if missing:  # found now, not when the environment is first built
+        raise FileNotFoundError(
+            f"{root}: incomplete bundle, {', '.join(missing)} missing: re-export it with "
+            f"`lq export CHECKPOINT {path} --overwrite`"
+        )
+    for key in ("data_dir", *MODELS):
         if hparams.get(key) is not None:
             hparams[key] = str(root / hparams[key])
     hparams.update(overrides)
@@ -110,11 +118,16 @@ def export_bundle(module: AgentModule, checkpoint: str | Path, out: Path) -> Non
     safetensors.torch.save_model(module, str(out / "agent.safetensors"))
     hparams = {k: v for k, v in h.items() if not k.startswith("_")} | paths
     hparams["protocol"] = protocol_of(hparams["protocol"]).as_dict()
+    # where its training started is history, not something the bundle reads: no path outside the bundle
+    if hparams.get("bc_checkpoint") is not None:
+        hparams["bc_checkpoint"] = None
+    if hparams.get("init_from") not in (None, "bc"):
+        hparams["init_from"] = Path(str(hparams["init_from"])).name
     meta = {
         "format": FORMAT,
         "stage": module.stage,
         "hyper_parameters": hparams,
         "lq_dataset": dataset_id(data_dir),
-        "exported_from": str(Path(checkpoint).resolve()),
+        "exported_from": Path(checkpoint).name,
     }
     (out / "bundle.json").write_text(json.dumps(meta, indent=1, default=str) + "\n")

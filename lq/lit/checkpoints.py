@@ -142,12 +142,87 @@ def training_curves(checkpoints: Sequence[str | Path], path: str | Path) -> bool
     return bool(series) and plot_curves(series, RL_CURVES, path, "RL learning curves (training episodes)")
 
 
-def model_card(module: AgentModule, table: str | None, source: str | Path, training_run: dict | None) -> str:
-    """The bundle's README.md: what the agent is, the data and protocol it was trained and evaluated under, how to
-    use it, and its zero-shot figures beside the baselines (``table``; None where export was told not to evaluate)."""
+def training_identity(module: AgentModule, training_run: dict | None) -> dict[str, object]:
+    """Who the agent is, as its training run knew it: stage, encoder, ability, switch, seed, protocol, RL's objective,
+    and where the training run is reachable its profile, dataset and commit (MLflow params and tags)."""
+    h = module.hparams
+    identity: dict[str, object] = {
+        "stage": module.stage,
+        "encoder": h.encoder["name"],
+        "ability": h.ability,
+        "switch": h.switch,
+        "seed": h.seed,
+        "protocol": module.protocol.name,
+        "data": Path(h.data_dir).name,
+    }
+    if module.stage == "rl":
+        identity["objective"] = (
+            "lq" if h.get("init_from") == "bc" else "paper" if h.get("init_from") is None else "other"
+        )
+    if training_run:
+        identity["training_run"] = training_run.get("run_id")
+        try:
+            from mlflow.tracking import MlflowClient
+
+            run = MlflowClient(training_run["tracking_uri"]).get_run(training_run["run_id"])
+        except Exception:  # noqa: BLE001 (the store of another machine, or gone: the card says what the checkpoint does)
+            run = None
+        if run is not None:
+            for key in ("profile", "objective"):
+                if key in run.data.params:
+                    identity[key] = run.data.params[key]
+            if commit := run.data.tags.get("mlflow.source.git.commit"):
+                identity["commit"] = commit
+    return identity
+
+
+def front_matter(module: AgentModule, identity: dict, figures: dict[str, float] | None) -> str:
+    """The card's YAML metadata, as Hugging Face reads it: licence, library, tags, and a model-index of its zero-shot
+    figures."""
+    import yaml
+
+    name = f"{agent_name(module)}, seed {module.hparams.seed}"
+    meta: dict[str, object] = {
+        "license": "mit",
+        "library_name": "lq",
+        "tags": ["lq", "light", "text-games", "reinforcement-learning", "dialogue", module.stage],
+        "lq": identity,
+    }
+    if figures:
+        meta["model-index"] = [
+            {
+                "name": name,
+                "results": [
+                    {
+                        "task": {"type": "reinforcement-learning", "name": "zero-shot LIGHT-Quests"},
+                        "dataset": {"type": "light-quests", "name": str(identity["data"]), "split": "test"},
+                        "metrics": [
+                            {"type": key, "name": key.replace("_", " "), "value": round(value, 4)}
+                            for key, value in figures.items()
+                        ],
+                    }
+                ],
+            }
+        ]
+    return "---\n" + yaml.safe_dump(meta, sort_keys=False, allow_unicode=True) + "---\n"
+
+
+def model_card(
+    module: AgentModule,
+    table: str | None,
+    source: str | Path,
+    training_run: dict | None,
+    figures: dict[str, float] | None = None,
+) -> str:
+    """The bundle's README.md: YAML metadata (:func:`front_matter`), what the agent is, its training identity, the
+    data and protocol it was trained and evaluated under, how to use it, and its zero-shot figures beside the
+    baselines (``table``; None where export was told not to evaluate; ``figures``: the agent's own, under its
+    protocol's decoding). No path outside the bundle: the checkpoint is named, not where it was."""
     h = module.hparams
     protocol = module.protocol
+    identity = training_identity(module, training_run)
     lines = [
+        front_matter(module, identity, figures),
         f"# {agent_name(module)}, seed {h.seed}",
         "",
         f"An lq agent ({module.stage.upper()}: {'behaviour cloning' if module.stage == 'bc' else 'A2C'}) that acts "
@@ -162,12 +237,11 @@ def model_card(module: AgentModule, table: str | None, source: str | Path, train
         f"| data | `{Path(h.data_dir).name}`, fingerprint `{dataset_id(h.data_dir)}` (a copy is in `data/`) |",
         f"| protocol | {protocol.describe()} |",
         f"| seed | {h.seed} |",
-        f"| exported from | `{Path(source).resolve()}` |",
+        *(f"| {key} | {identity[key]} |" for key in ("objective", "profile", "commit") if key in identity),
+        f"| exported from | `{Path(source).name}` |",
     ]
     if training_run:
-        lines.append(
-            f"| training run | MLflow `{training_run.get('run_id')}` at `{training_run.get('tracking_uri')}` |"
-        )
+        lines.append(f"| training run | MLflow run `{training_run.get('run_id')}` |")
     lines += [
         "",
         "## Use",
@@ -209,11 +283,17 @@ def export_agent(
 
     saved = {} if is_bundle(checkpoint) else read_checkpoint(checkpoint)  # read once: the agent and its MLflow run
     module = load_bundle(checkpoint) if is_bundle(checkpoint) else agent_of(saved, checkpoint)
-    table = None
+    table, figures = None, None
     with atomic_dir(out, overwrite=overwrite) as tmp:
         export_bundle(module, checkpoint, tmp)
         if evaluate:
             rows = evaluate_checkpoints([tmp], baseline_runs, log=lambda _: None)
             table = results_table(rows)[0]
-        (tmp / "README.md").write_text(model_card(module, table, checkpoint, saved.get("lq_mlflow")))
+            decoding = f"({module.protocol.decoding})"
+            own = next((results for name, results in rows if name.endswith(decoding)), rows[0][1])
+            figures = {
+                key: sum(r.metrics()[key] for r in own) / len(own)
+                for key in ("act_goal_rate", "speech_goal_rate", "act_and_speech_goal_rate")
+            }
+        (tmp / "README.md").write_text(model_card(module, table, checkpoint, saved.get("lq_mlflow"), figures))
     return table

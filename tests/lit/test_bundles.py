@@ -4,6 +4,7 @@ import json
 import os
 
 import pytest
+import yaml
 
 from lq.cli import main
 from lq.lit.checkpoints import load_agent
@@ -22,6 +23,19 @@ def test_export_then_eval_from_another_folder_gives_the_checkpoints_figures(trai
     assert "| protocol | protocol paper:" in card and "Random (whole spaces)" in card and "fingerprint" in card
     meta = json.loads((bundle / "bundle.json").read_text())
     assert not any(os.path.isabs(meta["hyper_parameters"][k]) for k in ("data_dir", "partner_checkpoint"))
+    # Hugging Face's YAML metadata first: licence, library, tags, the training identity, a model-index of its figures
+    assert card.startswith("---\n")
+    front = yaml.safe_load(card.split("---\n")[1])
+    assert (front["license"], front["library_name"], front["lq"]["encoder"], front["lq"]["stage"]) == (
+        "mit", "lq", "scratch", "bc"
+    )  # fmt: skip
+    [result] = front["model-index"][0]["results"]
+    assert [m["type"] for m in result["metrics"]] == ["act_goal_rate", "speech_goal_rate", "act_and_speech_goal_rate"]
+    # no path outside itself: not where it was trained or exported, not the training tree's outputs/
+    for file in bundle.rglob("*"):
+        if file.is_file() and file.suffix in (".md", ".json", ".jsonl"):
+            text = file.read_text()
+            assert "/tmp/" not in text and "outputs/" not in text and "sqlite:" not in text, file
 
     assert main(["eval", str(trained_agent), "--baselines", "1"]) == 0
     from_checkpoint = _table(capsys)
@@ -30,12 +44,14 @@ def test_export_then_eval_from_another_folder_gives_the_checkpoints_figures(trai
     moved = tmp_path / "moved-bundle"
     bundle.rename(moved)  # nothing in it points back to where it was written, or to the training tree
     cwd = os.getcwd()
+    before = {f: f.stat().st_mtime_ns for f in moved.rglob("*")}
     try:
         os.chdir(elsewhere)
         assert main(["eval", str(moved), "--baselines", "1"]) == 0
     finally:
         os.chdir(cwd)
     assert _table(capsys) == from_checkpoint
+    assert {f: f.stat().st_mtime_ns for f in moved.rglob("*")} == before  # read only: nothing written, nothing added
     assert len(from_checkpoint) >= 6
 
 
@@ -64,3 +80,9 @@ def test_export_refuses_to_clobber_and_leaves_nothing_half_written(trained_agent
     assert sorted(p.name for p in tmp_path.iterdir()) == ["taken"]
     with pytest.raises(FileNotFoundError, match="no such checkpoint or agent bundle"):
         load_agent(tmp_path / "taken")
+    bundle = tmp_path / "b"
+    assert main(["export", str(trained_agent), str(bundle), "--no-eval"]) == 0
+    (bundle / "partner.safetensors").unlink()  # found when it loads, not when its environment is first built
+    with pytest.raises(FileNotFoundError, match=r"incomplete bundle, partner.safetensors missing: re-export it with "
+                                                rf"`lq export CHECKPOINT {bundle} --overwrite`"):  # fmt: skip
+        load_agent(bundle)
