@@ -3,17 +3,19 @@ its table, taken by a real headless browser (Debian's chromium: ``apt-get instal
 
     python experiments/ui_screenshot.py --experiment table1 --out outputs/ui
 
-Writes ``runs.png`` (the experiment's runs: the parent, its children nested under it), ``parent.png`` (the
-parent run's page, listing its child runs: one per configuration and seed), ``table.png`` (the parent's
-table artifact) and ``transcript.png`` (an agent run's HTML transcripts, ``transcripts/test_seed0.html``, as the
-UI renders them: the newest BC or RL run that logged one, or ``--transcript-run``), and exits non-zero if the server
-or the browser fails or a screenshot is blank. Without a finished parent of the experiment only the transcript is
-taken.
+Writes ``runs.png`` (the experiment's runs: the parent, its children nested under it), ``parent.png`` (the parent
+run's page, listing its child runs: one per configuration and seed), ``table.png`` (the parent's table artifact),
+``compare.png`` (MLflow's compare view of its agent children: their params, such as the encoder, the sizes and the
+loss coefficients, side by side) and ``transcript.png`` (an agent run's HTML transcripts,
+``transcripts/test_seed0.html``, as the UI renders them: the newest BC or RL run that logged one, or
+``--transcript-run``), and exits non-zero if the server or the browser fails or a screenshot is blank. Without a
+finished parent of the experiment only the transcript is taken.
 """
 
 from __future__ import annotations
 
 import argparse
+import json
 import shutil
 import socket
 import subprocess
@@ -22,6 +24,7 @@ import tempfile
 import time
 import urllib.request
 from pathlib import Path
+from urllib.parse import quote
 
 from mlflow.tracking import MlflowClient
 
@@ -118,6 +121,14 @@ def main(argv: list[str] | None = None) -> int:
         pages["runs.png"] = f"#/experiments/{exp_id}/runs"
         pages["parent.png"] = f"#/experiments/{exp_id}/runs/{parent}"
         pages["table.png"] = f"#/experiments/{exp_id}/runs/{parent}/artifacts/{table}"
+        agents = [
+            r.info.run_id
+            for r in client.search_runs([exp_id], f"tags.mlflow.parentRunId = '{parent}'")
+            if r.data.tags.get("lq.stage") in ("rl", "bc")
+        ]
+        if agents:  # their params side by side: the encoder, the sizes, the coefficients
+            runs, experiments = (quote(json.dumps(ids)) for ids in (agents, [exp_id]))
+            pages["compare.png"] = f"#/compare-runs?runs={runs}&experiments={experiments}"
     transcript = transcript_page(client, args.transcript_run)
     if transcript is not None:
         pages["transcript.png"] = transcript
@@ -140,7 +151,10 @@ def main(argv: list[str] | None = None) -> int:
         for name, page in pages.items():
             url = f"{base}/{page}"
             screenshot(
-                args.browser, url, args.out / name, size="1600,1400" if name == "transcript.png" else "1600,1000"
+                args.browser,
+                url,
+                args.out / name,
+                size="1600,1400" if name in ("transcript.png", "compare.png") else "1600,1000",
             )
             print(f"{args.out / name}: {url}")
     finally:
