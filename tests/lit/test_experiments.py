@@ -41,8 +41,14 @@ def _fake_children(client: MlflowClient, experiment: X.Experiment, values: dict[
     client.log_param(parent, "encoders", " ".join(experiment.encoders))
     for config in experiment.configs:
         for seed in range(2):
-            tags = {"mlflow.parentRunId": parent, "lq.config": config.key, "lq.seed": str(seed)}
+            tags = {
+                "mlflow.parentRunId": parent,
+                "lq.config": config.key,
+                "lq.seed": str(seed),
+                "lq.stage": config.stage,
+            }
             child = client.create_run(exp_id, tags=tags).info.run_id
+            client.log_param(child, "encoder", config.encoder)
             for metric, by_seed in values.items():
                 client.log_metric(child, metric, by_seed[seed], step=0)
             for step in range(3):  # a learning curve
@@ -894,7 +900,7 @@ def test_the_mlflow_ui_shows_the_parent_its_children_and_the_table_in_a_real_bro
     out = tmp_path / "ui"
     argv = ["--tracking-uri", uri, "--experiment", "table1", "--out", str(out), "--transcript-run", agent]
     assert script.main(argv) == 0
-    for name in ("runs.png", "parent.png", "table.png", "transcript.png"):
+    for name in ("runs.png", "parent.png", "table.png", "compare.png", "transcript.png"):
         data = (out / name).read_bytes()
         assert data[:8] == b"\x89PNG\r\n\x1a\n" and len(data) > 10_000
     from PIL import Image
