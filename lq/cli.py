@@ -144,8 +144,33 @@ def default_quest(data_dir: Path) -> Path:
     return quests[0]
 
 
+def quest_file(target: Path, data_dir: Path) -> Path:
+    """What ``lq play TARGET`` plays without an agent: a world or quest file, or a quest id of ``data_dir``."""
+    if target.is_file():
+        return target
+    found = sorted((data_dir / "quests").glob(f"*/{target.name}.json")) if target.name == str(target) else []
+    if not found:
+        raise UsageError(
+            f"{target}: neither a world or quest file nor a quest id of {data_dir} (ids look like test_00006; "
+            f"--data DIR names another dataset)"
+        )
+    return found[0]
+
+
+def _quest_id(target: Path) -> str:
+    """What ``lq play TARGET --agent ...`` plays: a quest id, or the id of the quest file named."""
+    if not target.is_file():
+        return str(target)
+    from lq.data.io import read_json
+
+    quest = read_json(target)
+    return str(quest.get("quest_id") or target.stem) if isinstance(quest, dict) else target.stem
+
+
 def _cmd_play(args: argparse.Namespace) -> int:
     if args.agent is not None:
+        import time
+
         from lq.lit.checkpoints import load_agent
         from lq.lit.interactive import play_against
 
@@ -154,13 +179,15 @@ def _cmd_play(args: argparse.Namespace) -> int:
             raise UsageError(f"--as {side}: with --agent you play the partner or the self character")
         if args.goal or args.partner:
             raise UsageError("--goal and --partner are the quest's own with --agent: name a quest id instead")
-        quest = str(args.world) if args.world is not None else None
-        transcript = args.transcript or Path("outputs/play") / (quest or "quest")
+        quest = _quest_id(args.world) if args.world is not None else None
+        # one transcript per game: the quest and the time in its name, never an earlier game's overwritten
+        stamp = time.strftime("%Y%m%d-%H%M%S")
+        transcript = args.transcript or Path("outputs/play") / f"{quest or 'first-test-quest'}-{stamp}"
         play_against(load_agent(args.agent), quest, side, transcript)
         return 0
     from lq.world.play import main as play_main
 
-    world = args.world if args.world is not None else default_quest(args.data)
+    world = quest_file(args.world, args.data) if args.world is not None else default_quest(args.data)
     return play_main(str(world), args.character, args.goal, args.partner)
 
 
@@ -591,8 +618,8 @@ def build_parser() -> argparse.ArgumentParser:
         "world",
         type=Path,
         nargs="?",
-        help="a LIGHT world graph JSON or a quest stem JSON (default: the first test quest of --data); with --agent, "
-        "a quest id of the agent's data (default: its first test quest)",
+        help="what to play: a quest id (test_00006: of --data, or with --agent of the agent's data), a quest stem JSON "
+        "or a LIGHT world graph JSON (default: the first test quest)",
     )
     pl.add_argument(
         "--agent",

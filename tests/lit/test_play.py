@@ -61,3 +61,22 @@ def test_make_play_works_without_shared_data_and_makes_its_default_quest(tmp_pat
     assert done.returncode == 0, done.stderr[-2000:]
     assert "generating the default dataset" in done.stdout and "Your goal:" in done.stdout
     assert (tmp_path / "data" / "quests" / "test" / "test_00000.json").exists()
+
+
+def test_one_argument_names_what_to_play_a_quest_id_or_a_file_whatever_the_mode(tmp_path, monkeypatch, capsys):
+    """Without an agent a quest id of --data plays that quest's file (as with --agent); with an agent a quest file
+    plays its quest id; anything else is refused with what it takes. Each game's transcript has its own name."""
+    from lq.cli import _quest_id, quest_file
+    from lq.generate import generate_dataset
+
+    data = tmp_path / "data"
+    generate_dataset(data, scale="tiny", seed=0, log=lambda _: None)
+    assert quest_file(Path("test_00006"), data) == data / "quests" / "test" / "test_00006.json"
+    assert quest_file(data / "quests" / "test" / "test_00006.json", data).name == "test_00006.json"
+    assert _quest_id(data / "quests" / "test" / "test_00006.json") == "test_00006"
+    assert _quest_id(Path("test_00006")) == "test_00006"
+    monkeypatch.setattr("sys.stdin", io.StringIO("look\nquit\n"))
+    assert main(["play", "test_00006", "--data", str(data)]) == 0
+    assert "Your goal:" in capsys.readouterr().out
+    assert main(["play", "test_99999", "--data", str(data)]) == 2
+    assert "neither a world or quest file nor a quest id of" in capsys.readouterr().err
