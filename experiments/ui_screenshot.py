@@ -46,6 +46,9 @@ CHROMIUM_FLAGS = [  # no sandbox (root), and no background traffic on a closed n
 ]
 
 
+SIZES = {"transcript.png": "1600,1400", "compare.png": "1600,2400"}  # compare: its params and metrics tables
+
+
 def free_port() -> int:
     with socket.socket() as s:
         s.bind(("127.0.0.1", 0))
@@ -154,7 +157,7 @@ def main(argv: list[str] | None = None) -> int:
                 args.browser,
                 url,
                 args.out / name,
-                size="1600,1400" if name in ("transcript.png", "compare.png") else "1600,1000",
+                size=SIZES.get(name, "1600,1000"),
             )
             print(f"{args.out / name}: {url}")
     finally:

@@ -104,7 +104,7 @@ def config_names(files: Sequence[str | Path]) -> list[str]:
 def config_choice(names: Sequence[str], group: str) -> str | None:
     """The last file a run read from a config group of conf/ (``profile``: the folder, overlay over base;
     ``objective``, ``protocol``: the file's stem), or None."""
-    chosen = [n.split("/")[1] for n in names if n.startswith(f"{group}/") and n.count("/") >= 1]
+    chosen = [n.split("/")[1] for n in names if n.startswith(f"{group}/")]
     return Path(chosen[-1]).stem if chosen else None
 
 
