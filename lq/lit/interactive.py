@@ -40,8 +40,13 @@ class Person:
             self.write(line)
         self.shown = len(slot.transcript)
         if slot.act_goal and "act" not in self.announced:
-            who = {"self": f"{slot.me.name} (the agent's character)", "partner": f"{slot.partner.name} (the partner)"}
-            self.write(f"*** Act goal reached: {slot.goal.text}, by {who[slot.act_goal]} ***")
+            # credited to whoever plays the side: the person ("you") or the agent and the environment's partner
+            you = {"self": "you, the self character", "partner": "you, the partner"}
+            them = {"self": "the agent's character", "partner": "the partner"}
+            names = {"self": slot.me.name, "partner": slot.partner.name}
+            by = slot.act_goal
+            who = f"{names[by]} ({you[by] if by == self.side else them[by]})"
+            self.write(f"*** Act goal reached: {slot.goal.text}, by {who} ***")
             self.announced.add("act")
         if self.env.speech_goal(slot) and "speech" not in self.announced:
             self.write(f"*** Speech goal reached: {slot.me.name} said a line of the quest's demonstration ***")

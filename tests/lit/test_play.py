@@ -25,7 +25,7 @@ def test_a_person_as_the_partner_gives_the_agent_its_goal(trained_agent, tmp_pat
     card = out[out.index("Quest test_00006") :]
     assert "Partner:    old sailor." in card and "Self:       young jester." in card and "Motivation" in card
     assert "  give rusty ale to young jester" in out  # `actions` listed it
-    assert "*** Act goal reached: steal rusty ale from old sailor, by old sailor (the partner) ***" in out
+    assert "*** Act goal reached: steal rusty ale from old sailor, by old sailor (you, the partner) ***" in out
     assert "Episode over after 1 agent turns: act goal partner" in out
     text = transcript.with_suffix(".txt").read_text()
     assert "old sailor: Good day to you, jester." in text and "old sailor > give rusty ale to young jester" in text
@@ -41,7 +41,7 @@ def test_playing_the_self_character_against_the_trained_partner(trained_agent, t
         == 0
     )
     out = capsys.readouterr().out
-    assert "by young jester (the agent's character)" in out  # the person reached it as the self character
+    assert "by young jester (you, the self character)" in out  # the person reached it as the self character
     assert main(["play", "test_00006", "--agent", str(trained_agent), "--as", "dragon"]) == 2
     assert main(["play", "no-such-quest", "--agent", str(trained_agent)]) == 1
     assert "is not a test quest" in capsys.readouterr().err
