@@ -15,8 +15,10 @@ from lq.envs.partner import Turn
 from lq.envs.quest_env import QuestEnv
 from lq.eval import transcripts_html
 from lq.lit.agent import AgentModule
+from lq.world.actions import VERBS
 
 HELP = """Type what your character says, or an action (get / give / steal / hug / ...). Also:
+  say TEXT   say it, even if it reads like an action
   actions    your valid actions now          suggest   the Dungeon Master's best lines for you now
   look       the quest card again            quit      stop (the transcript is saved)"""
 
@@ -72,8 +74,16 @@ class Person:
                 self.write("\n".join(f"  {self.env.utterance_space[i]}" for i in ranked[: self.env.dm.top_k]))
             elif command in ("l", "look"):
                 self.write("\n".join(slot.transcript[: slot.transcript.index("") + 1]))
+            elif command.startswith("say ") and line[4:].strip():
+                return ("speech", line[4:].strip())
+            elif command in VERBS:  # a bare verb is an unfinished action, not a line to say
+                self.write(f"{command} what? `actions` lists what you can do now; `say {command}` says it")
+            elif line in valid:
+                return ("action", line)
             elif line:
-                return ("action", line) if line in valid else ("speech", line)
+                if command.split()[0] in VERBS:  # it reads like an action the engine does not allow now: said aloud
+                    self.write("(not one of your actions now, so it is said; `actions` lists them)")
+                return ("speech", line)
 
     def act(self, contexts: Sequence[str], valid_actions: Sequence[Sequence[str]]) -> list[Turn]:
         """The :class:`lq.envs.partner.Partner` interface: the person answers for the partner."""

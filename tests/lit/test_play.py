@@ -17,7 +17,7 @@ def test_a_person_as_the_partner_gives_the_agent_its_goal(trained_agent, tmp_pat
     bundle = tmp_path / "bundle"
     assert main(["export", str(trained_agent), str(bundle), "--no-eval"]) == 0
     # test_00006 of the tiny data: the young jester's goal is to steal the rusty ale the old sailor (the partner) holds
-    lines = ["actions", "suggest", "Good day to you, jester.", "give rusty ale to young jester", "quit"]
+    lines = ["actions", "suggest", "get", "say Good day to you, jester.", "give rusty ale to young jester", "quit"]
     monkeypatch.setattr("sys.stdin", io.StringIO("\n".join(lines) + "\n"))
     transcript = tmp_path / "played" / "t"
     assert main(["play", "test_00006", "--agent", str(bundle), "--transcript", str(transcript)]) == 0
@@ -25,6 +25,7 @@ def test_a_person_as_the_partner_gives_the_agent_its_goal(trained_agent, tmp_pat
     card = out[out.index("Quest test_00006") :]
     assert "Partner:    old sailor." in card and "Self:       young jester." in card and "Motivation" in card
     assert "  give rusty ale to young jester" in out  # `actions` listed it
+    assert "get what? `actions` lists what you can do now; `say get` says it" in out  # a bare verb is not said
     assert "*** Act goal reached: steal rusty ale from old sailor, by old sailor (you, the partner) ***" in out
     assert "Episode over after 1 agent turns: act goal partner" in out
     text = transcript.with_suffix(".txt").read_text()
