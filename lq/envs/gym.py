@@ -112,9 +112,8 @@ def quest_env(
     return env
 
 
-# build_env's settings a Gymnasium environment passes on (its batch and reset are the environment's own)
-SETTINGS = ("max_steps", "top_k", "num_valid_utterances", "context_length", "sampler", "seed", "device",
-            "top_k_every_repeat", "speech_rewards", "partner_calibration", "objects")  # fmt: skip
+# build_env's arguments a Gymnasium environment sets itself: the rest are settings it passes on
+OWN = ("data_dir", "split", "partner_checkpoint", "dm_checkpoint", "batch_size", "auto_reset", "protocol")
 # what the agents are evaluated in (conf/rl.yaml): the partner calibrated on the demonstrations' completions, the
 # room's objects in the context
 AGENTS_ENVIRONMENT = {"partner_calibration": "completions", "objects": True}
@@ -132,18 +131,22 @@ def environment_arguments(
     (``make quickstart``'s or ``make partner dm``'s), the word pieces the partner was trained to read, and the
     environment the agents are evaluated in (:data:`AGENTS_ENVIRONMENT`)."""
     import difflib
+    import inspect
 
     from lq.conf.resolver import finished, outputs_for
+    from lq.envs.build import build_env
     from lq.envs.protocol import PROTOCOLS
+
+    settings_names = [name for name in inspect.signature(build_env).parameters if name not in OWN]
 
     if "batch_size" in kwargs or "num_envs" in kwargs:
         raise ValueError(
             f"{ENV_ID} plays one quest at a time; for a batch: gymnasium.make_vec({ENV_ID!r}, num_envs=N) "
             "(its environments share one partner and DM forward per step)"
         )
-    unknown = [k for k in kwargs if k not in SETTINGS]
+    unknown = [k for k in kwargs if k not in settings_names]
     if unknown:
-        known = ["data_dir", "partner_checkpoint", "dm_checkpoint", "split", "quests", "protocol", *SETTINGS]
+        known = ["data_dir", "partner_checkpoint", "dm_checkpoint", "split", "quests", "protocol", *settings_names]
         near = difflib.get_close_matches(unknown[0], known, n=1)
         raise ValueError(
             f"{ENV_ID}: unknown argument {unknown[0]!r}" + (f" (did you mean {near[0]}?)" if near else "")

@@ -314,10 +314,14 @@ class StageCLI(LightningCLI):
         """The run's description (MLflow's ``mlflow.note.content``): what it trains, under which configs."""
         params = self.run_params()
         where = f"; profile {params['profile']}" if "profile" in params else ""
+        return f"lq {self.stage}: the {params['encoder']} poly-encoder{where}; {self.described_setup(params)}"
+
+    def described_setup(self, params: dict[str, object]) -> str:
+        """The end of every stage's description: its threads, config files and data."""
         threads = params["threads"]
         return (
-            f"lq {self.stage}: the {params['encoder']} poly-encoder{where}; {threads} CPU thread{'s' * (threads != 1)}"
-            f". Configs: {', '.join(self.configs) or 'none'}; data: {self.data_dir}."
+            f"{threads} CPU thread{'s' * (threads != 1)}. Configs: {', '.join(self.configs) or 'none'}; "
+            f"data: {self.data_dir}."
         )
 
     def before_fit(self) -> None:
@@ -467,8 +471,7 @@ class AgentCLI(StageCLI):
         return (
             f"lq {self.stage}: a {self.stage.upper()} agent on the {p['encoder']} encoder, ability {p['ability']}, "
             f"{p['switch']} switch, seed {p['seed']}; the {p['protocol']} protocol{objective}{profile}; "
-            f"{p['threads']} CPU thread{'s' * (p['threads'] != 1)}. Configs: {', '.join(self.configs) or 'none'}; "
-            f"data: {self.data_dir}."
+            f"{self.described_setup(p)}"
         )
 
     def link_checkpoint_dir(self, parser: LightningArgumentParser) -> None:
