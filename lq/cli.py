@@ -167,10 +167,15 @@ def _quest_id(target: Path) -> str:
     return str(quest.get("quest_id") or target.stem) if isinstance(quest, dict) else target.stem
 
 
+def _transcript(args: argparse.Namespace, game: str) -> Path:
+    """Where a game's transcript goes: ``--transcript``, or one per game named by its quest (or world) and the time."""
+    import time
+
+    return args.transcript or Path("outputs/play") / f"{game}-{time.strftime('%Y%m%d-%H%M%S')}"
+
+
 def _cmd_play(args: argparse.Namespace) -> int:
     if args.agent is not None:
-        import time
-
         from lq.lit.checkpoints import load_agent
         from lq.lit.interactive import play_against
 
@@ -180,15 +185,12 @@ def _cmd_play(args: argparse.Namespace) -> int:
         if args.goal or args.partner:
             raise UsageError("--goal and --partner are the quest's own with --agent: name a quest id instead")
         quest = _quest_id(args.world) if args.world is not None else None
-        # one transcript per game: the quest and the time in its name, never an earlier game's overwritten
-        stamp = time.strftime("%Y%m%d-%H%M%S")
-        transcript = args.transcript or Path("outputs/play") / f"{quest or 'first-test-quest'}-{stamp}"
-        play_against(load_agent(args.agent), quest, side, transcript)
+        play_against(load_agent(args.agent), quest, side, _transcript(args, quest or "first-test-quest"))
         return 0
     from lq.world.play import main as play_main
 
     world = quest_file(args.world, args.data) if args.world is not None else default_quest(args.data)
-    return play_main(str(world), args.character, args.goal, args.partner)
+    return play_main(str(world), args.character, args.goal, args.partner, _transcript(args, world.stem))
 
 
 def _cmd_eval(args: argparse.Namespace) -> int:
@@ -635,7 +637,11 @@ def build_parser() -> argparse.ArgumentParser:
         "(default: the agent pursues its motivation) or self (the environment's partner answers you)",
     )
     pl.add_argument("--data", type=Path, default=Path("data/default"), help="where the default quest comes from")
-    pl.add_argument("--transcript", type=Path, help="with --agent: save the transcript here (.txt and .html)")
+    pl.add_argument(
+        "--transcript",
+        type=Path,
+        help="save the game's transcript here (.txt; with --agent also .html; default: outputs/play/QUEST-TIME)",
+    )
     pl.add_argument("--goal", help='an act goal to check, e.g. "get golden dragon egg"')
     pl.add_argument("--partner", metavar="CHARACTER", help="the partner, for partner act completion")
     pl.set_defaults(func=_cmd_play)

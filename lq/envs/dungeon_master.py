@@ -39,3 +39,14 @@ class DungeonMaster:
         ids, mask = self.batcher.contexts(contexts)
         ctx = self.model.encode_context(ids.to(device), mask.to(device))
         return self.utterances.score(ctx).topk(self.num_valid, dim=1).indices.cpu()
+
+    @torch.no_grad()
+    def place(self, context: str, text: str) -> int:
+        """Where ``text`` would stand (1 = the DM's most likely) among the utterance space for ``context``: how the
+        DM ranks a line said by a person, which need not be in the space."""
+        device = self.model.codes.device
+        ids, mask = self.batcher.contexts([context])
+        ctx = self.model.encode_context(ids.to(device), mask.to(device))
+        cids, cmask = self.batcher.candidates([text])
+        own = self.model.score(ctx, self.model.encode_candidates(cids.to(device), cmask.to(device)))[0, 0]
+        return 1 + int((self.utterances.score(ctx)[0] > own).sum())

@@ -16,10 +16,13 @@ from lq.envs.quest_env import QuestEnv
 from lq.eval import transcripts_html
 from lq.lit.agent import AgentModule
 from lq.world.actions import VERBS
+from lq.world.play import complete_names
 
-HELP = """Type what your character says, or an action (get / give / steal / hug / ...). Also:
+HELP = """Type what your character says, or an action (get / give / steal / hug / ...); a thing or a character may be
+named by any of its words ("give rope to shepherd"). Also:
   say TEXT   say it, even if it reads like an action
   actions    your valid actions now          suggest   the Dungeon Master's best lines for you now
+  rank       the DM's ranking of each line you say, on or off (its top k earn the speech reward)
   look       the quest card again            quit      stop (the transcript is saved)"""
 
 
@@ -34,6 +37,7 @@ class Person:
         self.env, self.side, self.read, self.write = env, side, read, write
         self.shown = 0  # transcript lines of the slot already on screen
         self.announced: set[str] = set()
+        self.ranking = False  # show the DM's rank of each line the person says (``rank``)
 
     def show_new(self) -> None:
         """The turns played since the last call, then each goal newly reached."""
@@ -74,16 +78,32 @@ class Person:
                 self.write("\n".join(f"  {self.env.utterance_space[i]}" for i in ranked[: self.env.dm.top_k]))
             elif command in ("l", "look"):
                 self.write("\n".join(slot.transcript[: slot.transcript.index("") + 1]))
+            elif command in ("r", "rank"):
+                self.ranking = not self.ranking
+                self.write(f"the Dungeon Master's ranking of your lines: {'on' if self.ranking else 'off'}")
             elif command.startswith("say ") and line[4:].strip():
-                return ("speech", line[4:].strip())
+                return self.said(line[4:].strip())
             elif command in VERBS:  # a bare verb is an unfinished action, not a line to say
                 self.write(f"{command} what? `actions` lists what you can do now; `say {command}` says it")
             elif line in valid:
                 return ("action", line)
             elif line:
+                me = slot.partner if self.side == "partner" else slot.me
+                completed, _ = complete_names(slot.world, me, line)
+                if completed in valid:  # a thing or character named by some of its words
+                    return ("action", completed)
                 if command.split()[0] in VERBS:  # it reads like an action the engine does not allow now: said aloud
                     self.write("(not one of your actions now, so it is said; `actions` lists them)")
-                return ("speech", line)
+                return self.said(line)
+
+    def said(self, text: str) -> Turn:
+        """The person's line, with the Dungeon Master's rank of it shown first when asked for (``rank``)."""
+        if self.ranking:
+            dm, slot = self.env.dm, self.env.slots[0]
+            place = dm.place(self.env.context(slot, self.side), text)
+            top = "within its top" if place <= dm.top_k else "outside its top"
+            self.write(f"(the Dungeon Master ranks your line {place} of {len(dm.utterances.texts)}: {top} {dm.top_k})")
+        return ("speech", text)
 
     def act(self, contexts: Sequence[str], valid_actions: Sequence[Sequence[str]]) -> list[Turn]:
         """The :class:`lq.envs.partner.Partner` interface: the person answers for the partner."""

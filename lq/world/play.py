@@ -1,26 +1,136 @@
-"""``lq play``: a terminal game on any LIGHT world graph (or a quest stem, which holds one)."""
+"""``lq play``: a terminal game on any LIGHT world graph (or a quest stem, which holds one).
+
+What the player types is read as a player expects (``tw-play``'s habits): ``look``, ``examine``/``look in`` a thing or a
+character, ``say`` a line (or any line that is not an action) to whoever is there, and a thing or character named by
+any words of its name ("give rope to shepherd" for the old shepherd). The engine itself (:mod:`lq.world.actions`)
+stays exact: these conveniences live here, for people, and never change what an agent's command means.
+"""
 
 from __future__ import annotations
 
 from collections.abc import Callable
 from pathlib import Path
 
-from lq.data.io import read_json
+from lq.data.io import atomic_open, read_json
 from lq.data.quests import Quest
 from lq.data.world_graph import parse_world_graph
-from lq.world.actions import VERBS, step, valid_actions
+from lq.world.actions import SEPARATORS, VERBS, StepResult, split_verb, step, valid_actions
 from lq.world.goals import ActGoal
-from lq.world.state import Node, World
+from lq.world.state import WIELDED, WORN, Node, World
+from lq.world.text import ARTICLES, capitalize, join_list, normalize
 
 HELP = """Commands:
   look (l)              describe where you are
+  examine (x) THING     look at a thing or a character (also: look at / look in THING)
+  say TEXT              say a line to whoever is here (a line that is not an action is said too)
   inventory (i)         what you carry, wear and wield
   actions (a)           list every action you can take now
   help (h, ?)           this text
   quit (q)              leave the game
 Verbs: go ROOM (or PATH), follow / hit / hug CHARACTER, get THING [from CONTAINER], put THING in/on CONTAINER,
   drop THING, steal THING from CHARACTER, give THING to CHARACTER, wear / wield / remove THING,
-  eat / drink THING. Case, spacing and articles do not matter; "pick up" means get."""
+  eat / drink THING. Case, spacing and articles do not matter; "pick up" means get; a name may be any of its
+  words ("shepherd" for the old shepherd)."""
+EXAMINE = ("examine ", "x ", "look at ", "look in ", "look inside ", "l at ", "l in ")
+SAY = ("say ", "'", '"')
+
+
+def in_sight(world: World, actor: Node) -> list[Node]:
+    """Every character and thing in the actor's room (inside what is there, too, and what it carries), then the rooms
+    it can go to: what a name typed by the player may mean."""
+    room = actor.container
+    if room is None:
+        return []
+    here = [n for n in world.nodes.values() if n is not actor and n.kind != "room" and n.room is room]
+    return here + [world.nodes[t] for t in room.neighbors if t in world.nodes]
+
+
+def complete_names(world: World, actor: Node, line: str) -> tuple[str, str]:
+    """``line`` with each partial name completed to the one name in sight holding all its words (``give rope to
+    shepherd`` -> ``give small rope to old shepherd``), and ``""``; or ``line`` unchanged and why a name is ambiguous.
+
+    Only names that are not already a whole name in sight are completed; separator words ("to", "from", "in") split
+    the names, as the engine reads them.
+    """
+    words = line.lower().split()
+    verb, rest = split_verb(words) if words else (None, [])
+    if verb is None or not rest:
+        return line, ""
+    sight = in_sight(world, actor)
+    keys = {n.key for n in sight}
+    seps = set(SEPARATORS.get(verb, ())) | ({"to"} if verb == "go" else set())
+    spans: list[list[str]] = [[]]
+    for w in rest:
+        if w in seps:
+            spans.append([w])
+            spans.append([])
+        else:
+            spans[-1].append(w)
+    out = [" ".join(words[: len(words) - len(rest)])]
+    for span in spans:
+        phrase = normalize(" ".join(span))
+        wanted = set(phrase.split()) - ARTICLES
+        if not span or span[0] in seps or not wanted or phrase in keys:
+            out.append(" ".join(span))
+            continue
+        matches = sorted({n.key for n in sight if wanted <= set(n.key.split())})
+        if len(matches) > 1:
+            return line, f"Which do you mean: {join_list([f'the {m}' for m in matches]).replace(' and ', ' or ')}?"
+        out.append(matches[0] if matches else " ".join(span))
+    return " ".join(w for w in out if w), ""
+
+
+def find_in_sight(world: World, actor: Node, name: str) -> tuple[Node | None, str]:
+    """The character or thing in sight named ``name`` (exactly, else by any of its words; ``me`` is the actor), or
+    ``None`` and why."""
+    key = normalize(name)
+    if key in ("me", "myself", "self", actor.key):
+        return actor, ""
+    sight = in_sight(world, actor)
+    exact = [n for n in sight if n.key == key]
+    if exact:
+        return exact[0], ""
+    wanted = set(key.split()) - ARTICLES
+    matches = [n for n in sight if wanted and wanted <= set(n.key.split())]
+    if len({n.key for n in matches}) > 1:
+        names = join_list([f"the {m}" for m in sorted({n.key for n in matches})]).replace(" and ", " or ")
+        return None, f"Which do you mean: {names}?"
+    return (matches[0], "") if matches else (None, f"You don't see '{key}' here.")
+
+
+def examine(world: World, actor: Node, name: str) -> str:
+    """What the actor sees looking at a thing or a character in sight (``examine``, ``look at``, ``look in``)."""
+    node, why = find_in_sight(world, actor, name)
+    if node is None:
+        return why
+    if node is actor:
+        return f"{capitalize(actor.persona or 'You look like yourself.')}\n{world.inventory(actor)}"
+    if node.kind == "room":
+        return f"{capitalize(node.a())} lies that way: go {node.name} to enter it."
+    lines = [f"{capitalize(node.a() if node.prefix in ('a', 'an', None, '') else node.the())}."]
+    if node.kind == "agent":
+        if node.persona:
+            lines.append(node.persona)
+        for how, verb in ((None, "carries"), (WORN, "wears"), (WIELDED, "wields")):
+            things = [o.a() for o in node.contents.values() if o.equipped == how]
+            if things:
+                lines.append(f"{capitalize(node.the())} {verb} {join_list(things)}.")
+        return "\n".join(lines)
+    if node.desc:
+        lines.append(node.desc)
+    if node.is_container:
+        inside = [o.a() for o in node.contents.values()]
+        lines.append(f"{capitalize(node.surface)} it: {join_list(inside)}." if inside else "It is empty.")
+    return "\n".join(lines)
+
+
+def say(world: World, actor: Node, text: str, partner: Node | None = None) -> str:
+    """A line said aloud: to the partner if it is here, else to whoever is, else to no one."""
+    room = actor.container
+    others = [n for n in (room.contents.values() if room else ()) if n.kind == "agent" and n is not actor]
+    to = [partner] if partner in others else others
+    whom = join_list([n.the() for n in to]) if to else "no one in particular"
+    return f'You say to {whom}: "{text}"'
 
 
 def load_game(path: str | Path) -> tuple[World, str | None, str | None]:
@@ -67,8 +177,22 @@ def play(
         elif command in ("a", "actions", "valid"):
             options = list(valid_actions(world, actor))
             write("\n".join(f"  {t}" for t in options) if options else "  (nothing)")
+        elif command.startswith(EXAMINE):
+            write(examine(world, actor, line.split(" ", 2 if command.startswith(("look ", "l ")) else 1)[-1]))
+        elif command.startswith(SAY) or command == "say":
+            text = line[1:].strip(" '\"") if command[0] in "'\"" else line[4:].strip()
+            write(say(world, actor, text, partner) if text else "Say what?")
+        elif command and split_verb(command.split())[0] is None:
+            write(say(world, actor, line, partner))  # not an action: said aloud, as to a partner in the game
         elif command:
             result = step(world, actor, line)
+            if not result.success:
+                completed, ambiguous = complete_names(world, actor, line)
+                if ambiguous:
+                    result = StepResult(False, ambiguous)
+                elif completed != line:
+                    retry = step(world, actor, completed)
+                    result = retry if retry.success else result
             write(result.message)
             if result.success and goal is not None and not reached:
                 who = goal.reached_by(world, actor, result.action)
@@ -77,7 +201,16 @@ def play(
                     write(f"*** Goal reached: {goal.text} ***")
 
 
-def main(path: str, character: str | None = None, goal_text: str | None = None, partner_name: str | None = None) -> int:
+def main(
+    path: str,
+    character: str | None = None,
+    goal_text: str | None = None,
+    partner_name: str | None = None,
+    transcript: str | Path | None = None,
+    read: Callable[[str], str] = input,
+    write: Callable[[str], None] = print,
+) -> int:
+    """Play ``path`` in the terminal; with ``transcript``, save the game as it was on screen there (``.txt``)."""
     world, quest_character, quest_goal = load_game(path)
     name = character or quest_character
     actor = world.find_agent(name) if name else next(iter(world.agents()), None)
@@ -86,8 +219,26 @@ def main(path: str, character: str | None = None, goal_text: str | None = None, 
     partner = world.find_agent(partner_name) if partner_name else None
     goal_text = goal_text or quest_goal
     goal = ActGoal.parse(world, goal_text, actor.id, partner.id if partner else None) if goal_text else None
-    play(world, actor, goal, partner)
+    screen: list[str] = []
+
+    def typed(prompt: str) -> str:
+        line = read(prompt)
+        screen.append(prompt + line)
+        return line
+
+    def shown(text: str) -> None:
+        screen.append(text)
+        write(text)
+
+    try:
+        play(world, actor, goal, partner, typed, shown)
+    finally:  # a game stopped by Ctrl-C keeps its transcript too
+        if transcript is not None:
+            out = Path(transcript).with_suffix(".txt")
+            with atomic_open(out) as f:
+                f.write("\n".join(screen) + "\n")
+            write(f"transcript: {out}")
     return 0
 
 
-__all__ = ["HELP", "VERBS", "load_game", "main", "play"]
+__all__ = ["HELP", "VERBS", "complete_names", "examine", "in_sight", "load_game", "main", "play", "say"]

@@ -2,6 +2,7 @@
 
 import io
 import os
+import re
 import subprocess
 from pathlib import Path
 
@@ -17,7 +18,8 @@ def test_a_person_as_the_partner_gives_the_agent_its_goal(trained_agent, tmp_pat
     bundle = tmp_path / "bundle"
     assert main(["export", str(trained_agent), str(bundle), "--no-eval"]) == 0
     # test_00006 of the tiny data: the young jester's goal is to steal the rusty ale the old sailor (the partner) holds
-    lines = ["actions", "suggest", "get", "say Good day to you, jester.", "give rusty ale to young jester", "quit"]
+    # `rank` shows where the DM puts each line said; "ale" and "jester" name the rusty ale and the young jester
+    lines = ["actions", "suggest", "get", "rank", "say Good day to you, jester.", "give ale to jester", "quit"]
     monkeypatch.setattr("sys.stdin", io.StringIO("\n".join(lines) + "\n"))
     transcript = tmp_path / "played" / "t"
     assert main(["play", "test_00006", "--agent", str(bundle), "--transcript", str(transcript)]) == 0
@@ -26,6 +28,8 @@ def test_a_person_as_the_partner_gives_the_agent_its_goal(trained_agent, tmp_pat
     assert "Partner:    old sailor." in card and "Self:       young jester." in card and "Motivation" in card
     assert "  give rusty ale to young jester" in out  # `actions` listed it
     assert "get what? `actions` lists what you can do now; `say get` says it" in out  # a bare verb is not said
+    assert "the Dungeon Master's ranking of your lines: on" in out
+    assert re.search(r"\(the Dungeon Master ranks your line \d+ of \d+: (within|outside) its top 10\)", out)
     assert "*** Act goal reached: steal rusty ale from old sailor, by old sailor (you, the partner) ***" in out
     assert "Episode over after 1 agent turns: act goal partner" in out
     text = transcript.with_suffix(".txt").read_text()
@@ -77,7 +81,10 @@ def test_one_argument_names_what_to_play_a_quest_id_or_a_file_whatever_the_mode(
     assert _quest_id(data / "quests" / "test" / "test_00006.json") == "test_00006"
     assert _quest_id(Path("test_00006")) == "test_00006"
     monkeypatch.setattr("sys.stdin", io.StringIO("look\nquit\n"))
+    monkeypatch.chdir(tmp_path)
     assert main(["play", "test_00006", "--data", str(data)]) == 0
     assert "Your goal:" in capsys.readouterr().out
+    (played,) = (tmp_path / "outputs" / "play").glob("test_00006-*.txt")  # named by the quest and the time
+    assert "> look\n" in played.read_text()
     assert main(["play", "test_99999", "--data", str(data)]) == 2
     assert "neither a world or quest file nor a quest id of" in capsys.readouterr().err

@@ -10,7 +10,7 @@ import uuid
 import pytest
 
 from lq.world import ActGoal, World
-from lq.world.play import load_game, play
+from lq.world.play import complete_names, examine, load_game, main, play, say
 from tests.samples import quest_json, tiny_graph
 
 
@@ -49,7 +49,9 @@ def test_play_in_a_terminal_under_tmux(tmp_path):
             ("actions", "get golden dragon egg"),
             ("pick up golden dragon egg", "You get the golden dragon egg."),
             ("give golden dragon egg to the dragon", "*** Goal reached: give golden dragon egg to dragon ***"),
-            ("dance", "Unknown verb 'dance'"),
+            ("x egg", "A golden dragon egg."),  # a thing named by one of its words
+            ("dance with me", 'You say to the dragon: "dance with me"'),  # not an action: said
+            ("say give it back", 'You say to the dragon: "give it back"'),
         ]:
             subprocess.run(["tmux", "send-keys", "-t", session, keys, "Enter"], check=True)
             _wait_for(session, expect)
@@ -76,3 +78,100 @@ def test_play_ends_cleanly_at_end_of_input():
         raise EOFError
 
     assert play(world, world["dragon_1"], read=eof, write=lambda _: None) is False
+
+
+def _two_keepers() -> World:
+    """The tiny lair with a second character whose name shares a word with the knight's, and a chest holding a coin."""
+    graph = tiny_graph()
+    nodes = graph["nodes"]
+    nodes["keeper_4"] = {**nodes["knight_2"], "node_id": "keeper_4", "name": "old gate keeper", "contained_nodes": {}}
+    nodes["keeper_5"] = {**nodes["knight_2"], "node_id": "keeper_5", "name": "young gate keeper", "contained_nodes": {}}
+    nodes["chest_6"] = {
+        **nodes["egg_3"],
+        "node_id": "chest_6",
+        "name": "oak chest",
+        "name_prefix": "an",
+        "surface_type": "in",
+        "container": True,
+        "gettable": False,
+        "container_node": {"target_id": "lair_0"},
+        "contained_nodes": {"coin_7": {"target_id": "coin_7"}},
+    }
+    nodes["coin_7"] = {
+        **nodes["egg_3"],
+        "node_id": "coin_7",
+        "name": "copper coin",
+        "desc": "A worn coin.",
+        "container_node": {"target_id": "chest_6"},
+    }
+    for node in ("keeper_4", "keeper_5", "chest_6"):
+        nodes["lair_0"]["contained_nodes"][node] = {"target_id": node}
+    graph["agents"] += ["keeper_4", "keeper_5"]
+    graph["objects"] += ["chest_6", "coin_7"]
+    return World.from_json(graph)
+
+
+def test_names_by_any_of_their_words_complete_only_when_one_name_in_sight_holds_them():
+    world = World.from_json(tiny_graph())
+    knight = world["knight_2"]
+    assert complete_names(world, knight, "give egg to dragon") == ("give golden dragon egg to dragon", "")
+    assert complete_names(world, knight, "give the Egg to the dragon") == ("give golden dragon egg to the dragon", "")
+    world = _two_keepers()
+    dragon = world["dragon_1"]
+    assert complete_names(world, dragon, "hug keeper") == (
+        "hug keeper",
+        "Which do you mean: the old gate keeper or the young gate keeper?",
+    )
+    assert complete_names(world, dragon, "hug old keeper") == ("hug old gate keeper", "")
+    assert complete_names(world, dragon, "get coin from chest") == ("get copper coin from oak chest", "")
+    assert complete_names(world, dragon, "dance wildly") == ("dance wildly", "")  # not an action: left alone
+    lines = iter(["get coin from chest", "hug keeper", "hug young keeper", "quit"])
+    out: list[str] = []
+    play(world, dragon, read=lambda _: next(lines), write=out.append)
+    assert "You get the copper coin from the oak chest." in out
+    assert "Which do you mean: the old gate keeper or the young gate keeper?" in out
+    assert "You hug the young gate keeper." in out
+
+
+def test_examine_look_in_and_say_answer_as_a_player_expects():
+    world = _two_keepers()
+    dragon = world["dragon_1"]
+    assert examine(world, dragon, "chest") == "An oak chest.\nIn it: a copper coin."
+    assert examine(world, dragon, "knight").splitlines() == [
+        "A knight.",
+        "I am a knight.",
+        "The knight carries a golden dragon egg.",
+    ]
+    assert examine(world, dragon, "coin") == "A copper coin.\nA worn coin."  # inside a container in sight
+    assert examine(world, dragon, "unicorn") == "You don't see 'unicorn' here."
+    assert examine(world, dragon, "me").startswith("I am a dragon living in the mountains.\nYou are carrying")
+    assert say(world, dragon, "hello", partner=world["knight_2"]) == 'You say to the knight: "hello"'
+    assert (
+        say(world, dragon, "hello") == 'You say to the knight, the old gate keeper and the young gate keeper: "hello"'
+    )
+    lines = iter(["look in the oak chest", "look at knight", "'hail", "sing a song", "quit"])
+    out: list[str] = []
+    play(world, dragon, read=lambda _: next(lines), write=out.append)
+    assert (
+        "An oak chest.\nIn it: a copper coin." in out
+        and out.count("A knight.\nI am a knight.\nThe knight carries a golden dragon egg.") == 1
+    )
+    assert 'You say to the knight, the old gate keeper and the young gate keeper: "hail"' in out
+    assert 'You say to the knight, the old gate keeper and the young gate keeper: "sing a song"' in out
+
+
+def test_a_game_is_saved_as_it_was_on_screen_in_its_own_transcript(tmp_path):
+    (tmp_path / "quest.json").write_text(json.dumps(quest_json()))
+    lines = iter(["say I will have that egg", "hit knight"])
+
+    def read(_):
+        try:
+            return next(lines)
+        except StopIteration:
+            raise EOFError from None
+
+    main(str(tmp_path / "quest.json"), transcript=tmp_path / "games" / "q-1", read=read, write=lambda _: None)
+    text = (tmp_path / "games" / "q-1.txt").read_text()
+    assert '> say I will have that egg\nYou say to the knight: "I will have that egg"' in text
+    assert "> hit knight\n" in text and "*** Goal reached: hit knight ***" in text
+    assert (tmp_path / "games" / "q-1.txt").stat().st_mode & 0o044  # readable by others, as a shared file
