@@ -5,8 +5,9 @@ its table, taken by a real headless browser (Debian's chromium: ``apt-get instal
 
 Writes ``runs.png`` (the experiment's runs: the parent, its children nested under it), ``parent.png`` (the parent
 run's page, listing its child runs: one per configuration and seed), ``table.png`` (the parent's table artifact),
-``compare.png`` (MLflow's compare view of its agent children: their params, such as the encoder, the sizes and the
-loss coefficients, side by side) and ``transcript.png`` (an agent run's HTML transcripts,
+``compare.png`` (MLflow's compare view of its agent children with its "Show diff only" switched on for the params: what
+tells them apart, such as the encoder, the stage and the loss coefficients, side by side; the switch is clicked through
+chromium's DevTools pipe) and ``transcript.png`` (an agent run's HTML transcripts,
 ``transcripts/test_seed0.html``, as the UI renders them: the newest BC or RL run that logged one, or
 ``--transcript-run``), and exits non-zero if the server or the browser fails or a screenshot is blank. Without a
 finished parent of the experiment only the transcript is taken.
@@ -15,7 +16,9 @@ finished parent of the experiment only the transcript is taken.
 from __future__ import annotations
 
 import argparse
+import base64
 import json
+import os
 import shutil
 import socket
 import subprocess
@@ -46,7 +49,7 @@ CHROMIUM_FLAGS = [  # no sandbox (root), and no background traffic on a closed n
 ]
 
 
-SIZES = {"transcript.png": "1600,1400", "compare.png": "1600,2400"}  # compare: its params and metrics tables
+SIZES = {"transcript.png": "1600,1400", "compare.png": "1600,2000"}  # compare: its params and metrics tables
 
 
 def free_port() -> int:
@@ -85,6 +88,105 @@ def screenshot(browser: str, url: str, path: Path, size: str = "1600,1000", budg
         )
     if not path.exists() or path.stat().st_size < 10_000:  # a blank page compresses to a few kB
         raise RuntimeError(f"{path}: no screenshot, or a blank one, of {url}")
+
+
+class DevTools:
+    """A headless chromium driven through its DevTools pipe (``--remote-debugging-pipe``: JSON messages ended by NUL,
+    read on fd 3, written on fd 4), for a page that must be clicked before its screenshot."""
+
+    def __init__(self, browser: str, size: str, profile: str):
+        width, height = (int(v) for v in size.split(","))
+        ours_in, chrome_out = os.pipe()
+        chrome_in, ours_out = os.pipe()
+
+        def wire() -> None:  # in the child: its ends of the pipes on fds 3 and 4, kept across exec
+            os.dup2(chrome_in, 3)
+            os.dup2(chrome_out, 4)
+            os.set_inheritable(3, True)
+            os.set_inheritable(4, True)
+
+        self.process = subprocess.Popen(
+            [
+                browser,
+                *CHROMIUM_FLAGS,
+                f"--user-data-dir={profile}",
+                f"--window-size={size}",
+                "--remote-debugging-pipe",
+            ],
+            stdout=subprocess.DEVNULL,
+            stderr=subprocess.DEVNULL,
+            close_fds=False,
+            preexec_fn=wire,
+        )
+        for fd in (chrome_in, chrome_out):
+            os.close(fd)
+        self.write, self.read, self.pending, self.sent = ours_out, ours_in, b"", 0
+        page = next(t for t in self.call("Target.getTargets")["targetInfos"] if t["type"] == "page")
+        self.session = self.call("Target.attachToTarget", targetId=page["targetId"], flatten=True)["sessionId"]
+        self.call(
+            "Emulation.setDeviceMetricsOverride", True, width=width, height=height, deviceScaleFactor=1, mobile=False
+        )
+
+    def call(self, method: str, on_page: bool = False, **params) -> dict:
+        self.sent += 1
+        message = {"id": self.sent, "method": method, "params": params}
+        if on_page:
+            message["sessionId"] = self.session
+        os.write(self.write, json.dumps(message).encode() + b"\0")
+        while True:
+            while b"\0" not in self.pending:
+                chunk = os.read(self.read, 1 << 20)
+                if not chunk:
+                    raise RuntimeError(f"chromium closed its DevTools pipe during {method}")
+                self.pending += chunk
+            raw, self.pending = self.pending.split(b"\0", 1)
+            reply = json.loads(raw)
+            if reply.get("id") == self.sent:
+                if "error" in reply:
+                    raise RuntimeError(f"chromium: {method}: {reply['error']}")
+                return reply["result"]
+
+    def evaluate(self, expression: str):
+        return self.call("Runtime.evaluate", True, expression=expression, returnByValue=True)["result"].get("value")
+
+    def wait_for_text(self, text: str, timeout: float = 60.0) -> None:
+        deadline = time.monotonic() + timeout
+        while not self.evaluate(f"!!document.body && document.body.innerText.includes({json.dumps(text)})"):
+            if time.monotonic() > deadline:
+                raise TimeoutError(f"'{text}' never appeared on the page")
+            time.sleep(0.5)
+
+    def close(self) -> None:
+        """Chromium asked to quit (its helpers too, which a kill of the launcher script would leave writing)."""
+        try:
+            self.call("Browser.close")
+            self.process.wait(timeout=30)
+        except (OSError, RuntimeError, subprocess.TimeoutExpired):
+            self.process.kill()
+            self.process.wait()
+        for fd in (self.write, self.read):
+            os.close(fd)
+
+
+def compare_screenshot(browser: str, url: str, path: Path, size: str) -> None:
+    """The compare view with its params diffed: "Show diff only" switched on, the assistant's side panel closed."""
+    with tempfile.TemporaryDirectory(ignore_cleanup_errors=True) as profile:
+        tools = DevTools(browser, size, profile)
+        try:
+            tools.call("Page.navigate", True, url=url)
+            tools.wait_for_text("Show diff only")
+            switch = "document.querySelector('button[aria-label=\"Parameters - Show diff only\"]')"
+            tools.evaluate(f"{switch}.click()")
+            if tools.evaluate(f"{switch}.getAttribute('aria-checked')") != "true":
+                raise RuntimeError(f"the compare view's params were not diffed (its switch did not turn on): {url}")
+            tools.evaluate("document.querySelector('button[aria-label=\"Close\"]')?.click()")
+            time.sleep(2.0)  # the table re-renders, the panel slides away
+            shot = tools.call("Page.captureScreenshot", True, format="png")["data"]
+        finally:
+            tools.close()
+    path.write_bytes(base64.b64decode(shot))
+    if path.stat().st_size < 10_000:
+        raise RuntimeError(f"{path}: a blank screenshot of {url}")
 
 
 def transcript_page(client: MlflowClient, run_id: str | None) -> str | None:
@@ -153,12 +255,8 @@ def main(argv: list[str] | None = None) -> int:
         wait_for(base + "/health")
         for name, page in pages.items():
             url = f"{base}/{page}"
-            screenshot(
-                args.browser,
-                url,
-                args.out / name,
-                size=SIZES.get(name, "1600,1000"),
-            )
+            take = compare_screenshot if name == "compare.png" else screenshot
+            take(args.browser, url, args.out / name, size=SIZES.get(name, "1600,1000"))
             print(f"{args.out / name}: {url}")
     finally:
         server.terminate()

@@ -127,8 +127,8 @@ def environment_arguments(
     kwargs: dict[str, Any],
 ) -> tuple[Path, Path, Path, dict[str, Any]]:
     """``lq/Quest-v0``'s arguments checked, each bad one named with its fix, before any model loads; the defaults
-    filled in: the default data (``data/default``), the newest partner and DM trained on it whose runs finished
-    (``make quickstart``'s or ``make partner dm``'s), the word pieces the partner was trained to read, and the
+    filled in: the default data (``data/default``), the newest partner trained on it whose run finished and the newest
+    DM beside it (``make quickstart``'s or ``make partner dm``'s), the word pieces the partner was trained to read, and the
     environment the agents are evaluated in (:data:`AGENTS_ENVIRONMENT`)."""
     import difflib
     import inspect
@@ -164,6 +164,9 @@ def environment_arguments(
         stage = name.removesuffix("_checkpoint")
         if given is None:
             trained = [c for c in outputs.glob(f"**/{stage}/*/best.ckpt") if finished(c)]
+            if stage == "dm" and trained:  # the DM trained beside the partner (one profile's), when there is one
+                partner = Path(models["partner_checkpoint"]).resolve()
+                trained = [c for c in trained if c.resolve().parents[2] == partner.parents[2]] or trained
             if not trained:
                 raise FileNotFoundError(
                     f"{ENV_ID}: no trained {stage} for {data} under {outputs}/: make partner dm (or make quickstart), "

@@ -143,3 +143,24 @@ def test_vector_env_resets_in_the_step_that_ends(default_data):
     assert truncated.all() and not terminated.any() and rewards.dtype == np.float64
     assert infos["_final_obs"].all() and all(o is not None for o in infos["final_obs"])
     assert (infos["final_info"]["steps"] == 2).all() and (infos["steps"] == 0).all()  # the new episodes
+
+
+def test_with_no_arguments_the_dm_is_the_one_trained_beside_the_partner(tmp_path, monkeypatch):
+    """A newer DM of another profile is not paired with the partner: their outputs (and calibration) stay one set."""
+    import os
+
+    import torch
+
+    from lq.envs.gym import environment_arguments
+
+    monkeypatch.chdir(tmp_path)
+    (tmp_path / "data" / "default" / "quests").mkdir(parents=True)
+    made = {}
+    for age, (profile, stage) in enumerate([("quick", "dm"), ("quick", "partner"), ("tiny", "dm")]):
+        made[profile, stage] = path = tmp_path / "outputs" / profile / stage / "small" / "best.ckpt"
+        path.parent.mkdir(parents=True)
+        torch.save({}, path)
+        os.utime(path, (1_000_000 + age, 1_000_000 + age))  # tiny's DM the newest of all
+        mark_finished(path)
+    _, partner, dm, _ = environment_arguments(None, None, None, "paper", {})
+    assert partner.resolve() == made["quick", "partner"] and dm.resolve() == made["quick", "dm"]
