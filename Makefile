@@ -52,7 +52,7 @@ QUICK_PROFILE ?= quick
 JOBS ?= 2
 quickstart: $(STAMP) ## from nothing: data, partner, DM, pretraining, BC and RL, zero-shot Table 1 (scratch vs general_light, 1 seed, QUICK_PROFILE=quick)
 	$(BIN)/lq experiment run table1 --encoders $(QUICK_ENCODERS) --seeds 0 --profile $(QUICK_PROFILE) --data $(DATA) --jobs $(JOBS) $(if $(RESUME),--resume) \
-		--protocol $(PROTOCOL)
+		--protocol $(PROTOCOL) --objective $(OBJECTIVE)
 	@echo "Browse the runs: make ui, then open http://127.0.0.1:5000 (experiment lq-table1: the parent run, its children, tables/ and curves/)"
 
 EXPERIMENTS ?= table1 table2 table7 table45
@@ -62,7 +62,7 @@ RESUME ?=
 LAUNCHER ?= local
 LAUNCHER_ARGS ?=
 RL_ARGS ?=
-XP_ARGS = --seeds $(SEEDS) --profile $(PROFILE) --protocol $(PROTOCOL) --data $(DATA) --jobs $(JOBS) --launcher $(LAUNCHER) \
+XP_ARGS = --seeds $(SEEDS) --profile $(PROFILE) --protocol $(PROTOCOL) --objective $(OBJECTIVE) --data $(DATA) --jobs $(JOBS) --launcher $(LAUNCHER) \
 	$(if $(LAUNCHER_ARGS),--launcher-args $(LAUNCHER_ARGS)) $(if $(RESUME),--resume) $(if $(RL_ARGS),--rl-args '$(RL_ARGS)')
 ablations: $(STAMP) ## the paper's tables as MLflow parent/child runs: make ablations [PROFILE=tiny] [SEEDS="0 1 2"] [EXPERIMENTS=...] [LAUNCHER=local|submitit] [RESUME=1] [RL_ARGS=...]
 	$(BIN)/lq experiment run $(EXPERIMENTS) $(XP_ARGS)
@@ -71,7 +71,7 @@ plan: $(STAMP) ## print every job of the tables as a command line, for any sched
 	$(BIN)/lq experiment plan $(EXPERIMENTS) $(XP_ARGS)
 
 tables: $(STAMP) ## rebuild every table and curve from the MLflow store alone (no training) into outputs/tables/
-	$(BIN)/lq experiment tables $(EXPERIMENTS) --profile $(PROFILE) --protocol $(PROTOCOL)
+	$(BIN)/lq experiment tables $(EXPERIMENTS) --profile $(PROFILE) --protocol $(PROTOCOL) --objective $(OBJECTIVE)
 
 ui-screenshot: $(STAMP) ## screenshots of the MLflow UI by headless chromium (apt-get install chromium): outputs/ui/*.png
 	$(BIN)/python experiments/ui_screenshot.py --experiment $(firstword $(EXPERIMENTS)) --out outputs/ui
@@ -100,9 +100,10 @@ ABILITY ?= act_speech
 SWITCH ?= hardcoded
 # how agents are trained and evaluated (conf/protocol/): paper (the paper's and its released code's) or restricted
 PROTOCOL ?= paper
+OBJECTIVE ?= lq
 SEEDS ?= 0 1 2
 # one stage as lq's resolver (lq/conf/resolver.py) configures it: config files, checkpoints, what it needs first
-STAGE = $(BIN)/lq stage --profile $(PROFILE) --protocol $(PROTOCOL) --data $(DATA) $(if $(ARGS),--args '$(ARGS)')
+STAGE = $(BIN)/lq stage --profile $(PROFILE) --protocol $(PROTOCOL) --objective $(OBJECTIVE) --data $(DATA) $(if $(ARGS),--args '$(ARGS)')
 AGENT = --encoder $(ENCODER) --ability $(ABILITY) --switch $(SWITCH) --seeds $(SEEDS)
 
 pretrain: $(STAMP) ## pretrain a poly-encoder: make pretrain ENCODER=general_light [PROFILE=tiny|paper] [ARGS=...] (adaptive: general first)
@@ -117,7 +118,7 @@ dm: $(STAMP) ## train the environment's Dungeon Master: make dm [PROFILE=tiny] (
 bc: $(STAMP) ## behaviour cloning, one agent per seed: make bc ENCODER=scratch [ABILITY] [SWITCH] [PROFILE] [PROTOCOL=paper|restricted] [SEEDS="0 1 2"]
 	$(STAGE) bc $(AGENT)
 
-rl: $(STAMP) ## BC agents where missing, RL agents per seed started from them, then RL, BC and the baselines side by side: make rl ENCODER=scratch [ABILITY] [SWITCH] [PROFILE] [PROTOCOL] [SEEDS] [ARGS="--config conf/objective/paper.yaml": the paper's objective]
+rl: $(STAMP) ## BC agents where missing, RL agents per seed started from them, then RL, BC and the baselines side by side: make rl ENCODER=scratch [ABILITY] [SWITCH] [PROFILE] [PROTOCOL] [OBJECTIVE=lq|paper] [SEEDS]
 	$(STAGE) rl $(AGENT) --compare --eval-seeds 0
 
 CKPT ?=

@@ -290,7 +290,7 @@ def _cmd_stage(args: argparse.Namespace) -> int:
     from lq import experiments as X
     from lq.experiments.launchers import JobFailed, shown
 
-    setup = _setup(args, args.stage, profile=args.profile, protocol=args.protocol)
+    setup = _setup(args, args.stage, profile=args.profile, protocol=args.protocol, objective=args.objective)
     encoder = args.encoder or (setup.env_encoder if args.stage in ("partner", "dm") else "general_light")
     if args.print:
         config = X.Config(args.stage, encoder, args.ability, args.switch)
@@ -319,11 +319,11 @@ def _cmd_experiment(args: argparse.Namespace) -> int:
         return _experiment_job(args, names)
     setup = _setup(
         args, "*", profile=args.profile or "tiny", protocol=args.protocol or "paper", jobs=args.jobs,
-        log_model=args.log_model,
+        log_model=args.log_model, objective=args.objective or "lq",
     )  # fmt: skip
     if args.action in ("run", "plan"):
         for name in names:
-            experiment = X.EXPERIMENTS[name](*([args.encoders] if args.encoders else []))
+            experiment = X.EXPERIMENTS[name](*([args.encoders] if args.encoders else []), objective=setup.objective)
             if args.action == "plan":
                 print("\n".join(X.plan(experiment, setup, resume=args.resume)))
                 continue
@@ -342,18 +342,22 @@ def _cmd_experiment(args: argparse.Namespace) -> int:
 
         client = MlflowClient(setup.tracking_uri)
         for name in names:
-            parent = args.parent or X.latest_parent(setup.tracking_uri, name, args.profile, args.protocol)
+            identity = {"profile": args.profile, "protocol": args.protocol, "objective": args.objective}
+            parent = args.parent or X.latest_parent(setup.tracking_uri, name, **identity)
             if parent is None:
-                of = f" of profile {args.profile}" if args.profile else ""
-                print(f"{name}: no finished parent run{of} in {setup.tracking_uri} (run: lq experiment run {name})")
+                of = ", ".join(f"{k} {v}" for k, v in identity.items() if v)
+                print(
+                    f"{name}: no finished parent run{f' of {of}' if of else ''} in {setup.tracking_uri} (run: lq "
+                    f"experiment run {name})"
+                )
                 continue
             experiment = X.experiment_for(client, parent)
-            run = client.get_run(parent)
-            tags = run.data.tags
-            profile, protocol = tags.get("lq.profile", "?"), tags.get("lq.protocol", "restricted")
-            print(f"{experiment.title}: from parent run {parent}, profile {profile}, protocol {protocol} (no training)")
+            tags = client.get_run(parent).data.tags
+            shown_identity = ", ".join(f"{k} {tags.get(f'lq.{k}', '?')}" for k in ("profile", "protocol", "objective"))
+            print(f"{experiment.title}: from parent run {parent}, {shown_identity} (no training)")
             X.write_local(X.build_tables(experiment, parent, setup.tracking_uri), args.out)
-            if run.info.status == "RUNNING":  # a planned parent: its children ran elsewhere, the tables finish it
+            # a planned parent: its children ran elsewhere, the tables finish it
+            if client.get_run(parent).info.status == "RUNNING":
                 client.set_terminated(parent, "FINISHED")
     print(f"tables in {args.out}/ and on the parent runs; browse them with: make ui (http://127.0.0.1:5000)")
     return 0
@@ -474,6 +478,11 @@ def build_parser() -> argparse.ArgumentParser:
         help="run: conf/protocol/PROTOCOL.yaml, how the agents are trained and evaluated (default paper; restricted: "
         "lq's earlier one); tables: the newest parent run of this protocol (default: of any)",
     )
+    xp.add_argument(
+        "--objective",
+        help="run: conf/objective/OBJECTIVE.yaml, what RL optimises (default lq; paper: Table 6 and the released "
+        "code); tables: the newest parent run of this objective (default: of any)",
+    )
     xp.add_argument("--seeds", type=int, nargs="+", default=[0, 1, 2], help="training seeds per configuration")
     xp.add_argument("--eval-seeds", type=int, default=1, help="zero-shot evaluations per trained agent")
     xp.add_argument(
@@ -490,7 +499,7 @@ def build_parser() -> argparse.ArgumentParser:
     xp.add_argument("--args", help="extra arguments for every stage run, e.g. '--trainer.max_epochs 1'")
     xp.add_argument(
         "--rl-args",
-        help="extra arguments for the RL runs, e.g. '--config conf/objective/paper.yaml' (the paper's objective)",
+        help="extra arguments for the RL runs, after the objective's file, e.g. '--model.lr 3e-4'",
     )
     xp.add_argument(
         "--log-model",
@@ -513,6 +522,7 @@ def build_parser() -> argparse.ArgumentParser:
     st.add_argument("--encoder", help="conf/encoder/ENCODER.yaml (default general_light; partner, dm: the profile's)")
     st.add_argument("--profile", default="tiny", help="the folder conf/profile/PROFILE/ (tiny, paper, quick, ...)")
     st.add_argument("--protocol", default="paper", help="conf/protocol/PROTOCOL.yaml (agents: paper or restricted)")
+    st.add_argument("--objective", default="lq", help="rl: conf/objective/OBJECTIVE.yaml (lq or paper)")
     st.add_argument("--ability", default="act_speech", help="agents: act_speech, act, speech, speech_no_speech_goals")
     st.add_argument("--switch", default="hardcoded", help="agents: hardcoded or ratio")
     st.add_argument("--seeds", type=int, nargs="+", default=[0], help="agents: one run per seed")

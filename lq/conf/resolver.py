@@ -1,6 +1,6 @@
-"""The one place that knows how a stage runs: (stage, encoder, profile, data, protocol) to the config files, in the
-order they are read, and every checkpoint path. ``lq stage`` (the Makefile's stage targets), ``lq experiment`` and
-the stage CLIs' defaults all read it.
+"""The one place that knows how a stage runs: (stage, encoder, profile, data, protocol, RL's objective) to the config
+files, in the order they are read, and every checkpoint path. ``lq stage`` (the Makefile's stage targets),
+``lq experiment`` and the stage CLIs' defaults all read it.
 
 A profile is a folder of ``conf/profile/``: one file per stage family (``pretrain.yaml``, ``env.yaml`` for the
 partner and the DM, ``rl.yaml``, ``bc.yaml``) and ``profile.yaml``, read here only: ``env_encoder`` (the encoder of
@@ -97,6 +97,11 @@ def protocols() -> list[str]:
     return sorted(p.stem for p in (ROOT / "protocol").glob("*.yaml"))
 
 
+def objectives() -> list[str]:
+    """RL's objectives: ``conf/objective/NAME.yaml`` (``paper``: Table 6 and the released code; ``lq``: lq's)."""
+    return sorted(p.stem for p in (ROOT / "objective").glob("*.yaml"))
+
+
 @dataclass(frozen=True)
 class Profile:
     """A folder of ``conf/profile/``: its stage files and what it says of itself in ``profile.yaml``."""
@@ -153,6 +158,7 @@ class Resolver:
 
     profile: str = "tiny"
     protocol: str = "paper"  # conf/protocol/PROTOCOL.yaml: how the agents are trained and evaluated
+    objective: str = "lq"  # conf/objective/OBJECTIVE.yaml: what RL optimises (and where it starts from)
     data_dir: str = "data/default"
     outputs: str = ""  # default: outputs_for(data_dir)
 
@@ -163,6 +169,11 @@ class Resolver:
             raise FileNotFoundError(
                 f"{ROOT / 'protocol' / self.protocol}.yaml: no such protocol (PROTOCOL={self.protocol}); choose from "
                 f"{', '.join(protocols())}"
+            )
+        if self.objective not in objectives():
+            raise FileNotFoundError(
+                f"{ROOT / 'objective' / self.objective}.yaml: no such objective (OBJECTIVE={self.objective}); choose "
+                f"from {', '.join(objectives())}"
             )
 
     @property
@@ -179,12 +190,15 @@ class Resolver:
 
     def configs(self, stage: str, encoder: str) -> list[Path]:
         """The config files of a stage run, in the order they are read: the stage's, the encoder's, the profile's
-        (base, then overlay), and for the agents the protocol's."""
+        (base, then overlay), for the agents the protocol's, and for RL its objective's (last: it sets sizes of its
+        own, such as the paper's 32 environments)."""
         if stage not in STAGES:
             raise ValueError(f"unknown stage {stage}: choose from {', '.join(STAGES)}")
         files = [path(f"{stage}.yaml"), path("encoder", f"{encoder}.yaml"), *Profile(self.profile).files(stage)]
         if stage in AGENT_STAGES:
             files.append(path("protocol", f"{self.protocol}.yaml"))
+        if stage == "rl":
+            files.append(path("objective", f"{self.objective}.yaml"))
         return files
 
     def checkpoint(self, stage: str, encoder: str | None = None) -> str:

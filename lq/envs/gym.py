@@ -128,8 +128,8 @@ def environment_arguments(
 ) -> tuple[Path, Path, Path, dict[str, Any]]:
     """``lq/Quest-v0``'s arguments checked, each bad one named with its fix, before any model loads; the defaults
     filled in: the default data (``data/default``), the newest partner trained on it whose run finished and the newest
-    DM beside it (``make quickstart``'s or ``make partner dm``'s), the word pieces the partner was trained to read, and the
-    environment the agents are evaluated in (:data:`AGENTS_ENVIRONMENT`)."""
+    DM beside it (``make quickstart``'s or ``make partner dm``'s), the word pieces the partner was trained to read, and
+    the environment the agents are evaluated in (:data:`AGENTS_ENVIRONMENT`)."""
     import difflib
     import inspect
 

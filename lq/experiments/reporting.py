@@ -109,15 +109,15 @@ def _slug(title: str) -> str:
 
 def cell_metrics(table: Table, values: dict[tuple[str, str], list[float]]) -> dict[str, float]:
     """Each cell with runs as metrics for its parent run: ``<table>/<row>/<column>/mean`` and ``.../std`` (titles in
-    lower case, words joined by ``_``, e.g. ``table1/scratch/rl_act_goals/mean``), so that parents compare in the
-    MLflow UI."""
+    lower case, words joined by ``_``, e.g. ``table1/scratch/rl_act_goals/mean``; a cell's own ``key`` in place of its
+    column's title where it has one), so that parents compare in the MLflow UI."""
     out = {}
     for row, cells in table.rows:
-        for column in cells:
+        for column, spec in cells.items():
             got = values.get((row, column), [])
             if got:
                 mean, std = mean_std_of(got)
-                key = f"{table.name}/{_slug(row)}/{_slug(column)}"
+                key = f"{table.name}/{_slug(row)}/{_slug(spec.key or column)}"
                 out[f"{key}/mean"], out[f"{key}/std"] = mean, std
     return out
 
@@ -210,23 +210,31 @@ def protocol_line(name: str | None) -> str:
     return protocol_of(name or "restricted").describe()
 
 
-def latest_parent(tracking_uri: str, name: str, profile: str | None = None, protocol: str | None = None) -> str | None:
-    """The newest finished parent run of experiment ``name`` in the store (of ``profile`` and ``protocol``, if
-    given), if any."""
-    where = "and attributes.status = 'FINISHED'" + (f" and tags.`lq.profile` = '{profile}'" if profile else "")
-    where += f" and tags.`lq.protocol` = '{protocol}'" if protocol else ""
+IDENTITY = ("profile", "protocol", "objective")  # what tells parents of one experiment apart (besides seeds, encoders)
+
+
+def latest_parent(
+    tracking_uri: str, name: str, profile: str | None = None, protocol: str | None = None, objective: str | None = None
+) -> str | None:
+    """The newest finished parent run of experiment ``name`` in the store (of ``profile``, ``protocol`` and RL's
+    ``objective``, each where given), if any."""
+    where = "and attributes.status = 'FINISHED'"
+    for key, value in zip(IDENTITY, (profile, protocol, objective), strict=True):
+        where += f" and tags.`lq.{key}` = '{value}'" if value else ""
     runs = parent_runs(_client(tracking_uri), name, where)
     return runs[0].info.run_id if runs else None
 
 
 def experiment_for(client, parent_id: str) -> Experiment:
-    """The experiment a parent run ran, with the encoders its children used."""
+    """The experiment a parent run ran, with the encoders its children used and its RL objective (a parent from
+    before objectives were tagged: lq's, the default then)."""
     run = client.get_run(parent_id)
     name = run.data.tags.get("lq.experiment")
     if name not in EXPERIMENTS:
         raise ValueError(f"run {parent_id} is not an lq experiment's parent run (tag lq.experiment={name!r})")
     encoders = run.data.params.get("encoders")
-    return EXPERIMENTS[name](*([encoders.split()] if encoders else []))
+    objective = run.data.tags.get("lq.objective", "lq")
+    return EXPERIMENTS[name](*([encoders.split()] if encoders else []), objective=objective)
 
 
 def write_local(tables: dict[str, tuple[str, str]], out_dir: str | Path) -> None:

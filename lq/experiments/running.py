@@ -26,7 +26,7 @@ from lq.experiments.reporting import (
     parent_runs,
 )
 from lq.experiments.specs import ENCODERS, Config, Experiment
-from lq.lit.cli import DEFAULT_TRACKING_URI, run_tags
+from lq.lit.cli import DEFAULT_TRACKING_URI, commit_tag, run_tags
 
 
 @dataclass
@@ -340,10 +340,21 @@ def encode_agent_spaces(module_args: Sequence[str]) -> None:
         rl_module(module_args).build_agent()
 
 
+def parent_identity(setup: Setup) -> dict[str, str]:
+    """A parent run's identity as tags: the profile, protocol and RL objective of its children, and their data."""
+    return {
+        "lq.profile": setup.profile,
+        "lq.protocol": setup.protocol,
+        "lq.objective": setup.objective,
+        "lq.data": str(setup.data_dir),
+    }
+
+
 def resumable_parent(client, experiment: Experiment, setup: Setup) -> str | None:
-    """The newest parent run of ``experiment`` with ``setup``'s profile that did not finish (None if none)."""
-    where = f"and tags.`lq.profile` = '{setup.profile}' and tags.`lq.protocol` = '{setup.protocol}'"
-    runs = parent_runs(client, experiment.name, where)
+    """The newest parent run of ``experiment`` with ``setup``'s identity (profile, protocol, objective, data) that did
+    not finish (None if none)."""
+    where = "".join(f" and tags.`{k}` = '{v}'" for k, v in parent_identity(setup).items() if k != "lq.data")
+    runs = [r for r in parent_runs(client, experiment.name, where) if r.data.tags.get("lq.data") == str(setup.data_dir)]
     unfinished = [r for r in runs if r.info.status != "FINISHED"]
     return unfinished[0].info.run_id if unfinished else None
 
@@ -383,12 +394,19 @@ def _reopen(client, pid: str, experiment: Experiment, setup: Setup) -> set[tuple
     here, mark its children that died unfinished as KILLED, and return the (configuration, seed) pairs whose children
     finished."""
     run = client.get_run(pid)
-    params = run.data.params
+    params, tags = run.data.params, run.data.tags
     for key, wanted in (("seeds", " ".join(map(str, setup.seeds))), ("encoders", " ".join(experiment.encoders))):
         if params.get(key) != wanted:
             raise ValueError(
                 f"parent run {pid} ran {key} '{params.get(key)}', not '{wanted}': resume with the same "
                 f"{key}, or run without --resume for a new parent"
+            )
+    for key, wanted in parent_identity(setup).items():  # one parent's children never mix two objectives (or data)
+        if tags.get(key) != wanted:
+            raise ValueError(
+                f"parent run {pid} ran {key.removeprefix('lq.')} '{tags.get(key)}', not '{wanted}': its children "
+                f"and these would not compare; resume it with {key.removeprefix('lq.').upper()}={tags.get(key)}, or "
+                "run without --resume for a new parent"
             )
     kids = _child_runs(client, pid)
     running = [r for r in kids if r.info.status == "RUNNING" and alive(r)]
@@ -435,15 +453,13 @@ def open_parent(client, experiment: Experiment, setup: Setup, resume: bool, log:
         return pid, done
     if resume:
         log(f"[{experiment.name}] no unfinished parent run to resume: starting a new one")
+    if experiment.objective and experiment.objective != setup.objective:
+        raise ValueError(f"{experiment.name}: its tables name the {experiment.objective} objective, its runs would "
+                         f"train under {setup.objective}")  # fmt: skip
     parent = client.create_run(
         exp_id,
-        run_name=f"{experiment.name}-{setup.profile}-{setup.protocol}",
-        tags={
-            "lq.experiment": experiment.name,
-            "lq.profile": setup.profile,
-            "lq.protocol": setup.protocol,
-            "lq.role": "parent",
-        },
+        run_name=f"{experiment.name}-{setup.profile}-{setup.protocol}-{setup.objective}",
+        tags={"lq.experiment": experiment.name, **parent_identity(setup), "lq.role": "parent", **commit_tag()},
     )
     pid = parent.info.run_id
     client.log_param(pid, "seeds", " ".join(map(str, setup.seeds)))
@@ -509,7 +525,7 @@ def plan(experiment: Experiment, setup: Setup, resume: bool = False) -> list[str
     client = _client(setup.tracking_uri)
     pid, done = open_parent(client, experiment, setup, resume, lambda _: None)
     lines = [
-        f"# {experiment.title}: profile {setup.profile}, protocol {setup.protocol}, seeds "
+        f"# {experiment.title}: profile {setup.profile}, protocol {setup.protocol}, objective {setup.objective}, seeds "
         f"{' '.join(map(str, setup.seeds))}; parent run {pid} in MLflow experiment lq-{experiment.name} "
         f"({setup.tracking_uri})"
     ]

@@ -23,6 +23,14 @@ ABILITY_TITLES = {
     "speech_no_speech_goals": "Speech Only, no speech goals",
 }
 SWITCH_TITLES = {"ratio": "Learned switch", "hardcoded": "Hardcoded switch"}
+# the RL agents by their objective (conf/objective/): a table's RL columns say which made them
+RL_TITLES = {"paper": "RL (paper objective)", "lq": "RL from BC + imitation (lq objective)"}
+
+
+def rl_title(objective: str) -> str:
+    return RL_TITLES.get(objective, f"RL ({objective} objective)")
+
+
 GOALS = (
     ("Act goals", "test/act_goal_rate"),
     ("Speech goals", "test/speech_goal_rate"),
@@ -66,6 +74,7 @@ class Config:
 class Cell:
     config: Config
     metric: str
+    key: str = ""  # its column in the parent's metric names, where not the column's title (which names the objective)
 
 
 @dataclass
@@ -85,6 +94,7 @@ class Experiment:
     title: str
     tables: list[Table]
     encoders: Sequence[str] = ()
+    objective: str = "lq"  # RL's (conf/objective/): the parent's identity, and its tables' RL columns
     configs: list[Config] = field(init=False)
 
     def __post_init__(self) -> None:
@@ -109,10 +119,10 @@ def baselines_table(name: str, configs: Sequence[Config]) -> Table:
     return Table(name, title, rows)
 
 
-def _with_baselines(name: str, title: str, rows: list, encoders: Sequence[str]) -> Experiment:
+def _with_baselines(name: str, title: str, rows: list, encoders: Sequence[str], objective: str) -> Experiment:
     """An agent experiment: its table ``name`` and the baselines of its configurations (``<name>_baselines``)."""
     table = Table(name, title, rows)
-    return Experiment(name, title, [table, baselines_table(f"{name}_baselines", table.configs)], encoders)
+    return Experiment(name, title, [table, baselines_table(f"{name}_baselines", table.configs)], encoders, objective)
 
 
 def _check_encoders(encoders: Sequence[str]) -> None:
@@ -121,22 +131,24 @@ def _check_encoders(encoders: Sequence[str]) -> None:
         raise ValueError(f"unknown encoder {', '.join(unknown)}: choose from {', '.join(ENCODERS)}")
 
 
-def table1(encoders: Sequence[str] = ENCODERS) -> Experiment:
+def table1(encoders: Sequence[str] = ENCODERS, objective: str = "lq") -> Experiment:
     """Encoder types: RL act, speech, act & speech goals and BC act & speech goals (paper Table 1), with BC's act
     goals."""
     _check_encoders(encoders)
     rows = []
     for e in encoders:
-        cells = {f"RL {title}": Cell(Config("rl", e), metric) for title, metric in GOALS}
+        # the title names the objective; the parent's metrics keep one name (table1/ROW/rl_act_goals/mean), so that
+        # parents of the two objectives compare side by side
+        cells = {f"{rl_title(objective)} {t}": Cell(Config("rl", e), metric, f"RL {t}") for t, metric in GOALS}
         # the paper's BC column is act & speech goals; BC's act goals beside it (an addition): where speech goals
         # are rare, act goals are what compares RL with BC
         cells["BC Act goals"] = Cell(Config("bc", e), "test/act_goal_rate")
         cells["BC Act & Speech"] = Cell(Config("bc", e), "test/act_and_speech_goal_rate")
         rows.append((ENCODER_TITLES[e], cells))
-    return _with_baselines("table1", "Table 1: encoder types", rows, encoders)
+    return _with_baselines("table1", "Table 1: encoder types", rows, encoders, objective)
 
 
-def table2(encoders: Sequence[str] = ("scratch", "adaptive")) -> Experiment:
+def table2(encoders: Sequence[str] = ("scratch", "adaptive"), objective: str = "lq") -> Experiment:
     """Ability types: act and speak, act only, speak only, speak only without speech goals (paper Table 2)."""
     _check_encoders(encoders)
     rows = [
@@ -150,10 +162,10 @@ def table2(encoders: Sequence[str] = ("scratch", "adaptive")) -> Experiment:
         )
         for ability, title in ABILITY_TITLES.items()
     ]
-    return _with_baselines("table2", "Table 2: ability types", rows, encoders)
+    return _with_baselines("table2", f"Table 2: ability types, {rl_title(objective)}", rows, encoders, objective)
 
 
-def table7(encoders: Sequence[str] = ("scratch", "adaptive")) -> Experiment:
+def table7(encoders: Sequence[str] = ("scratch", "adaptive"), objective: str = "lq") -> Experiment:
     """Switch types: the learned ratio switch and the hardcoded one (paper Table 7, Figures 16 and 17)."""
     _check_encoders(encoders)
     rows = [
@@ -164,11 +176,14 @@ def table7(encoders: Sequence[str] = ("scratch", "adaptive")) -> Experiment:
         for e in encoders
         for switch, title in SWITCH_TITLES.items()
     ]
-    return _with_baselines("table7", "Table 7: switch types", rows, encoders)
+    return _with_baselines("table7", f"Table 7: switch types, {rl_title(objective)}", rows, encoders, objective)
 
 
-def table45(encoders: Sequence[str] = ("general", "light", "general_light", "adaptive")) -> Experiment:
-    """Supervised timeline prediction, Hits@k of 100 (paper Tables 4 and 5, Figures 13 and 14)."""
+def table45(
+    encoders: Sequence[str] = ("general", "light", "general_light", "adaptive"), objective: str = ""
+) -> Experiment:
+    """Supervised timeline prediction, Hits@k of 100 (paper Tables 4 and 5, Figures 13 and 14); no RL, so no
+    objective (taken and ignored, as every experiment's is)."""
     _check_encoders(encoders)
     if "scratch" in encoders:
         raise ValueError("Tables 4/5 compare pretrained encoders: scratch is not pretrained")
@@ -186,7 +201,7 @@ def table45(encoders: Sequence[str] = ("general", "light", "general_light", "ada
             for m, mtitle in MOTIVATION_TITLES.items()
         ]
         tables.append(Table(name, title, rows))
-    return Experiment("table45", "Tables 4 and 5: supervised timeline prediction", tables, encoders)
+    return Experiment("table45", "Tables 4 and 5: supervised timeline prediction", tables, encoders, "")
 
 
 EXPERIMENTS: dict[str, Callable[..., Experiment]] = {

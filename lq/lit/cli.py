@@ -13,6 +13,7 @@ import hashlib
 import json
 import os
 import socket
+import subprocess
 import warnings
 from collections.abc import Sequence
 from pathlib import Path
@@ -136,6 +137,23 @@ def run_tags() -> dict[str, str]:
     """Where a run's process is (``lq.host``, ``lq.pid``): a driver marks a RUNNING run whose process is gone as
     KILLED (:func:`lq.experiments.running.end_dead_runs`)."""
     return {"lq.host": socket.gethostname(), "lq.pid": str(os.getpid())}
+
+
+def commit_tag() -> dict[str, str]:
+    """The lq commit a run was made with (``lq.commit``; with ``+dirty`` where the work tree had changes), where lq
+    runs from a git checkout; nothing otherwise (an installed wheel)."""
+    from lq.conf import ROOT
+
+    def git(*args: str) -> str:
+        done = subprocess.run(["git", *args], cwd=ROOT, capture_output=True, text=True, timeout=30)
+        return done.stdout.strip() if done.returncode == 0 else ""
+
+    try:
+        commit = git("rev-parse", "HEAD")
+        dirty = bool(git("status", "--porcelain", "--untracked-files=no"))
+    except (OSError, subprocess.TimeoutExpired):
+        return {}
+    return {"lq.commit": commit + ("+dirty" if dirty else "")} if commit else {}
 
 
 def mark_model_training(client, experiment_id: str) -> None:
@@ -328,16 +346,30 @@ class StageCLI(LightningCLI):
         callback = self.trainer.checkpoint_callback
         if callback is not None and callback.dirpath:  # the folder's checkpoints are this run's from now on
             unfinished(callback.dirpath)
-        name = self.stage_config.model.encoder.name
         for logger in self.trainer.loggers:
-            if isinstance(logger, MLFlowLogger):  # the run is created lazily: naming it now is in time
-                logger.tags = {
-                    **(logger.tags or {}),
-                    **run_tags(),
-                    "mlflow.runName": f"{self.stage}-{name}",
-                    "lq.stage": self.stage,
-                    "lq.encoder": name,
-                }
+            if isinstance(logger, MLFlowLogger):  # the run is created lazily: tagging it now is in time
+                logger.tags = {**(logger.tags or {}), **run_tags(), **self.identity_tags()}
+
+    def identity_tags(self) -> dict[str, str]:
+        """Who the run is, as tags (searchable, beside the same values as params): ``lq.stage``, ``lq.encoder``, the
+        agents' ``lq.ability``, ``lq.switch``, ``lq.seed``, ``lq.protocol``, RL's ``lq.objective``, and every run's
+        ``lq.profile``, ``lq.data``, ``lq.commit`` and ``lq.configs`` (its config files, in order)."""
+        params = self.run_params()
+        tags = {
+            f"lq.{key}": str(params[key])
+            for key in ("stage", "encoder", "ability", "switch", "seed", "profile", "protocol", "objective")
+            if key in params
+        }
+        return {
+            "mlflow.runName": self.run_name(),
+            **tags,
+            "lq.data": str(self.data_dir),
+            "lq.configs": ",".join(self.configs),
+            **commit_tag(),
+        }
+
+    def run_name(self) -> str:
+        return f"{self.stage}-{self.stage_config.model.encoder.name}"
 
     def describe_run(self) -> None:
         """Its description (in :meth:`fit`, after :meth:`before_fit`)."""
@@ -448,8 +480,8 @@ class AgentCLI(StageCLI):
 
     def run_params(self) -> dict[str, object]:
         """The stage's params, with the agent's identity (ability, switch, seed, protocol; RL's objective: the
-        conf/objective/ file it read, else lq's), its sizes (``agent/...``) and RL's loss coefficients
-        (``coefficients/...``)."""
+        conf/objective/ file it read, else "none": the module's defaults), its sizes (``agent/...``) and RL's loss
+        coefficients (``coefficients/...``)."""
         model = self.stage_config.model
         params = {
             **super().run_params(),
@@ -460,7 +492,7 @@ class AgentCLI(StageCLI):
             "agent": model.agent.as_dict() if model.agent is not None else {},
         }
         if self.stage == "rl":
-            params["objective"] = config_choice(self.configs, "objective") or "lq"
+            params["objective"] = config_choice(self.configs, "objective") or "none"  # the module's defaults
             params["coefficients"] = model.coefficients.as_dict()
         return params
 
@@ -481,19 +513,14 @@ class AgentCLI(StageCLI):
             compute_fn=agent_dir,
         )
 
+    def run_name(self) -> str:
+        model = self.stage_config.model
+        return f"{self.stage}-{model.encoder.name}-{model.ability}-{model.switch}-s{model.seed}"
+
     def before_fit(self) -> None:
         super().before_fit()
-        model = self.stage_config.model
         for logger in self.trainer.loggers:
             if isinstance(logger, MLFlowLogger):
-                logger.tags = {
-                    **logger.tags,
-                    "mlflow.runName": f"{self.stage}-{model.encoder.name}-{model.ability}-{model.switch}-s{model.seed}",
-                    "lq.ability": model.ability,
-                    "lq.switch": model.switch,
-                    "lq.protocol": self.model.protocol.name,
-                    "lq.seed": str(model.seed),
-                }
                 logger.log_hyperparams({"protocol": self.model.protocol.as_dict()})  # protocol/choice, ...
 
     def finish(self) -> dict[str, float]:

@@ -22,7 +22,7 @@ from lq.envs.build import build_env
 from lq.envs.episode import instances_from_data
 from lq.lit.agent import VOCABULARY, AgentModule, read_checkpoint
 from lq.rl.a2c import RolloutState, a2c_losses, collect
-from lq.rl.losses import LossCoefficients, SwitchLosses, weighted
+from lq.rl.losses import VALID_REDUCTIONS, LossCoefficients, SwitchLosses, weighted
 from lq.rl.priority import PrioritySampler
 from lq.rl.switch import RatioSwitch
 
@@ -47,6 +47,7 @@ class RLModule(AgentModule):
         init_from: str | None = None,
         bc_checkpoint: str | None = None,
         imitation_batch: int = 4,
+        adam_betas: tuple[float, float] = (0.9, 0.999),
         **kwargs,
     ):
         """The rollout and A2C hyperparameters (Table 6; ``max_steps``: the training episodes' agent turns in place of
@@ -54,8 +55,12 @@ class RLModule(AgentModule):
         data) whose weights the agent starts from, or ``bc``: ``bc_checkpoint``, the BC agent of this run's encoder,
         ability, switch and seed (``lq rl`` links it from ``--bc_dir``); lq's default (conf/rl.yaml) fine-tunes that
         behaviour-cloned agent, the paper's agents start from their encoder (None); ``imitation_batch``: training
-        demonstrations per update in the imitation term, where ``coefficients.imitation`` turns it on; the rest as
-        :class:`AgentModule`."""
+        demonstrations per update in the imitation term, where ``coefficients.imitation`` turns it on; ``adam_betas``:
+        Adam's (the released code's: 0.8, 0.999); the rest as :class:`AgentModule`."""
+        if valid_reduction not in VALID_REDUCTIONS:
+            raise ValueError(
+                f"model.valid_reduction={valid_reduction!r}: choose {', '.join(VALID_REDUCTIONS)} (lq/rl/losses.py)"
+            )
         super().__init__(**kwargs)
         self.coef = coefficients if isinstance(coefficients, LossCoefficients) else LossCoefficients(**coefficients)
         self.hparams["coefficients"] = asdict(self.coef)
@@ -168,7 +173,8 @@ class RLModule(AgentModule):
         return DataLoader(range(self.hparams.updates_per_epoch), batch_size=1, generator=torch.Generator())
 
     def configure_optimizers(self):
-        return torch.optim.Adam([p for p in self.parameters() if p.requires_grad], lr=self.hparams.lr)
+        params = [p for p in self.parameters() if p.requires_grad]
+        return torch.optim.Adam(params, lr=self.hparams.lr, betas=tuple(self.hparams.adam_betas))
 
     # -- training ------------------------------------------------------------------------------------
 

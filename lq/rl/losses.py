@@ -28,6 +28,9 @@ class LossCoefficients:
     value: float = 0.5
     imitation: float = 0.0
     policy: float = 1.0  # both heads' policy gradients (1: the paper's; 0 with imitation on: behaviour cloning alone)
+    # the dialogue head's policy gradient, where it differs from ``policy`` (the released code's ``scale_coef``, 4,
+    # multiplies it as it does the speech valid and entropy terms: a2c_acktr.py:140); None: ``policy``
+    speech_policy: float | None = None
 
 
 def _masked_mean(values: torch.Tensor, mask: torch.Tensor) -> torch.Tensor:
@@ -73,16 +76,31 @@ def valid_candidates_loss(
     utterances, and the protocol's demonstration targets), summed over the candidates as the equations' sums and the
     released code's ``BCELoss(probs, valid).sum()``; averaged over the masked steps. It moves the policy's own mass
     onto the valid candidates, which a per-candidate sigmoid of the scores, averaged over thousands of candidates,
-    barely does (docs/deviations.md). ``reduction="mean"``: averaged over the candidates instead (the same direction,
-    1/N the size beside the policy gradient)."""
-    if reduction not in ("sum", "mean"):
-        raise ValueError(f"unknown valid-output loss reduction {reduction!r}: choose sum or mean")
+    barely does (docs/deviations.md). ``reduction``, over the candidates and the steps:
+
+    - ``sum``: summed over the candidates, averaged over the steps;
+    - ``total``: summed over both, as the released code does (a2c_acktr.py:110-120: ``(BCELoss(reduction="none")(probs,
+      valid) * mask).sum()`` over every candidate, step and environment);
+    - ``mean``: averaged over both (the same direction, 1/N the size beside the policy gradient);
+    - ``positives``: summed over the candidates and divided by the step's valid targets (at least 1), averaged over
+      the steps: each target weighs the same whatever the size of the space."""
+    if reduction not in VALID_REDUCTIONS:
+        raise ValueError(f"unknown valid-output loss reduction {reduction!r}: choose {', '.join(VALID_REDUCTIONS)}")
     log_p = logits.log_softmax(dim=-1)
     log_not_p = torch.log1p(-log_p.exp().clamp(max=1.0 - 1e-6))
     y = valid.to(logits.dtype)
     per_candidate = -(y * log_p + (1.0 - y) * log_not_p)
-    per_step = per_candidate.sum(dim=-1) if reduction == "sum" else per_candidate.mean(dim=-1)
+    if reduction == "mean":
+        return _masked_mean(per_candidate.mean(dim=-1), mask)
+    per_step = per_candidate.sum(dim=-1)
+    if reduction == "positives":
+        per_step = per_step / y.sum(dim=-1).clamp(min=1.0)
+    if reduction == "total":
+        return (per_step * mask.to(per_step.dtype)).sum()
     return _masked_mean(per_step, mask)
+
+
+VALID_REDUCTIONS = ("sum", "total", "mean", "positives")
 
 
 NEG = -1e9  # not -inf: keeps p * log p at 0 for the masked candidates
@@ -151,7 +169,7 @@ def weighted(parts: dict[str, torch.Tensor], coef: LossCoefficients) -> dict[str
     """Each term of the objective as it enters the total: times its coefficient, the entropies (maximised) negated."""
     return {
         "action_policy": coef.policy * parts["action_policy"],
-        "speech_policy": coef.policy * parts["speech_policy"],
+        "speech_policy": (coef.policy if coef.speech_policy is None else coef.speech_policy) * parts["speech_policy"],
         "valid_action": coef.valid_action * parts["valid_action"],
         "valid_speech": coef.valid_speech * parts["valid_speech"],
         "action_entropy": -coef.action_entropy * parts["action_entropy"],

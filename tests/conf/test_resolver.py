@@ -61,8 +61,9 @@ def test_an_overlay_without_a_file_for_a_stage_shares_its_bases_runs(tmp_path, m
     for stage in ("env", "rl"):
         (tmp_path / "profile" / "base" / f"{stage}.yaml").write_text("{}\n")
     (tmp_path / "profile" / "over" / "rl.yaml").write_text("{}\n")
-    (tmp_path / "protocol").mkdir()
-    (tmp_path / "protocol" / "paper.yaml").write_text("{}\n")
+    for group, name in (("protocol", "paper"), ("objective", "lq")):
+        (tmp_path / group).mkdir()
+        (tmp_path / group / f"{name}.yaml").write_text("{}\n")
     monkeypatch.setattr(resolver, "ROOT", tmp_path)
     over = Resolver(profile="over", protocol="paper")
     assert (
@@ -78,6 +79,8 @@ def test_bad_names_are_refused_with_the_choices(tmp_path, monkeypatch):
         Resolver(profile="huge")
     with pytest.raises(FileNotFoundError, match="no such lq config; .* has adaptive.yaml"):
         Resolver().configs("rl", "bert")
+    with pytest.raises(FileNotFoundError, match=r"no such objective \(OBJECTIVE=table6\); choose from lq, paper"):
+        Resolver(objective="table6")
     with pytest.raises(ValueError, match="unknown stage eval"):
         Resolver().configs("eval", "scratch")
     # a profile.yaml that is neither a base nor an overlay

@@ -44,6 +44,7 @@ def _args(stage: str, root: Path, tmp_path: Path, *extra: str) -> list[str]:
         str(ROOT / f"conf/{stage}.yaml"),
         "--config",
         str(ROOT / "conf/encoder/scratch.yaml"),
+        *(["--config", str(ROOT / "conf/objective/lq.yaml")] if stage == "rl" else []),  # lq's objective
         f"--model.data_dir={root / 'data'}",
         f"--model.partner_checkpoint={root / 'partner.ckpt'}",
         f"--model.dm_checkpoint={root / 'dm.ckpt'}",
@@ -60,7 +61,7 @@ def test_bc_and_rl_fit_evaluate_and_compare(setup_dir, tmp_path, capsys):
     rl = ["--model.num_envs=4", "--model.rollout_steps=2", "--model.max_steps=4", "--model.updates_per_epoch=2"]
     assert main(_args("bc", setup_dir, tmp_path, "--model.batch_size=8", "--trainer.limit_train_batches=2")) == 0
     # the stage as a plain callable (what `lq rl fit` calls): its metrics come back, as MLflow holds them; lq's
-    # objective (conf/rl.yaml): it starts from the BC agent of its seed and keeps an imitation term
+    # objective (conf/objective/lq.yaml): it starts from the BC agent of its seed and keeps an imitation term
     metrics = fit_rl(_args("rl", setup_dir, tmp_path, *rl)[2:])
     printed = capsys.readouterr().out
     assert "zero-shot test (seed 0, paper protocol, sampled): act goals" in printed
@@ -103,6 +104,14 @@ def test_bc_and_rl_fit_evaluate_and_compare(setup_dir, tmp_path, capsys):
             "checkpoint": kept.name, "stage": kept.parts[-5], "run_id": run.info.run_id
         }  # fmt: skip
         assert run.data.tags["lq.protocol"] == "paper" and run.data.params["protocol/choice"] == "whole"
+        # who it is, as searchable tags: what tables and --resume select parents and runs by
+        tags = run.data.tags
+        assert (tags["lq.stage"], tags["lq.encoder"], tags["lq.seed"], tags["lq.data"]) == (
+            stage, "scratch", "0", str(setup_dir / "data")
+        )  # fmt: skip
+        assert tags.get("lq.objective") == ("lq" if stage == "rl" else None)
+        assert tags["lq.configs"].split(",")[-1] == ("objective/lq.yaml" if stage == "rl" else "encoder/scratch.yaml")
+        assert len(tags["lq.commit"].removesuffix("+dirty")) == 40
         if run.info.run_name.startswith("rl-"):
             for name in ("test/act_goal_rate", "test/speech_goal_rate", "time/train_s", "time/evaluation_s"):
                 assert metrics[name] == pytest.approx(run.data.metrics[name]), name

@@ -39,6 +39,14 @@ def _fake_children(client: MlflowClient, experiment: X.Experiment, values: dict[
     exp_id = X.experiment_id(client, experiment.name)
     parent = client.create_run(exp_id, tags={"lq.experiment": experiment.name, "lq.role": "parent"}).info.run_id
     client.log_param(parent, "encoders", " ".join(experiment.encoders))
+    _log_children(client, parent, experiment, values)
+    client.set_terminated(parent, "FINISHED")
+    return parent
+
+
+def _log_children(client: MlflowClient, parent: str, experiment: X.Experiment, values: dict[str, list[float]]) -> None:
+    """Finished children of ``parent``, two seeds of every configuration, each holding ``values[metric][seed]``."""
+    exp_id = client.get_run(parent).info.experiment_id
     for config in experiment.configs:
         for seed in range(2):
             tags = {
@@ -54,8 +62,6 @@ def _fake_children(client: MlflowClient, experiment: X.Experiment, values: dict[
             for step in range(3):  # a learning curve
                 client.log_metric(child, "rl/act_goal_rate", 0.1 * step + seed, step=step)
             client.set_terminated(child, "FINISHED")
-    client.set_terminated(parent, "FINISHED")
-    return parent
 
 
 def test_tables_are_means_and_stds_over_the_children_and_rebuild_from_the_store(tmp_path):
@@ -174,7 +180,7 @@ def test_resume_trains_only_the_children_an_interrupted_parent_lacks(tmp_path, m
 
     # an interrupted run: the parent and one child still RUNNING (their process died), one child finished
     exp_id = X.experiment_id(client, "table1")
-    tags = {"lq.experiment": "table1", "lq.profile": "tiny", "lq.protocol": "paper", "lq.role": "parent"}
+    tags = {"lq.experiment": "table1", **X.running.parent_identity(setup), "lq.role": "parent"}
     parent = client.create_run(exp_id, tags=tags)
     pid = parent.info.run_id
     client.log_param(pid, "seeds", "0 1")
@@ -254,19 +260,62 @@ def test_the_rl_agents_bc_starts_are_trained_first_unless_they_start_from_their_
     assert starts == [(ability, seed) for ability in abilities for seed in ("0", "1")]
     assert all(s.args[:2] == ["bc", "fit"] for s in steps) and jobs == setup.jobs
     assert [s.done for s in steps] == [False, False, True, False, False, False, False, False]
-    paper = dataclasses.replace(setup, extra_args={"rl": ["--config", C("objective", "paper.yaml")]})
+    paper = dataclasses.replace(setup, objective="paper")
     assert X.preparation(X.table2(["scratch"]).configs, paper)[-1][0][0].label == "the partner's calibration"
 
 
 def test_the_plan_of_table2_under_the_papers_objective_trains_no_bc_start(tmp_path, capsys):
-    """``--rl-args`` reach the RL runs alone: the paper's objective there, and no BC agent is planned."""
+    """``--objective`` reaches the RL runs alone (their last config file), and under the paper's no BC agent is planned;
+    every line of the plan, and its header, carries the objective."""
     uri = f"sqlite:///{tmp_path / 'm.db'}"
     common = ["experiment", "plan", "table2", "--encoders", "scratch", "--tracking-uri", uri]
     assert main([*common, "--seeds", "0"]) == 0
-    assert " bc fit " in capsys.readouterr().out  # lq's objective: each RL agent's BC start first
-    assert main([*common, "--seeds", "0", "--rl-args", f"--config {C('objective', 'paper.yaml')}"]) == 0
-    lines = [line for line in capsys.readouterr().out.splitlines() if " rl fit " in line or " bc fit " in line]
+    out = capsys.readouterr().out
+    assert " bc fit " in out and "objective lq" in out.splitlines()[0]  # lq's objective: each RL agent's BC start
+    rl_lines = [line for line in out.splitlines() if " rl fit " in line]
+    assert len(rl_lines) == 4 and all(C("objective", "lq.yaml") in line for line in rl_lines)
+    assert main([*common, "--seeds", "0", "--objective", "paper"]) == 0
+    out = capsys.readouterr().out
+    lines = [line for line in out.splitlines() if " rl fit " in line or " bc fit " in line]
     assert len(lines) == 4 and all(" rl fit " in line and C("objective", "paper.yaml") in line for line in lines)
+    assert "objective paper" in out.splitlines()[0]
+    assert main([*common, "--objective", "bogus"]) == 2
+    assert "no such objective (OBJECTIVE=bogus); choose from lq, paper" in capsys.readouterr().err
+
+
+def test_parents_of_two_objectives_stay_apart_in_tables_and_resume(tmp_path, capsys):
+    """One store, Table 1 run under both objectives: two parents, each table built from its own children and naming
+    its objective; ``lq experiment tables --objective`` picks each one; ``--resume`` under one objective never reopens
+    the other's parent, and reopening it by hand is refused."""
+    uri = f"sqlite:///{tmp_path / 'mlflow.db'}"
+    client = MlflowClient(uri)
+    parents = {}
+    for objective, rate in (("paper", [0.1, 0.2]), ("lq", [0.7, 0.8])):
+        experiment = X.table1(["scratch"], objective=objective)
+        setup = X.Setup(seeds=(0, 1), tracking_uri=uri, outputs=str(tmp_path / "o"), objective=objective)
+        pid, _ = X.running.open_parent(client, experiment, setup, False, print)
+        _log_children(client, pid, experiment, {"test/act_goal_rate": rate})
+        client.set_terminated(pid, "FINISHED")
+        parents[objective] = pid
+    assert parents["paper"] != parents["lq"]
+    for objective, mean in (("paper", "0.150"), ("lq", "0.750")):
+        assert main(["experiment", "tables", "table1", "--objective", objective, "--tracking-uri", uri,
+                     "--out", str(tmp_path / objective)]) == 0  # fmt: skip
+        out = capsys.readouterr().out
+        assert f"from parent run {parents[objective]}, profile tiny, protocol paper, objective {objective}" in out
+        md = (tmp_path / objective / "table1.md").read_text()
+        title = X.specs.rl_title(objective)
+        assert f"{title} Act goals" in md and f"| Scratch | {mean} ± " in md
+    # an unfinished parent under the paper objective is not what an lq-objective run resumes
+    paper_setup = X.Setup(seeds=(0, 1), tracking_uri=uri, outputs=str(tmp_path / "o"), objective="paper")
+    client.update_run(parents["paper"], status="RUNNING")
+    lq_setup = dataclasses.replace(paper_setup, objective="lq")
+    assert X.running.resumable_parent(client, X.table1(["scratch"]), lq_setup) is None
+    assert X.running.resumable_parent(client, X.table1(["scratch"], "paper"), paper_setup) == parents["paper"]
+    with pytest.raises(ValueError, match="ran objective 'paper', not 'lq': .*resume it with OBJECTIVE=paper"):
+        X.running._reopen(client, parents["paper"], X.table1(["scratch"]), lq_setup)
+    with pytest.raises(ValueError, match="its tables name the paper objective, its runs would train under lq"):
+        X.running.open_parent(client, X.table1(["scratch"], "paper"), lq_setup, False, print)
 
 
 def test_make_rl_trains_again_a_bc_agent_of_other_sizes_than_the_rl_agents(tmp_path):
@@ -382,13 +431,13 @@ def test_a_run_whose_process_is_gone_is_marked_killed_and_one_still_running_bloc
         done.info.run_id: "FINISHED",
     }
     # a parent whose child still runs here (its driver alone was killed) is not resumed beside it
-    tags = {"lq.experiment": "table1", "lq.profile": "tiny", "lq.protocol": "paper", "lq.role": "parent"}
+    setup = X.Setup(seeds=(0,), tracking_uri=f"sqlite:///{tmp_path / 'm.db'}", outputs=str(tmp_path / "o"))
+    tags = {"lq.experiment": "table1", **X.running.parent_identity(setup), "lq.role": "parent"}
     pid = client.create_run(exp_id, tags=tags).info.run_id
     client.log_param(pid, "seeds", "0")
     client.log_param(pid, "encoders", "scratch")
     child = {**here, "lq.pid": str(os.getpid()), "mlflow.parentRunId": pid, "lq.config": "rl-scratch", "lq.seed": "0"}
     client.create_run(exp_id, tags=child)
-    setup = X.Setup(seeds=(0,), tracking_uri=f"sqlite:///{tmp_path / 'm.db'}", outputs=str(tmp_path / "o"))
     with pytest.raises(ValueError, match=rf"its child rl-scratch s0 is still running \(process {os.getpid()}\)"):
         X.running.open_parent(client, X.table1(["scratch"]), setup, True, print)
 
@@ -563,10 +612,11 @@ def test_the_quick_profile_trains_every_stage_less_than_tiny_and_apart_from_it(m
     quick = X.Setup(profile="quick")
     args = X.stage_args(X.Config("rl", "scratch"), quick, 0)
     configs = [args[i + 1] for i, a in enumerate(args) if a == "--config"]
-    assert configs[-3:] == [
+    assert configs[-4:] == [
         C("profile", "tiny", "rl.yaml"),
         C("profile", "quick", "rl.yaml"),
         C("protocol", "paper.yaml"),
+        C("objective", "lq.yaml"),  # RL's objective last: it may set sizes of its own
     ]
     assert args[args.index("--model.partner_checkpoint") + 1] == "outputs/quick/partner/small/best.ckpt"
     assert args[args.index("--pretrain_dir") + 1] == "outputs/quick/pretrain"

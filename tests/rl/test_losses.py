@@ -13,6 +13,7 @@ from lq.rl.losses import (
     switch_a2c_loss,
     valid_candidates_loss,
     value_loss,
+    weighted,
 )
 from tests.samples import one_env_rollout
 
@@ -48,6 +49,34 @@ def test_valid_candidates_loss_by_hand():
     logits.requires_grad_(True)
     valid_candidates_loss(logits, valid, torch.tensor([True, False])).backward()
     assert logits.grad[0, 0] < 0 < logits.grad[0, 1] and logits.grad[1].abs().sum() == 0
+
+
+def test_the_valid_terms_reductions_over_candidates_and_steps_by_hand():
+    """sum: over the candidates, steps averaged; total: over both (the released code's); mean: averaged over both;
+    positives: each step's sum divided by its valid targets."""
+    logits = torch.zeros(3, 4)  # uniform: p = 1/4 for every candidate
+    valid = torch.tensor([[1, 1, 0, 0], [1, 0, 0, 0], [1, 1, 1, 1]])
+    mask = torch.tensor([True, True, False])
+    on, off = math.log(4), -math.log(0.75)  # -log p for a valid candidate, -log(1 - p) for an invalid one
+    step = [2 * on + 2 * off, on + 3 * off]
+    expected = {
+        "sum": sum(step) / 2,
+        "total": sum(step),
+        "mean": sum(s / 4 for s in step) / 2,
+        "positives": (step[0] / 2 + step[1] / 1) / 2,
+    }
+    for reduction, value in expected.items():
+        assert valid_candidates_loss(logits, valid, mask, reduction).item() == pytest.approx(value), reduction
+    with pytest.raises(ValueError, match="unknown valid-output loss reduction 'max': choose sum, total, mean"):
+        valid_candidates_loss(logits, valid, mask, "max")
+
+
+def test_the_speech_policy_gradient_takes_its_own_weight_where_given():
+    parts = {k: torch.tensor(1.0) for k in ("action_policy", "speech_policy", "valid_action", "valid_speech",
+                                             "action_entropy", "speech_entropy", "value")}  # fmt: skip
+    assert weighted(parts, LossCoefficients())["speech_policy"].item() == 1.0
+    released = weighted(parts, LossCoefficients(speech_policy=4.0))  # the released code's scale_coef
+    assert (released["speech_policy"].item(), released["action_policy"].item()) == (4.0, 1.0)
 
 
 def test_entropy_and_value_by_hand():
