@@ -531,9 +531,10 @@ class AgentCLI(StageCLI):
         return metrics
 
     def evaluate(self) -> dict[str, float]:
-        """Zero-shot test episodes of the kept checkpoint under its protocol, once per evaluation seed: the rates
-        (``test/...``: the protocol's decoding; ``test_greedy/...`` or ``test_sampled/...``: the other one beside it)
-        and the transcripts; returns the rates' means over the evaluation seeds."""
+        """Zero-shot episodes of the kept checkpoint under its protocol, once per evaluation seed: on the validation
+        quests (``val/...``: the protocol's decoding; what defaults are chosen by) and on the test quests (``test/...``,
+        and ``test_greedy/...`` or ``test_sampled/...``: the other decoding beside it: what is reported), and the test
+        transcripts; returns the rates' means over the evaluation seeds."""
         config = self.stage_config
         callback = self.trainer.checkpoint_callback
         module = self.model
@@ -549,6 +550,12 @@ class AgentCLI(StageCLI):
         protocol = module.protocol
         other = "sampled" if protocol.greedy else "greedy"
         for seed in range(config.eval_seeds):
+            validation = module.evaluate("valid", seed=seed)
+            print(
+                f"zero-shot validation (seed {seed}, {protocol.name} protocol, {protocol.decoding}): act goals "
+                f"{validation.act_goal_rate:.3f}, speech goals {validation.speech_goal_rate:.3f}, both "
+                f"{validation.act_and_speech_rate:.3f}"
+            )
             env = module.eval_env("test", seed)  # both decodings in one environment
             result = module.evaluate("test", seed=seed, env=env)
             beside = module.evaluate("test", seed=seed, greedy=not protocol.greedy, env=env)
@@ -561,7 +568,9 @@ class AgentCLI(StageCLI):
             rates.append(result.metrics("test/"))
             for logger in self.trainer.loggers:
                 if isinstance(logger, MLFlowLogger):
-                    logger.log_metrics({**rates[-1], **beside.metrics(f"test_{other}/")}, step=seed)
+                    logger.log_metrics(
+                        {**validation.metrics("val/"), **rates[-1], **beside.metrics(f"test_{other}/")}, step=seed
+                    )
                     logger.experiment.log_text(logger.run_id, result.transcripts(), f"transcripts/test_seed{seed}.txt")
                     page = result.transcripts_html(
                         f"{module.stage.upper()} {module.hparams.encoder['name']}, test, seed {seed}"
