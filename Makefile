@@ -70,8 +70,9 @@ ablations: $(STAMP) ## the paper's tables as MLflow parent/child runs: make abla
 plan: $(STAMP) ## print every job of the tables as a command line, for any scheduler (opens their parent runs): make plan EXPERIMENTS=table1
 	$(BIN)/lq experiment plan $(EXPERIMENTS) $(XP_ARGS)
 
-tables: $(STAMP) ## rebuild every table and curve from the MLflow store alone (no training) into outputs/tables/
+tables: $(STAMP) ## rebuild every table and curve from the MLflow store alone (no training) into outputs/tables/, and the results page docs/results/current.md
 	$(BIN)/lq experiment tables $(EXPERIMENTS) --profile $(PROFILE) --protocol $(PROTOCOL) --objective $(OBJECTIVE)
+	$(BIN)/lq experiment report --profile $(PROFILE) --protocol $(PROTOCOL) --page docs/results/current.md
 
 ui-screenshot: $(STAMP) ## screenshots of the MLflow UI by headless chromium (apt-get install chromium): outputs/ui/*.png
 	$(BIN)/python experiments/ui_screenshot.py --experiment $(firstword $(EXPERIMENTS)) --out outputs/ui

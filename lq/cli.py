@@ -317,6 +317,13 @@ def _cmd_experiment(args: argparse.Namespace) -> int:
         raise UsageError(f"unknown experiment {', '.join(unknown)}; choose from {', '.join(X.EXPERIMENTS)}")
     if args.action in ("spaces", "calibrate", "baselines"):
         return _experiment_job(args, names)
+    if args.action == "report":
+        from lq.experiments.claims import write_results_page
+
+        profile, protocol = args.profile or "tiny", args.protocol or "paper"
+        page = write_results_page(args.tracking_uri, profile, protocol, args.page)
+        print(f"{page}: every experiment and objective of profile {profile} and protocol {protocol} in the store")
+        return 0
     setup = _setup(
         args, "*", profile=args.profile or "tiny", protocol=args.protocol or "paper", jobs=args.jobs,
         log_model=args.log_model, objective=args.objective or "lq",
@@ -462,9 +469,11 @@ def build_parser() -> argparse.ArgumentParser:
     xp = sub.add_parser("experiment", help="the paper's tables: train as MLflow parent/child runs, or rebuild tables")
     xp.add_argument(
         "action",
-        choices=["run", "plan", "tables", "baselines", "spaces", "calibrate"],
+        choices=["run", "plan", "tables", "report", "baselines", "spaces", "calibrate"],
         help="run: train and tabulate; plan: print every job as a command line, for any scheduler; tables: from the "
-        "store only (--parent: that parent, finished by it); baselines, spaces, calibrate: jobs plan prints",
+        "store only (--parent: that parent, finished by it); report: the results page (every experiment and objective "
+        "of --profile and --protocol, the paper's orderings marked) from the store only, to --page; baselines, "
+        "spaces, calibrate: jobs plan prints",
     )
     xp.add_argument("names", nargs="*", help="table1, table2, table7, table45 (default: all)")
     xp.add_argument("--encoders", nargs="+", help="encoder types to include (default: the paper's for that table)")
@@ -507,6 +516,9 @@ def build_parser() -> argparse.ArgumentParser:
         help="run: export the best agent as a bundle (OUTPUTS/bundles/) and log it on the parent as an MLflow model",
     )
     xp.add_argument("--out", type=Path, default=Path("outputs/tables"), help="also write the tables here")
+    xp.add_argument(
+        "--page", type=Path, default=Path("docs/results/current.md"), help="report: where the results page goes"
+    )
     _launcher_arguments(xp)
     xp.add_argument("--config", help="baselines: the configuration key (baselines-ABILITY-SWITCH)")
     xp.add_argument(

@@ -64,6 +64,13 @@ def cell_values(client, runs: Sequence, cell: Cell) -> list[float]:
     return [v for v in values if v is not None]
 
 
+def table_values(client, runs: Sequence, table: Table) -> dict[tuple[str, str], list[float]]:
+    """Each cell of ``table`` (by row and column title): its metric in each seed's child among ``runs``."""
+    return {
+        (row, column): cell_values(client, runs, cell) for row, cells in table.rows for column, cell in cells.items()
+    }
+
+
 def metric_mean(client, run, metric: str) -> float | None:
     """The mean of every value ``run`` logged for ``metric`` (None if it logged none)."""
     history = [m.value for m in client.get_metric_history(run.info.run_id, metric)]
@@ -182,11 +189,7 @@ def build_tables(
     out = {}
     with tempfile.TemporaryDirectory() as tmp:
         for table in experiment.tables:
-            values = {
-                (row, column): cell_values(client, runs, cell)
-                for row, cells in table.rows
-                for column, cell in cells.items()
-            }
+            values = table_values(client, runs, table)
             md, csv = render(table, values, protocol)
             metrics = cell_metrics(table, values)
             if metrics:

@@ -958,3 +958,52 @@ def test_the_mlflow_ui_shows_the_parent_its_children_and_the_table_in_a_real_bro
     # the page itself is painted where the UI shows the artifact (not just the UI's frame around an empty iframe)
     artifact_view = Image.open(out / "transcript.png").convert("L").crop((460, 200, 1160, 900))
     assert len(set(artifact_view.get_flattened_data())) > 20
+
+
+def test_the_claims_verdicts_by_hand():
+    from lq.experiments.claims import verdict
+
+    assert verdict([0.5, 0.6, 0.7], [0.1, 0.2, 0.3]) == "holds"
+    assert verdict([0.1, 0.2, 0.3], [0.5, 0.6, 0.7]) == "does not hold"
+    # a difference of 0.02 against a standard error of sqrt(2 * 0.01 / 3) = 0.082
+    assert verdict([0.42, 0.52, 0.62], [0.40, 0.50, 0.60]) == "within noise"
+    assert verdict([0.9], [0.1]) == "not tested (one seed)" and verdict([], [0.1, 0.2]) == "not run"
+
+
+def test_the_results_page_is_generated_from_the_store_the_same_twice_with_each_ordering_marked(tmp_path, capsys):
+    """Table 1 under both objectives in one store: the page holds both parents' tables, each with its identity, and
+    marks RL against BC per objective; a second build from the same store writes the same bytes."""
+    uri = f"sqlite:///{tmp_path / 'mlflow.db'}"
+    client = MlflowClient(uri)
+    rates = {"paper": {"rl": [0.10, 0.12, 0.14], "bc": [0.30, 0.32, 0.34]},
+             "lq": {"rl": [0.50, 0.52, 0.54], "bc": [0.30, 0.32, 0.34]}}  # fmt: skip
+    for objective in ("paper", "lq"):
+        experiment = X.table1(["scratch"], objective=objective)
+        setup = X.Setup(seeds=(0, 1, 2), tracking_uri=uri, outputs=str(tmp_path / "o"), objective=objective)
+        pid, _ = X.running.open_parent(client, experiment, setup, False, print)
+        exp_id = client.get_run(pid).info.experiment_id
+        for config in experiment.configs:
+            for seed in range(3):
+                tags = {"mlflow.parentRunId": pid, "lq.config": config.key, "lq.seed": str(seed)}
+                child = client.create_run(exp_id, tags=tags).info.run_id
+                if config.stage in ("rl", "bc"):
+                    client.log_metric(child, "test/act_and_speech_goal_rate", rates[objective][config.stage][seed])
+                else:
+                    client.log_metric(child, "baselines/overlap_all/act_and_speech_goal_rate", 0.3)
+                client.set_terminated(child, "FINISHED")
+        client.set_terminated(pid, "FINISHED")
+    page = tmp_path / "docs" / "current.md"
+    argv = ["experiment", "report", "--tracking-uri", uri, "--page", str(page)]
+    assert main(argv) == 0
+    first = page.read_bytes()
+    assert main(argv) == 0 and page.read_bytes() == first
+    text = first.decode()
+    sections = {part.splitlines()[0]: part for part in text.split("\n## ")[1:]}
+    paper = sections["Table 1: encoder types, RL (paper objective)"]
+    lq = sections["Table 1: encoder types, RL from BC + imitation (lq objective)"]
+    assert "profile `tiny`, protocol `paper`, objective `paper`" in paper and "objective `lq`" in lq
+    assert (
+        "- RL above BC (Scratch, act & speech goals): 0.120 ± 0.020 against 0.320 ± 0.020: **does not hold**" in paper
+    )
+    assert "- RL above BC (Scratch, act & speech goals): 0.520 ± 0.020 against 0.320 ± 0.020: **holds**" in lq
+    assert "## Not run yet at this profile and protocol" in text and "- table2 (lq objective)" in text

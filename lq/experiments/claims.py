@@ -1,0 +1,204 @@
+"""The paper's claims as orderings of table cells, each marked holds / does not hold / within noise, and the results
+page generated from the MLflow store alone (``make tables`` -> ``docs/results/current.md``).
+
+An ordering says one cell's mean is above another's ("RL above BC, Scratch, act & speech goals"). It *holds* where the
+difference is more than one standard error of the difference (the seeds' sample stds over the square root of their
+counts, added in quadrature), *does not hold* where it is more than one standard error the other way, and is *within
+noise* otherwise; with fewer than two seeds on a side it is *not tested*.
+"""
+
+from __future__ import annotations
+
+import math
+import statistics
+import time
+from collections.abc import Sequence
+from dataclasses import dataclass
+from pathlib import Path
+
+from lq.experiments.reporting import (
+    _client,
+    children,
+    experiment_for,
+    latest_parent,
+    protocol_line,
+    render,
+    table_values,
+)
+from lq.experiments.specs import ENCODER_TITLES, EXPERIMENTS, RL_TITLES, Experiment, rl_title
+
+Place = tuple[str, str, str]  # (table, row, column)
+
+
+@dataclass(frozen=True)
+class Ordering:
+    claim: str  # what the paper (or lq's issue) says, in words
+    better: Place
+    worse: Place
+
+
+def verdict(better: Sequence[float], worse: Sequence[float]) -> str:
+    """``holds``, ``does not hold`` or ``within noise`` (one standard error of the difference), ``not tested`` with
+    fewer than two seeds on a side, ``not run`` where a side has none."""
+    if not better or not worse:
+        return "not run"
+    if len(better) < 2 or len(worse) < 2:
+        return "not tested (one seed)"
+    diff = statistics.fmean(better) - statistics.fmean(worse)
+    se = math.sqrt(statistics.variance(better) / len(better) + statistics.variance(worse) / len(worse))
+    if diff > se:
+        return "holds"
+    if diff < -se:
+        return "does not hold"
+    return "within noise"
+
+
+def orderings(experiment: Experiment) -> list[Ordering]:
+    """The orderings the paper claims of ``experiment``'s tables (section 5), and lq's own bar for its RL agents: above
+    BC and the word-overlap rule over the whole spaces, in speech goals and act & speech."""
+    name, out = experiment.name, []
+    titles = [ENCODER_TITLES[e] for e in experiment.encoders]
+    if name == "table1":
+        rl = rl_title(experiment.objective)
+        both, speech = f"{rl} Act & Speech", f"{rl} Speech goals"
+        out += [
+            Ordering(f"RL above BC ({e}, act & speech goals)", (name, e, both), (name, e, "BC Act & Speech"))
+            for e in titles
+        ]
+        for e in titles:
+            for column, goals in ((speech, "Speech goals"), (both, "Act & Speech")):
+                out.append(
+                    Ordering(
+                        f"RL above the word-overlap rule over the whole spaces ({e}, {goals.lower()}; lq's bar)",
+                        (name, e, column),
+                        (f"{name}_baselines", "Word overlap (whole spaces)", goals),
+                    )
+                )
+        for column, stage in ((both, "RL"), ("BC Act & Speech", "BC")):
+            if "Adaptive" in titles:
+                out += [
+                    Ordering(
+                        f"Adaptive best under {stage} (act & speech goals, over {e})",
+                        (name, "Adaptive", column),
+                        (name, e, column),
+                    )  # fmt: skip
+                    for e in titles
+                    if e != "Adaptive"
+                ]
+        out += [
+            Ordering(f"Scratch above {e} under RL (act & speech goals)", (name, "Scratch", both), (name, e, both))
+            for e in ("General", "Light")
+            if "Scratch" in titles and e in titles
+        ]
+        if {"General", "Light"} <= set(titles):
+            out.append(Ordering("General above Light under RL (act & speech goals)",
+                                (name, "General", both), (name, "Light", both)))  # fmt: skip
+            out.append(Ordering("Light above General under BC (act & speech goals)",
+                                (name, "Light", "BC Act & Speech"), (name, "General", "BC Act & Speech")))  # fmt: skip
+        out += [
+            Ordering(
+                f"{e} (pretrained) above Scratch under BC (act & speech goals)",
+                (name, e, "BC Act & Speech"),
+                (name, "Scratch", "BC Act & Speech"),
+            )  # fmt: skip
+            for e in titles
+            if e != "Scratch" and "Scratch" in titles
+        ]
+    elif name == "table2":
+        for e in titles:
+            out += [
+                Ordering(f"Act Only above Act+Speech in act goals ({e})",
+                         (name, "Act Only", f"{e} Act goals"), (name, "Act+Speech", f"{e} Act goals")),
+                Ordering(f"Speech Only above Act+Speech in speech goals ({e})",
+                         (name, "Speech Only", f"{e} Speech goals"), (name, "Act+Speech", f"{e} Speech goals")),
+                Ordering(f"no speech goals above Speech Only in act goals ({e})",
+                         (name, "Speech Only, no speech goals", f"{e} Act goals"),
+                         (name, "Speech Only", f"{e} Act goals")),
+            ]  # fmt: skip
+    elif name == "table7":
+        out += [
+            Ordering(f"the learned switch above the hardcoded one ({e}, act & speech goals)",
+                     (name, f"{e}, Learned switch", "Act & Speech"), (name, f"{e}, Hardcoded switch", "Act & Speech"))
+            for e in titles
+        ]  # fmt: skip
+    return out
+
+
+def _mean_std(values: Sequence[float]) -> str:
+    if not values:
+        return "n/a"
+    if len(values) == 1:
+        return f"{values[0]:.3f}"
+    return f"{statistics.fmean(values):.3f} ± {statistics.stdev(values):.3f}"
+
+
+def section(client, experiment: Experiment, parent_id: str) -> list[str]:
+    """One parent's part of the results page: its identity, its tables as ``build_tables`` renders them, and each of
+    the paper's orderings marked."""
+    run = client.get_run(parent_id)
+    tags, params = run.data.tags, run.data.params
+    runs = children(client, parent_id)
+    values = {table.name: table_values(client, runs, table) for table in experiment.tables}
+    day = time.strftime("%Y-%m-%d", time.gmtime(run.info.start_time / 1000))
+    objective = tags.get("lq.objective", "lq")
+    lines = [
+        f"## {experiment.title}" + (f", {RL_TITLES.get(objective, objective)}" if experiment.objective else ""),
+        "",
+        f"Parent run `{parent_id}` ({day}): profile `{tags.get('lq.profile', '?')}`, protocol "
+        f"`{tags.get('lq.protocol', '?')}`"
+        + (f", objective `{objective}`" if experiment.objective else "")
+        + f", data `{tags.get('lq.data', '?')}`, seeds {params.get('seeds', '?')}, commit "
+        f"`{tags.get('lq.commit', 'unknown')[:12]}`.",
+        "",
+    ]
+    protocol = protocol_line(tags.get("lq.protocol"))
+    for table in experiment.tables:
+        md, _ = render(table, values[table.name], protocol)
+        lines += [md.rstrip("\n"), ""]
+    marked = orderings(experiment)
+    if marked:
+        lines += ["The paper's orderings (one standard error of the difference; mean ± sample std over seeds):", ""]
+        for o in marked:
+            better, worse = (values[t].get((r, c), []) for t, r, c in (o.better, o.worse))
+            lines.append(f"- {o.claim}: {_mean_std(better)} against {_mean_std(worse)}: **{verdict(better, worse)}**")
+        lines.append("")
+    return lines
+
+
+def results_page(tracking_uri: str, profile: str, protocol: str, names: Sequence[str] = tuple(EXPERIMENTS)) -> str:
+    """The results page of ``profile`` and ``protocol``: for each experiment and RL objective, the newest finished
+    parent run in the store, as :func:`section` writes it. The same store gives the same page, byte for byte."""
+    from lq.conf.resolver import objectives
+
+    client = _client(tracking_uri)
+    lines = [
+        "# Results: the current tables",
+        "",
+        f"Generated by `make tables` (`lq experiment report --profile {profile} --protocol {protocol}`) from the "
+        "MLflow store: do not edit by hand. Each table is the newest finished parent run of its experiment and "
+        "identity; its cells are means ± std over the seeds of its children, on the test quests (defaults are chosen "
+        "on the validation quests, `val/` metrics of the same runs). Earlier defaults' figures: "
+        "[archive/](archive/); what changed when: [CHANGELOG.md](CHANGELOG.md).",
+        "",
+    ]
+    missing = []
+    for name in names:
+        for objective in objectives() if name != "table45" else [None]:
+            parent = latest_parent(tracking_uri, name, profile, protocol, objective)
+            label = f"{name} ({objective} objective)" if objective else name
+            if parent is None:
+                missing.append(label)
+                continue
+            lines += section(client, experiment_for(client, parent), parent)
+    if missing:
+        lines += ["## Not run yet at this profile and protocol", "", *(f"- {m}" for m in missing), ""]
+    return "\n".join(lines)
+
+
+def write_results_page(tracking_uri: str, profile: str, protocol: str, out: str | Path) -> Path:
+    from lq.data.io import atomic_open
+
+    out = Path(out)
+    with atomic_open(out, "w", encoding="utf-8") as f:
+        f.write(results_page(tracking_uri, profile, protocol))
+    return out
