@@ -19,14 +19,14 @@ held-out demonstrations together. The shares tried start at the demonstrations' 
 :data:`SHARE_STEPS`; of equally close pairs the least acting, then the least listening, wins. Counting the training
 demonstrations too is for the sake of numbers: the 60 validation demonstrations of the default data hold 6 partner
 completions, and a partner's count there moved by one between most shares, so that the choice was a coin toss
-(docs/results.md); the 460 together hold 47. The partner was trained on the training demonstrations' turns but
+(docs/results/archive/); the 460 together hold 47. The partner was trained on the training demonstrations' turns but
 completes fewer of their goals than their partners did, so their count is no memorised figure.
 
 Why the share is fit too: matched on goals alone, the partner acted on four times the demonstrations' share (58 %
 against 14.5 %) at any listening, and over an episode of 30 turns such a partner completes goals whatever it hears:
 a speaker of random utterances led it to 0.129 of the test goals, one that names the goal 0.138. Acting on the
 demonstrations' share and listening (the most of :data:`LISTEN_STEPS`) it completes 27 of the 47 goals (within the
-factor of 2 the environment is held to), and what is said decides: 0.050 against 0.125 (3 seeds, docs/results.md). A
+factor of 2 the environment is held to), and what is said decides: 0.050 against 0.125 (3 seeds, docs/results/archive/). A
 partner that acts on the demonstrations' share of turns but at the wrong ones completes fewer goals than they did
 (the demonstrations' partners acted when asked); listening buys completions at that share (why lq's partner needs a
 bias: docs/deviations.md).

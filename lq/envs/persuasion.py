@@ -6,7 +6,7 @@ Two speakers: ``random`` (a uniform utterance of the whole space each turn: Tabl
 character's name: the request that leads the partner to the goal, as the released code's partner completes a "get X"
 goal by "give X to self"). The goal-reading speaker reads what no agent is shown; it is a probe of the partner, not a
 baseline. A partner that acts when persuaded completes more goals for it than for the random speaker
-(docs/results.md, "A partner that acts when persuaded").
+(docs/results/archive/, "A partner that acts when persuaded").
 """
 
 from __future__ import annotations
