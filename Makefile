@@ -64,7 +64,7 @@ LAUNCHER_ARGS ?=
 RL_ARGS ?=
 XP_ARGS = --seeds $(SEEDS) --profile $(PROFILE) --protocol $(PROTOCOL) --objective $(OBJECTIVE) --data $(DATA) --jobs $(JOBS) --launcher $(LAUNCHER) \
 	$(if $(LAUNCHER_ARGS),--launcher-args $(LAUNCHER_ARGS)) $(if $(RESUME),--resume) $(if $(RL_ARGS),--rl-args '$(RL_ARGS)')
-ablations: $(STAMP) ## the paper's tables as MLflow parent/child runs: make ablations [PROFILE=tiny] [SEEDS="0 1 2"] [EXPERIMENTS=...] [LAUNCHER=local|submitit] [RESUME=1] [RL_ARGS=...]
+ablations: $(STAMP) ## the paper's tables as MLflow parent/child runs: make ablations [PROFILE=tiny] [SEEDS="0 1 2"] [EXPERIMENTS=...] [OBJECTIVE=lq|paper] [LAUNCHER=local|submitit] [RESUME=1] [RL_ARGS=...]
 	$(BIN)/lq experiment run $(EXPERIMENTS) $(XP_ARGS)
 
 plan: $(STAMP) ## print every job of the tables as a command line, for any scheduler (opens their parent runs): make plan EXPERIMENTS=table1

@@ -9,7 +9,7 @@ for are the base's runs, checkpoints shared). Where things go (``outputs_for``):
 
     OUTPUTS/pretrain/ENCODER/best.ckpt              pretrained encoders (and their vectors of the agents' spaces)
     OUTPUTS/{partner,dm}/ENV_ENCODER/best.ckpt      the environment's partner and Dungeon Master
-    OUTPUTS/{rl,bc}/ENCODER/ABILITY-SWITCH/seed-N/{agent,best}.ckpt   the agents
+    OUTPUTS/{rl,bc}/ENCODER/ABILITY-SWITCH/seed-N/{agent,best}.ckpt   the agents (rl-paper/: the paper objective's)
     OUTPUTS/OVERLAY/STAGE/...                       an overlay's runs of the stages it has a file of its own for
 """
 
@@ -183,9 +183,13 @@ class Resolver:
 
     def stage_dir(self, stage: str) -> str:
         """Where a stage's runs go: ``OUTPUTS/STAGE``, or ``OUTPUTS/OVERLAY/STAGE`` for the stages an overlay profile
-        has a file of its own for (its runs differ from the base's); its other stages are the base's runs."""
+        has a file of its own for (its runs differ from the base's); its other stages are the base's runs. RL under an
+        objective other than lq's goes to ``.../rl-OBJECTIVE``, beside lq's agents, not over them."""
+        folder = f"{stage}-{self.objective}" if stage == "rl" and self.objective != "lq" else stage
         return (
-            f"{self.outputs}/{self.profile}/{stage}" if Profile(self.profile).owns(stage) else f"{self.outputs}/{stage}"
+            f"{self.outputs}/{self.profile}/{folder}"
+            if Profile(self.profile).owns(stage)
+            else f"{self.outputs}/{folder}"
         )
 
     def configs(self, stage: str, encoder: str) -> list[Path]:

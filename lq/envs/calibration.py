@@ -26,8 +26,8 @@ Why the share is fit too: matched on goals alone, the partner acted on four time
 against 14.5 %) at any listening, and over an episode of 30 turns such a partner completes goals whatever it hears:
 a speaker of random utterances led it to 0.129 of the test goals, one that names the goal 0.138. Acting on the
 demonstrations' share and listening (the most of :data:`LISTEN_STEPS`) it completes 27 of the 47 goals (within the
-factor of 2 the environment is held to), and what is said decides: 0.050 against 0.125 (3 seeds, docs/results/archive/). A
-partner that acts on the demonstrations' share of turns but at the wrong ones completes fewer goals than they did
+factor of 2 the environment is held to), and what is said decides: 0.050 against 0.125 (3 seeds, docs/results/archive/).
+A partner that acts on the demonstrations' share of turns but at the wrong ones completes fewer goals than they did
 (the demonstrations' partners acted when asked); listening buys completions at that share (why lq's partner needs a
 bias: docs/deviations.md).
 

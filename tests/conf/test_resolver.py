@@ -89,3 +89,16 @@ def test_bad_names_are_refused_with_the_choices(tmp_path, monkeypatch):
     (tmp_path / "profile" / "odd" / "profile.yaml").write_text("base: tiny\nenv_encoder: small\n")
     with pytest.raises(ValueError, match="odd/profile.yaml: a profile.yaml holds env_encoder .* or base"):
         Profile("odd").files("rl")
+
+
+def test_rl_agents_of_another_objective_go_beside_lqs():
+    assert Resolver().agent_checkpoint("rl", "scratch", "act", "hardcoded", 0) == (
+        "outputs/rl/scratch/act-hardcoded/seed-0/agent.ckpt"
+    )
+    paper = Resolver(objective="paper")
+    assert paper.agent_checkpoint("rl", "scratch", "act", "hardcoded", 0) == (
+        "outputs/rl-paper/scratch/act-hardcoded/seed-0/agent.ckpt"
+    )
+    assert paper.stage_dir("bc") == "outputs/bc" and Resolver(profile="quick", objective="paper").stage_dir("rl") == (
+        "outputs/quick/rl-paper"
+    )
