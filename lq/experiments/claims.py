@@ -16,6 +16,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
+from lq.eval import markdown_table
 from lq.experiments.reporting import (
     _client,
     children,
@@ -155,6 +156,8 @@ def section(client, experiment: Experiment, parent_id: str) -> list[str]:
     for table in experiment.tables:
         md, _ = render(table, values[table.name], protocol)
         lines += [md.rstrip("\n"), ""]
+    if experiment.name == "deviations":
+        lines += departure_matrix(experiment, values["deviations"])
     marked = orderings(experiment)
     if marked:
         lines += ["The paper's orderings (one standard error of the difference; mean ± sample std over seeds):", ""]
@@ -163,6 +166,23 @@ def section(client, experiment: Experiment, parent_id: str) -> list[str]:
             lines.append(f"- {o.claim}: {_mean_std(better)} against {_mean_std(worse)}: **{verdict(better, worse)}**")
         lines.append("")
     return lines
+
+
+SIGNS = {"holds": "+", "does not hold": "−", "within noise": "·", "not tested (one seed)": "?", "not run": ""}
+
+
+def departure_matrix(experiment: Experiment, values: dict[tuple[str, str], list[float]]) -> list[str]:
+    """Which departures move which column: for each row after the paper objective's, against it, ``+`` above it by
+    more than one standard error of the difference, ``−`` below, ``·`` within noise (``?``: one seed)."""
+    table = experiment.tables[0]
+    (base, cells), *others = table.rows
+    columns = list(cells)
+    rows = [
+        [row, *(SIGNS[verdict(values.get((row, c), []), values.get((base, c), []))] for c in columns)]
+        for row, _ in others
+    ]
+    head = f"Against the first row ({base}): + above it, − below it, · within one standard error of the difference."
+    return [head, "", *markdown_table(["", *columns], rows), ""]
 
 
 def results_page(tracking_uri: str, profile: str, protocol: str, names: Sequence[str] = tuple(EXPERIMENTS)) -> str:
@@ -183,7 +203,8 @@ def results_page(tracking_uri: str, profile: str, protocol: str, names: Sequence
     ]
     missing = []
     for name in names:
-        for objective in objectives() if name != "table45" else [None]:
+        # Tables 4/5 train no RL; the deviation table departs from the paper objective
+        for objective in {"table45": [None], "deviations": ["paper"]}.get(name, objectives()):
             parent = latest_parent(tracking_uri, name, profile, protocol, objective)
             label = f"{name} ({objective} objective)" if objective else name
             if parent is None:

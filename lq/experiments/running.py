@@ -51,11 +51,16 @@ class Setup(Resolver):
 def stage_args(config: Config, setup: Setup, seed: int, out_dir: str | None = None) -> list[str]:
     """The command line of one stage run (``lq STAGE fit ...``) of ``config`` with ``seed``: the resolver's, logging
     to the setup's store, with its extra arguments."""
-    args = setup.stage_args(config.stage, config.encoder, seed, config.ability, config.switch, out_dir)
+    resolver = setup
+    if config.variant:  # a row of the deviation table: its own folder, its objective or its arguments
+        out_dir = out_dir or f"{setup.stage_dir(config.stage)}/{config.variant}"
+        if config.objective:
+            resolver = Resolver(setup.profile, setup.protocol, config.objective, setup.data_dir, setup.outputs)
+    args = resolver.stage_args(config.stage, config.encoder, seed, config.ability, config.switch, out_dir)
     args += ["--trainer.logger.init_args.tracking_uri", setup.tracking_uri]
     if config.stage in AGENT_STAGES:
         args += ["--eval_seeds", str(setup.eval_seeds)]
-    return args + [*setup.extra_args.get("*", ()), *setup.extra_args.get(config.stage, ())]
+    return args + [*setup.extra_args.get("*", ()), *setup.extra_args.get(config.stage, ()), *config.extra_args]
 
 
 @dataclass(frozen=True)
@@ -272,7 +277,9 @@ def stage_runs(config: Config, setup: Setup) -> list[tuple[str, list[str]]]:
 def _module_args(config: Config, setup: Setup, seed: int) -> list[str]:
     """The RL stage's arguments for ``config``'s encoder, ability and switch (after ``rl fit``): what builds the agent
     module the baselines and the spaces' vectors are computed with."""
-    return stage_args(Config("rl", config.encoder or "scratch", config.ability, config.switch), setup, seed)[2:]
+    variant = config.variant if config.stage == "rl" else ""
+    rl = Config("rl", config.encoder or "scratch", config.ability, config.switch, variant)
+    return stage_args(rl, setup, seed)[2:]
 
 
 def _rl_cli(module_args: Sequence[str]):
@@ -479,6 +486,7 @@ def child_waves(experiment: Experiment, setup: Setup, pid: str, done: set[tuple[
             if (config.key, str(seed)) in done:
                 continue
             tags = {"mlflow.parentRunId": pid, "lq.config": config.key, "lq.seed": str(seed)}
+            tags.update({"lq.variant": config.variant} if config.variant else {})
             label = f"{config.key} s{seed}"
             if config.stage == "baselines":
                 args = [

@@ -60,6 +60,7 @@ class Config:
     encoder: str = ""  # none for the baselines: they read no encoder
     ability: str = "act_speech"
     switch: str = "hardcoded"
+    variant: str = ""  # RL: one of DEPARTURES, its arguments after the objective's file (the deviation table)
 
     @property
     def key(self) -> str:
@@ -67,7 +68,36 @@ class Config:
             return f"pretrain-{self.encoder}"
         if self.stage == "baselines":
             return f"baselines-{self.ability}-{self.switch}"
-        return f"{self.stage}-{self.encoder}-{self.ability}-{self.switch}"
+        key = f"{self.stage}-{self.encoder}-{self.ability}-{self.switch}"
+        return f"{key}-{self.variant}" if self.variant else key
+
+    @property
+    def extra_args(self) -> list[str]:
+        """The variant's arguments (after every config file of the run; ``lq``: none, its objective's file instead)."""
+        return list(DEPARTURES[self.variant][1]) if self.variant in DEPARTURES else []
+
+    @property
+    def objective(self) -> str | None:
+        """The objective the variant trains under where it is not the setup's (``lq``: lq's own file)."""
+        return "lq" if self.variant == "lq" else None
+
+
+# lq's departures from the paper objective (conf/objective/paper.yaml), each alone: the deviation table's rows after
+# the first (the paper's) and before the last (lq's, conf/objective/lq.yaml). Values at the tiny profile.
+DEPARTURES: dict[str, tuple[str, tuple[str, ...]]] = {
+    "bc_start": ("+ start from BC", ("--model.init_from", "bc")),
+    "imitation": ("+ the imitation term (1, 4 demonstrations)", ("--model.coefficients.imitation", "1.0")),
+    "valid_mean": ("+ valid terms averaged over candidates and steps", ("--model.valid_reduction", "mean")),
+    "valid_positives": ("+ valid terms per valid target", ("--model.valid_reduction", "positives")),
+    "normalized": ("+ normalised advantages", ("--model.normalize_advantages", "true")),
+    "lr": ("+ lq's Adam (lr 5e-4, betas 0.9, 0.999)", ("--model.lr", "5e-4", "--model.adam_betas", "[0.9, 0.999]")),
+    "value": ("+ lq's value and speech policy weights (0.5, 1)",
+              ("--model.coefficients.value", "0.5", "--model.coefficients.speech_policy", "null")),
+    "envs16": ("+ 16 environments", ("--model.num_envs", "16")),
+    "turns30": ("+ 30-turn training episodes", ("--model.max_steps", "null")),
+    "no_exact_match": ("- the exact-match features (lq's, in both)", ("--model.agent.exact_match", "false")),
+    "no_objects": ("- the context's object lines (lq's, in both)", ("--model.context_objects", "false")),
+}  # fmt: skip
 
 
 @dataclass(frozen=True)
@@ -204,9 +234,34 @@ def table45(
     return Experiment("table45", "Tables 4 and 5: supervised timeline prediction", tables, encoders, "")
 
 
+VALIDATION_GOALS = tuple((f"Val {title.lower()}", metric.replace("test/", "val/")) for title, metric in GOALS)
+
+
+def deviations(encoders: Sequence[str] = ("scratch",), objective: str = "paper") -> Experiment:
+    """lq's departures from the paper objective measured one at a time (issue 41): the paper objective, then each
+    departure added to it alone (:data:`DEPARTURES`; two are removals of lq's own features), then lq's objective;
+    validation and test columns, BC and the baselines beside. Run under ``--objective paper`` (its base)."""
+    _check_encoders(encoders)
+    if objective != "paper":
+        raise ValueError(f"the deviation table departs from the paper objective: run it with --objective paper, "
+                         f"not {objective}")  # fmt: skip
+    columns = (*VALIDATION_GOALS, *GOALS)
+    rows = []
+    for e in encoders:
+        who = f"{ENCODER_TITLES[e]}, " if len(encoders) > 1 else ""
+        rows.append((f"{who}RL (paper objective)", {t: Cell(Config("rl", e), m) for t, m in columns}))
+        for variant, (title, _) in DEPARTURES.items():
+            rows.append((f"{who}{title}", {t: Cell(Config("rl", e, variant=variant), m) for t, m in columns}))
+        rows.append((f"{who}{RL_TITLES['lq']}", {t: Cell(Config("rl", e, variant="lq"), m) for t, m in columns}))
+        rows.append((f"{who}BC", {t: Cell(Config("bc", e), m) for t, m in columns}))
+    title = "The deviation table: lq's departures from the paper objective, one at a time"
+    return _with_baselines("deviations", title, rows, encoders, objective)
+
+
 EXPERIMENTS: dict[str, Callable[..., Experiment]] = {
     "table1": table1,
     "table2": table2,
     "table7": table7,
     "table45": table45,
+    "deviations": deviations,
 }

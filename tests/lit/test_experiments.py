@@ -1007,3 +1007,43 @@ def test_the_results_page_is_generated_from_the_store_the_same_twice_with_each_o
     )
     assert "- RL above BC (Scratch, act & speech goals): 0.520 ± 0.020 against 0.320 ± 0.020: **holds**" in lq
     assert "## Not run yet at this profile and protocol" in text and "- table2 (lq objective)" in text
+
+
+def test_the_deviation_table_adds_each_of_lqs_departures_to_the_paper_objective_alone(tmp_path):
+    """Row 1 is the paper objective, each further row one departure on top of it (its own folder), the last lq's
+    objective; every row's command line parses to the paper's settings but for what it names."""
+    setup = X.Setup(seeds=(0,), objective="paper", outputs=str(tmp_path / "o"))
+    experiment = X.EXPERIMENTS["deviations"](objective="paper")
+    rows = [row for row, _ in experiment.tables[0].rows]
+    assert rows[0] == "RL (paper objective)" and rows[-2:] == ["RL from BC + imitation (lq objective)", "BC"]
+    columns = list(experiment.tables[0].rows[0][1])
+    assert columns[:3] == ["Val act goals", "Val speech goals", "Val act & speech"] and columns[3] == "Act goals"
+    paper = dict(X.running.rl_module(X.running._module_args(X.Config("rl", "scratch"), setup, 0)).hparams)
+    changed = {}
+    for config in (c for c in experiment.configs if c.stage == "rl"):
+        hparams = dict(X.running.rl_module(X.running._module_args(config, setup, 0)).hparams)
+        changed[config.variant] = {k for k in hparams if hparams[k] != paper[k]} - {"bc_checkpoint"}
+        args = X.stage_args(config, setup, 0)
+        assert args[args.index("--out_dir") + 1] == f"{tmp_path}/o/rl-paper" + (
+            f"/{config.variant}" * bool(config.variant)
+        )
+    assert changed["bc_start"] == {"init_from"} and changed["valid_mean"] == {"valid_reduction"}
+    assert changed["lr"] == {"lr", "adam_betas"} and changed["turns30"] == {"max_steps"}
+    assert changed["no_exact_match"] == {"agent"} and changed["no_objects"] == {"context_objects"}
+    assert {"init_from", "valid_reduction", "normalize_advantages", "lr", "num_envs", "coefficients"} <= changed["lq"]
+    assert changed[""] == set() and all(changed[v] for v in changed if v)
+    with pytest.raises(ValueError, match="run it with --objective paper, not lq"):
+        X.EXPERIMENTS["deviations"](objective="lq")
+
+
+def test_the_deviation_tables_reading_marks_which_departure_moves_which_column():
+    from lq.experiments.claims import departure_matrix
+
+    experiment = X.EXPERIMENTS["deviations"](objective="paper")
+    base, bc_start = experiment.tables[0].rows[0][0], experiment.tables[0].rows[1][0]
+    values = {(base, "Act goals"): [0.50, 0.52, 0.54], (bc_start, "Act goals"): [0.70, 0.72, 0.74],
+              (base, "Speech goals"): [0.20, 0.22, 0.24], (bc_start, "Speech goals"): [0.21, 0.23, 0.25],
+              (base, "Act & Speech"): [0.20, 0.22, 0.24], (bc_start, "Act & Speech"): [0.10, 0.12, 0.14]}  # fmt: skip
+    lines = departure_matrix(experiment, values)
+    row = next(line for line in lines if line.startswith(f"| {bc_start} |"))
+    assert row.removesuffix(" |").split(" | ")[4:7] == ["+", "·", "−"]  # act goals up, speech goals within noise, act & speech down
