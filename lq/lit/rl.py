@@ -48,6 +48,7 @@ class RLModule(AgentModule):
         bc_checkpoint: str | None = None,
         imitation_batch: int = 4,
         adam_betas: tuple[float, float] = (0.9, 0.999),
+        gain_lr_scale: float = 1.0,
         **kwargs,
     ):
         """The rollout and A2C hyperparameters (Table 6; ``max_steps``: the training episodes' agent turns in place of
@@ -56,7 +57,9 @@ class RLModule(AgentModule):
         ability, switch and seed (``lq rl`` links it from ``--bc_dir``); lq's default (conf/rl.yaml) fine-tunes that
         behaviour-cloned agent, the paper's agents start from their encoder (None); ``imitation_batch``: training
         demonstrations per update in the imitation term, where ``coefficients.imitation`` turns it on; ``adam_betas``:
-        Adam's (the released code's: 0.8, 0.999); the rest as :class:`AgentModule`."""
+        Adam's (the released code's: 0.8, 0.999); ``gain_lr_scale``: the exact-match gain
+        (``speech_match_weight``, one scalar) learns at ``lr`` times this, in its own parameter group (Adam moves a
+        parameter by about ``lr`` a step: at 1 the gain barely leaves its start); the rest as :class:`AgentModule`."""
         if valid_reduction not in VALID_REDUCTIONS:
             raise ValueError(
                 f"model.valid_reduction={valid_reduction!r}: choose {', '.join(VALID_REDUCTIONS)} (lq/rl/losses.py)"
@@ -173,8 +176,14 @@ class RLModule(AgentModule):
         return DataLoader(range(self.hparams.updates_per_epoch), batch_size=1, generator=torch.Generator())
 
     def configure_optimizers(self):
-        params = [p for p in self.parameters() if p.requires_grad]
-        return torch.optim.Adam(params, lr=self.hparams.lr, betas=tuple(self.hparams.adam_betas))
+        h = self.hparams
+        named = [(n, p) for n, p in self.named_parameters() if p.requires_grad]
+        if h.gain_lr_scale == 1.0:
+            return torch.optim.Adam([p for _, p in named], lr=h.lr, betas=tuple(h.adam_betas))
+        gain = [p for n, p in named if n.endswith("speech_match_weight")]
+        rest = [p for n, p in named if not n.endswith("speech_match_weight")]
+        groups = [{"params": rest}, {"params": gain, "lr": h.lr * h.gain_lr_scale}]
+        return torch.optim.Adam([g for g in groups if g["params"]], lr=h.lr, betas=tuple(h.adam_betas))
 
     # -- training ------------------------------------------------------------------------------------
 

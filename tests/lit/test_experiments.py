@@ -1029,6 +1029,7 @@ def test_the_deviation_table_adds_each_of_lqs_departures_to_the_paper_objective_
         )
     assert changed["bc_start"] == {"init_from"} and changed["valid_mean"] == {"valid_reduction"}
     assert changed["lr"] == {"lr", "adam_betas"} and changed["turns30"] == {"max_steps"}
+    assert changed["gain_lr"] == {"gain_lr_scale"}
     assert changed["no_exact_match"] == {"agent"} and changed["no_objects"] == {"context_objects"}
     assert {"init_from", "valid_reduction", "normalize_advantages", "lr", "num_envs", "coefficients"} <= changed["lq"]
     assert changed[""] == set() and all(changed[v] for v in changed if v)
@@ -1046,4 +1047,8 @@ def test_the_deviation_tables_reading_marks_which_departure_moves_which_column()
               (base, "Act & Speech"): [0.20, 0.22, 0.24], (bc_start, "Act & Speech"): [0.10, 0.12, 0.14]}  # fmt: skip
     lines = departure_matrix(experiment, values)
     row = next(line for line in lines if line.startswith(f"| {bc_start} |"))
-    assert row.removesuffix(" |").split(" | ")[4:7] == ["+", "·", "−"]  # act goals up, speech goals within noise, act & speech down
+    assert row.removesuffix(" |").split(" | ")[4:7] == [
+        "+",
+        "·",
+        "−",
+    ]  # act goals up, speech goals within noise, act & speech down

@@ -284,3 +284,15 @@ def test_term_gradients_of_summed_valid_terms_are_the_candidates_times_the_avera
     off = silent.term_gradients(1)
     assert off["action_policy"][1] == off["speech_policy"][1] == 0.0 < off["valid_speech"][1]
     assert agent_name(silent) == "RL (no policy gradient) scratch act_speech hardcoded"
+
+
+def test_the_exact_match_gain_can_learn_in_its_own_parameter_group(setup_dir):
+    """gain_lr_scale puts the one scalar gain in its own Adam group at lr times the scale; at 1, one group as before."""
+    module = _module(setup_dir, lr=1e-3, gain_lr_scale=30.0)
+    module.build_agent()
+    rest, gain = module.configure_optimizers().param_groups
+    assert [p.numel() for p in gain["params"]] == [1] and gain["lr"] == pytest.approx(3e-2) and rest["lr"] == 1e-3
+    assert gain["params"][0] is module.agent.speech_match_weight
+    plain = _module(setup_dir, lr=1e-3)
+    plain.build_agent()
+    assert len(plain.configure_optimizers().param_groups) == 1
