@@ -128,7 +128,7 @@ def preparation(configs: Sequence[Config], setup: Setup) -> list[Wave]:
     starts = [
         Step(f"bc {c.key[3:]} s{seed} (the RL agent's start)", stage_args(bc, setup, seed), _bc_start(bc, setup, seed))
         for c in agents
-        if c.stage == "rl" and (bc := dataclasses.replace(c, stage="bc")) not in cloned and starts_from_bc(c, setup)
+        if c.stage == "rl" and (bc := dataclasses.replace(c, stage="bc", variant="")) not in cloned and starts_from_bc(c, setup)
         for seed in setup.seeds
     ]
     if starts:

@@ -1033,6 +1033,11 @@ def test_the_deviation_table_adds_each_of_lqs_departures_to_the_paper_objective_
     assert changed["no_exact_match"] == {"agent"} and changed["no_objects"] == {"context_objects"}
     assert {"init_from", "valid_reduction", "normalize_advantages", "lr", "num_envs", "coefficients"} <= changed["lq"]
     assert changed[""] == set() and all(changed[v] for v in changed if v)
+    # the rows that start from BC start from the experiment's own BC children: no BC start of a variant is prepared
+    (tmp_path / "data").mkdir()
+    (tmp_path / "data" / "manifest.json").touch()
+    prepared = X.preparation(experiment.configs, dataclasses.replace(setup, data_dir=str(tmp_path / "data")))
+    assert not [s.label for wave, _ in prepared for s in wave if s.label.startswith("bc ")]
     with pytest.raises(ValueError, match="run it with --objective paper, not lq"):
         X.EXPERIMENTS["deviations"](objective="lq")
 
