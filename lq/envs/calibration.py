@@ -52,11 +52,11 @@ import torch
 from lq.data.io import atomic_open
 from lq.data.progress import Progress
 from lq.envs.dungeon_master import DungeonMaster
-from lq.envs.episode import QuestInstance
+from lq.envs.episode import DemoTurn, QuestInstance
 from lq.envs.partner import PolyEncoderPartner, bias_for_share
 from lq.envs.protocol import PROTOCOLS
 from lq.envs.quest_env import QuestEnv
-from lq.envs.replay import DemoTurn, by_whom, demonstration_turns, replay_demonstrations
+from lq.envs.replay import by_whom, demonstration_turns, replay_demonstrations
 from lq.models.poly_encoder import keyed, stores_beside, writable
 
 PAPER = PROTOCOLS["paper"]  # replays run as long as their demonstrations: the protocol only decides when they stop

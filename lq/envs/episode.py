@@ -17,6 +17,17 @@ from lq.world import ActGoal, GoalError, Node, World, step
 
 
 @dataclass
+class DemoTurn:
+    """One turn of a demonstration as the environment shows it to the side that took it: the context, what was done,
+    the valid actions (:func:`lq.envs.replay.demonstration_turns` makes them; the partner's calibration reads them)."""
+
+    context: str
+    kind: str  # "action" or "speech"
+    text: str
+    valid_actions: list[str]
+
+
+@dataclass
 class QuestInstance:
     """A quest to play: its stem (with the world) and the demonstration its speech reward comes from."""
 

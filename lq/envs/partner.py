@@ -18,11 +18,11 @@ from typing import TYPE_CHECKING, Protocol
 import torch
 
 from lq.data.context import last_line
-from lq.models.agent import content_words
 from lq.models.poly_encoder import CandidateCache, PolyEncoder, TextBatcher
+from lq.world.text import content_words
 
 if TYPE_CHECKING:
-    from lq.envs.replay import DemoTurn
+    from lq.envs.episode import DemoTurn
 
 Turn = tuple[str, str]  # ("speech" | "action", text)
 

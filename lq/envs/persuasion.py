@@ -18,7 +18,7 @@ import torch
 
 from lq.envs.episode import Slot
 from lq.envs.quest_env import QuestEnv
-from lq.models.agent import content_words
+from lq.world.text import content_words
 
 Speaker = Callable[[Slot, random.Random], str]
 SPEAKERS = ("random", "goal")

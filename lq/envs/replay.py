@@ -6,24 +6,12 @@ the reference row of every table, and how the partner's calibration is checked).
 from __future__ import annotations
 
 from collections.abc import Sequence
-from dataclasses import dataclass
 
 from lq.data.demos import PARTNER, SELF
-from lq.envs.episode import QuestInstance, new_slot, play_turn, slot_context
+from lq.envs.episode import DemoTurn, QuestInstance, new_slot, play_turn, slot_context
 from lq.envs.partner import ScriptedPartner, Turn
 from lq.envs.quest_env import QuestEnv
 from lq.world import valid_actions
-
-
-@dataclass
-class DemoTurn:
-    """One turn of a demonstration as the environment shows it to the side that took it: the context, what was done,
-    the valid actions."""
-
-    context: str
-    kind: str  # "action" or "speech"
-    text: str
-    valid_actions: list[str]
 
 
 def demonstration_turns(

@@ -125,10 +125,17 @@ def preparation(configs: Sequence[Config], setup: Setup) -> list[Wave]:
     # the BC agents the RL agents start from, where the configurations do not train them (an experiment's BC
     # children go before its RL children: child_waves)
     cloned = {c for c in configs if c.stage == "bc"}
-    starts = [
-        Step(f"bc {c.key[3:]} s{seed} (the RL agent's start)", stage_args(bc, setup, seed), _bc_start(bc, setup, seed))
+    # one per BC configuration and seed, whichever RL variants start from it
+    needed = dict.fromkeys(
+        bc
         for c in agents
-        if c.stage == "rl" and (bc := dataclasses.replace(c, stage="bc", variant="")) not in cloned and starts_from_bc(c, setup)
+        if c.stage == "rl"
+        and (bc := dataclasses.replace(c, stage="bc", variant="")) not in cloned
+        and starts_from_bc(c, setup)
+    )
+    starts = [
+        Step(f"bc {bc.key[3:]} s{seed} (the RL agent's start)", stage_args(bc, setup, seed), _bc_start(bc, setup, seed))
+        for bc in needed
         for seed in setup.seeds
     ]
     if starts:

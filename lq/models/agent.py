@@ -22,7 +22,6 @@
 
 from __future__ import annotations
 
-import re
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -33,6 +32,7 @@ from torch import nn
 
 from lq.models.encoder import EncoderSpec, Vocabulary, build_encoder, lookup, token_states
 from lq.models.poly_encoder import CandidateCache, PolyEncoder, TextBatcher
+from lq.world.text import FUNCTION_WORDS
 
 
 @dataclass
@@ -234,16 +234,6 @@ class CandidateScorer(nn.Module):
         worth = self.worth(states).squeeze(-1)  # [b, t]
         gathered = (attn.softmax(-1) * (values + worth)).sum(-1)  # [n, b]
         return gathered.T + query @ candidates.T
-
-
-# Word pieces that say nothing about which candidate is meant: left out of the exact-match feature.
-FUNCTION_WORDS = frozenset("a an the to of in on from and i my me you your is it at for with".split())
-_WORD = re.compile(r"[a-z]+")
-
-
-def content_words(text: str) -> set[str]:
-    """A text's lower-cased words less :data:`FUNCTION_WORDS` (the word-overlap rules' and the partner's listening)."""
-    return set(_WORD.findall(text.lower())) - FUNCTION_WORDS
 
 
 def content_piece_ids(texts: Sequence[str], tokenizer) -> torch.Tensor:

@@ -19,7 +19,7 @@ import torch
 
 from lq.envs.quest_env import QuestEnv
 from lq.envs.replay import by_whom, replay_demonstrations
-from lq.models.agent import content_words
+from lq.world.text import content_words
 
 RULES = ("random", "overlap")
 # key (in metric names), row title, rule, choose among the valid candidates only

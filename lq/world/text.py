@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import re
+
 ARTICLES = frozenset({"a", "an", "the", "some"})
 VOWELS = "aeiou"
 
@@ -40,3 +42,14 @@ def join_list(items: list[str]) -> str:
 
 def capitalize(text: str) -> str:
     return text[:1].upper() + text[1:]
+
+
+# Words that say nothing about which candidate is meant: left out of the exact-match features, the word-overlap rules
+# and the partner's listening.
+FUNCTION_WORDS = frozenset("a an the to of in on from and i my me you your is it at for with".split())
+_WORD = re.compile(r"[a-z]+")
+
+
+def content_words(text: str) -> set[str]:
+    """A text's lower-cased words less :data:`FUNCTION_WORDS` (the word-overlap rules' and the partner's listening)."""
+    return set(_WORD.findall(text.lower())) - FUNCTION_WORDS

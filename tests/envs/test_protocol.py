@@ -7,16 +7,16 @@ import torch
 from lq.data import Demonstration, Quest
 from lq.envs.calibration import fit_action_bias, fit_error, fit_listening
 from lq.envs.dungeon_master import DungeonMaster
-from lq.envs.episode import QuestInstance
+from lq.envs.episode import DemoTurn, QuestInstance
 from lq.envs.partner import PolyEncoderPartner, ScriptedPartner, bias_for_share
 from lq.envs.persuasion import partner_completions, speaker
 from lq.envs.protocol import PROTOCOLS, Protocol, protocol_of
 from lq.envs.quest_env import QuestEnv
-from lq.envs.replay import DemoTurn, replay_demonstrations
+from lq.envs.replay import replay_demonstrations
 from lq.eval import EvalResult, lost_table
 from lq.models.poly_encoder import PolyEncoder, TextBatcher
 from lq.models.pretrained import load_tokenizer
-from lq.rl.baselines import content_words
+from lq.world.text import content_words
 from tests.samples import demo_json, quest_json, tiny_encoder_spec
 
 PAPER, RESTRICTED = PROTOCOLS["paper"], PROTOCOLS["restricted"]
