@@ -198,7 +198,7 @@ def results_page(tracking_uri: str, profile: str, protocol: str, names: Sequence
         "MLflow store: do not edit by hand. Each table is the newest finished parent run of its experiment and "
         "identity; its cells are means ± std over the seeds of its children, on the test quests (defaults are chosen "
         "on the validation quests, `val/` metrics of the same runs). Earlier defaults' figures: "
-        "[archive/](archive/); what changed when: [CHANGELOG.md](CHANGELOG.md).",
+        "[archive/](archive/README.md); what changed when: [CHANGELOG.md](CHANGELOG.md).",
         "",
     ]
     missing = []
