@@ -232,8 +232,15 @@ def _cmd_gradients(args: argparse.Namespace) -> int:
     module = load_agent(args.checkpoint)
     if module.stage != "rl":
         raise UsageError(f"{args.checkpoint}: a {module.stage.upper()} agent has no RL objective; name an RL agent's")
-    if args.paper_objective:
-        module.coef, module.hparams.valid_reduction = LossCoefficients(), "sum"
+    if args.paper_objective:  # conf/objective/paper.yaml's loss (its coefficients, reduction, raw advantages)
+        import yaml
+
+        from lq.conf import path
+
+        paper = yaml.safe_load(path("objective", "paper.yaml").read_text(encoding="utf-8"))["model"]
+        module.coef = LossCoefficients(**paper["coefficients"])
+        module.hparams.valid_reduction = paper["valid_reduction"]
+        module.hparams.normalize_advantages = paper["normalize_advantages"]
     torch.manual_seed(0)
     module.train()
     module.setup("fit")
@@ -452,7 +459,8 @@ def build_parser() -> argparse.ArgumentParser:
     gr.add_argument(
         "--paper-objective",
         action="store_true",
-        help="Table 6's objective at these weights (valid-output terms summed, no imitation term), not the run's own",
+        help="the paper objective's loss (conf/objective/paper.yaml: its coefficients, valid terms summed over "
+        "candidates and steps, raw advantages) at these weights and sizes, not the run's own",
     )
     gr.set_defaults(func=_cmd_gradients)
     ex = sub.add_parser(

@@ -140,10 +140,11 @@ def test_bc_and_rl_fit_evaluate_and_compare(setup_dir, tmp_path, capsys):
         "Demonstrations' self turns with the environment's partner",
     ]
     assert "| Ceiling (goal in the action space) | 1 |" in printed and "| — |" in printed
-    # where its update goes: every term and the total, under the run's own objective or Table 6's
+    # where its update goes: every term and the total, under the run's own objective or the paper's
     assert main(["gradients", str(rl_ckpt), "--rollouts", "1", "--paper-objective"]) == 0
     printed = capsys.readouterr().out
-    assert "valid_reduction sum" in printed and "| valid_speech |" in printed and "| total |" in printed
+    assert "valid_reduction total" in printed and "'speech_policy': 4.0" in printed  # conf/objective/paper.yaml's
+    assert "| valid_speech |" in printed and "| total |" in printed
     assert main(["gradients", str(bc_ckpt)]) == 2
     assert "a BC agent has no RL objective" in capsys.readouterr().err
     # the same agent, as a run meant to train 3 epochs would have left it when stopped after its first
