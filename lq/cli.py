@@ -366,12 +366,12 @@ def _cmd_experiment(args: argparse.Namespace) -> int:
                 )
                 continue
             experiment = X.experiment_for(client, parent)
-            tags = client.get_run(parent).data.tags
+            run = client.get_run(parent)
+            tags = run.data.tags
             shown_identity = ", ".join(f"{k} {tags.get(f'lq.{k}', '?')}" for k in ("profile", "protocol", "objective"))
             print(f"{experiment.title}: from parent run {parent}, {shown_identity} (no training)")
             X.write_local(X.build_tables(experiment, parent, setup.tracking_uri), args.out)
-            # a planned parent: its children ran elsewhere, the tables finish it
-            if client.get_run(parent).info.status == "RUNNING":
+            if run.info.status == "RUNNING":  # a planned parent: its children ran elsewhere, the tables finish it
                 client.set_terminated(parent, "FINISHED")
     print(f"tables in {args.out}/ and on the parent runs; browse them with: make ui (http://127.0.0.1:5000)")
     return 0

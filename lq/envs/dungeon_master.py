@@ -35,18 +35,20 @@ class DungeonMaster:
         """Indices ``[batch, num_valid]`` into the utterance space, most likely first."""
         if not contexts:
             return torch.empty(0, self.num_valid, dtype=torch.long)
+        return self.utterances.score(self._encode(contexts)).topk(self.num_valid, dim=1).indices.cpu()
+
+    def _encode(self, contexts: Sequence[str]) -> torch.Tensor:
+        """The contexts' codes ``[batch, codes, hidden]``, on the model's device."""
         device = self.model.codes.device
         ids, mask = self.batcher.contexts(contexts)
-        ctx = self.model.encode_context(ids.to(device), mask.to(device))
-        return self.utterances.score(ctx).topk(self.num_valid, dim=1).indices.cpu()
+        return self.model.encode_context(ids.to(device), mask.to(device))
 
     @torch.no_grad()
     def place(self, context: str, text: str) -> int:
         """Where ``text`` would stand (1 = the DM's most likely) among the utterance space for ``context``: how the
         DM ranks a line said by a person, which need not be in the space."""
         device = self.model.codes.device
-        ids, mask = self.batcher.contexts([context])
-        ctx = self.model.encode_context(ids.to(device), mask.to(device))
+        ctx = self._encode([context])
         cids, cmask = self.batcher.candidates([text])
         own = self.model.score(ctx, self.model.encode_candidates(cids.to(device), cmask.to(device)))[0, 0]
         return 1 + int((self.utterances.score(ctx)[0] > own).sum())

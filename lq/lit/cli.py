@@ -551,17 +551,14 @@ class AgentCLI(StageCLI):
         other = "sampled" if protocol.greedy else "greedy"
         for seed in range(config.eval_seeds):
             validation = module.evaluate("valid", seed=seed)
-            print(
-                f"zero-shot validation (seed {seed}, {protocol.name} protocol, {protocol.decoding}): act goals "
-                f"{validation.act_goal_rate:.3f}, speech goals {validation.speech_goal_rate:.3f}, both "
-                f"{validation.act_and_speech_rate:.3f}"
-            )
             env = module.eval_env("test", seed)  # both decodings in one environment
             result = module.evaluate("test", seed=seed, env=env)
             beside = module.evaluate("test", seed=seed, greedy=not protocol.greedy, env=env)
-            for decoding, r in ((protocol.decoding, result), (other, beside)):
+            shown = (("validation", protocol.decoding, validation), ("test", protocol.decoding, result),
+                     ("test", other, beside))  # fmt: skip
+            for split, decoding, r in shown:
                 print(
-                    f"zero-shot test (seed {seed}, {protocol.name} protocol, {decoding}): act goals "
+                    f"zero-shot {split} (seed {seed}, {protocol.name} protocol, {decoding}): act goals "
                     f"{r.act_goal_rate:.3f}, speech goals {r.speech_goal_rate:.3f}, both {r.act_and_speech_rate:.3f}, "
                     f"by the partner {r.partner_act_goal_rate:.3f}"
                 )

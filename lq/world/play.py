@@ -45,6 +45,17 @@ def in_sight(world: World, actor: Node) -> list[Node]:
     return here + [world.nodes[t] for t in room.neighbors if t in world.nodes]
 
 
+def named_by_words(sight: list[Node], phrase: str) -> list[Node]:
+    """The nodes of ``sight`` whose name holds every word of ``phrase`` (articles aside; none for no words)."""
+    wanted = set(normalize(phrase).split()) - ARTICLES
+    return [n for n in sight if wanted and wanted <= set(n.key.split())]
+
+
+def which(keys: list[str]) -> str:
+    """The question an ambiguous name gets: "Which do you mean: the old gate keeper or the young gate keeper?"."""
+    return f"Which do you mean: {join_list([f'the {k}' for k in keys]).replace(' and ', ' or ')}?"
+
+
 def complete_names(world: World, actor: Node, line: str) -> tuple[str, str]:
     """``line`` with each partial name completed to the one name in sight holding all its words (``give rope to
     shepherd`` -> ``give small rope to old shepherd``), and ``""``; or ``line`` unchanged and why a name is ambiguous.
@@ -69,13 +80,12 @@ def complete_names(world: World, actor: Node, line: str) -> tuple[str, str]:
     out = [" ".join(words[: len(words) - len(rest)])]
     for span in spans:
         phrase = normalize(" ".join(span))
-        wanted = set(phrase.split()) - ARTICLES
-        if not span or span[0] in seps or not wanted or phrase in keys:
+        if not span or span[0] in seps or phrase in keys:
             out.append(" ".join(span))
             continue
-        matches = sorted({n.key for n in sight if wanted <= set(n.key.split())})
+        matches = sorted({n.key for n in named_by_words(sight, phrase)})
         if len(matches) > 1:
-            return line, f"Which do you mean: {join_list([f'the {m}' for m in matches]).replace(' and ', ' or ')}?"
+            return line, which(matches)
         out.append(matches[0] if matches else " ".join(span))
     return " ".join(w for w in out if w), ""
 
@@ -90,11 +100,9 @@ def find_in_sight(world: World, actor: Node, name: str) -> tuple[Node | None, st
     exact = [n for n in sight if n.key == key]
     if exact:
         return exact[0], ""
-    wanted = set(key.split()) - ARTICLES
-    matches = [n for n in sight if wanted and wanted <= set(n.key.split())]
+    matches = named_by_words(sight, key)
     if len({n.key for n in matches}) > 1:
-        names = join_list([f"the {m}" for m in sorted({n.key for n in matches})]).replace(" and ", " or ")
-        return None, f"Which do you mean: {names}?"
+        return None, which(sorted({n.key for n in matches}))
     return (matches[0], "") if matches else (None, f"You don't see '{key}' here.")
 
 
