@@ -26,7 +26,7 @@ from lq.experiments.reporting import (
     render,
     table_values,
 )
-from lq.experiments.specs import ENCODER_TITLES, EXPERIMENTS, RL_TITLES, Experiment, rl_title
+from lq.experiments.specs import ENCODER_TITLES, EXPERIMENTS, Experiment, rl_title
 
 Place = tuple[str, str, str]  # (table, row, column)
 
@@ -142,8 +142,10 @@ def section(client, experiment: Experiment, parent_id: str) -> list[str]:
     values = {table.name: table_values(client, runs, table) for table in experiment.tables}
     day = time.strftime("%Y-%m-%d", time.gmtime(run.info.start_time / 1000))
     objective = tags.get("lq.objective", "lq")
+    # the heading names the objective once (Tables 2 and 7 name it in their titles already)
+    named = bool(experiment.objective) and rl_title(objective) not in experiment.title
     lines = [
-        f"## {experiment.title}" + (f", {RL_TITLES.get(objective, objective)}" if experiment.objective else ""),
+        f"## {experiment.title}" + (f", {rl_title(objective)}" if named else ""),
         "",
         f"Parent run `{parent_id}` ({day}): profile `{tags.get('lq.profile', '?')}`, protocol "
         f"`{tags.get('lq.protocol', '?')}`"
