@@ -227,27 +227,31 @@ def _cmd_gradients(args: argparse.Namespace) -> int:
     import torch
 
     from lq.lit.checkpoints import load_agent
-    from lq.rl.losses import LossCoefficients
+    from lq.rl.losses import A2CSettings
 
     module = load_agent(args.checkpoint)
     if module.stage != "rl":
         raise UsageError(f"{args.checkpoint}: a {module.stage.upper()} agent has no RL objective; name an RL agent's")
-    if args.paper_objective:  # conf/objective/paper.yaml's loss (its coefficients, reduction, raw advantages)
+    if args.paper_objective:  # conf/objective/paper.yaml's loss (coefficients, gamma, reduction, raw advantages)
         import yaml
 
         from lq.conf import path
 
         paper = yaml.safe_load(path("objective", "paper.yaml").read_text(encoding="utf-8"))["model"]
-        module.coef = LossCoefficients(**paper["coefficients"])
-        module.hparams.valid_reduction = paper["valid_reduction"]
-        module.hparams.normalize_advantages = paper["normalize_advantages"]
+        module.settings = A2CSettings(
+            paper["coefficients"],
+            paper["gamma"],
+            paper["normalize_advantages"],
+            paper["valid_reduction"],
+            module.settings.imitation_batch,
+        )
     torch.manual_seed(0)
     module.train()
     module.setup("fit")
     terms = module.term_gradients(args.rollouts)
-    h = module.hparams
+    h, settings = module.hparams, module.settings
     print(
-        f"{args.checkpoint}: valid_reduction {h.valid_reduction}, coefficients {asdict(module.coef)}; "
+        f"{args.checkpoint}: valid_reduction {settings.valid_reduction}, coefficients {asdict(settings.coefficients)}; "
         f"{args.rollouts} rollouts of {h.num_envs} environments x {h.rollout_steps} steps"
     )
     print("| term (weighted) | value | gradient norm | share of the total's norm |\n| --- | ---: | ---: | ---: |")

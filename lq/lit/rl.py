@@ -22,7 +22,7 @@ from lq.envs.build import build_env
 from lq.envs.episode import instances_from_data
 from lq.lit.agent import VOCABULARY, AgentModule, read_checkpoint
 from lq.rl.a2c import RolloutState, a2c_losses, collect
-from lq.rl.losses import VALID_REDUCTIONS, LossCoefficients, SwitchLosses, weighted
+from lq.rl.losses import A2CSettings, LossCoefficients, SwitchLosses, weighted
 from lq.rl.priority import PrioritySampler
 from lq.rl.switch import RatioSwitch
 
@@ -60,13 +60,10 @@ class RLModule(AgentModule):
         Adam's (the released code's: 0.8, 0.999); ``gain_lr_scale``: the exact-match gain
         (``speech_match_weight``, one scalar) learns at ``lr`` times this, in its own parameter group (Adam moves a
         parameter by about ``lr`` a step: at 1 the gain barely leaves its start); the rest as :class:`AgentModule`."""
-        if valid_reduction not in VALID_REDUCTIONS:
-            raise ValueError(
-                f"model.valid_reduction={valid_reduction!r}: choose {', '.join(VALID_REDUCTIONS)} (lq/rl/losses.py)"
-            )
+        settings = A2CSettings(coefficients, gamma, normalize_advantages, valid_reduction, imitation_batch)
         super().__init__(**kwargs)
-        self.coef = coefficients if isinstance(coefficients, LossCoefficients) else LossCoefficients(**coefficients)
-        self.hparams["coefficients"] = asdict(self.coef)
+        self.settings = settings
+        self.hparams["coefficients"] = asdict(self.settings.coefficients)
         self.automatic_optimization = False
         self.env = None
         self.demo_episodes = []
@@ -107,7 +104,7 @@ class RLModule(AgentModule):
             i for i, inst in enumerate(self.env.instances) if inst.quest.goal not in self.env.action_index
         }
         self.recent: list[dict] = []  # the last ``recent_episodes`` episode summaries, for the training curves
-        if self.coef.imitation > 0:
+        if self.settings.coefficients.imitation > 0:
             quests = load_dataset(h.data_dir).quests.all()
             self.demo_episodes = self.cloning_episodes(instances_from_data(quests, self.demos["train"]))
             if not self.demo_episodes:
@@ -208,12 +205,12 @@ class RLModule(AgentModule):
         """The update's terms on ``rollout``: the A2C objective's, with the weighted imitation term added to ``total``
         where ``coefficients.imitation`` turns it on (so ``losses/total`` logs what the update minimises), and that
         term unweighted (None where off)."""
-        h = self.hparams
-        losses = a2c_losses(rollout, self.coef, h.gamma, h.normalize_advantages, h.valid_reduction)
-        if self.coef.imitation <= 0:
+        losses = a2c_losses(rollout, self.settings)
+        weight = self.settings.coefficients.imitation
+        if weight <= 0:
             return losses, None
         imitation = self.imitation_loss()
-        losses.total = losses.total + self.coef.imitation * imitation
+        losses.total = losses.total + weight * imitation
         return losses, imitation
 
     def term_gradients(self, rollouts: int = 4) -> dict[str, tuple[float, float]]:
@@ -226,9 +223,10 @@ class RLModule(AgentModule):
         for _ in range(rollouts):
             rollout = collect(self.env, self.rollout_actor, self.rollout_state, h.rollout_steps)
             losses, imitation = self.objective(rollout)
-            terms = weighted(vars(losses), self.coef)
+            coef = self.settings.coefficients
+            terms = weighted(vars(losses), coef)
             if imitation is not None:
-                terms["imitation"] = self.coef.imitation * imitation
+                terms["imitation"] = coef.imitation * imitation
             terms["total"] = losses.total
             for name, term in terms.items():
                 norm = term.new_zeros(())  # a term with no path to the weights (no step of its head in the rollout)
@@ -243,7 +241,7 @@ class RLModule(AgentModule):
         """Behaviour cloning's loss (:meth:`AgentModule.cloning_loss`) on ``imitation_batch`` training demonstrations
         drawn at random (by the global generator, which a resumed run restores with the rollout)."""
         n = len(self.demo_episodes)
-        picks = torch.randint(n, (min(self.hparams.imitation_batch, n),)).tolist()
+        picks = torch.randint(n, (min(self.settings.imitation_batch, n),)).tolist()
         return self.cloning_loss([self.demo_episodes[i] for i in picks])["loss"]
 
     def log_training(self, losses, rollout) -> None:

@@ -1,7 +1,7 @@
 """Switch A2C (paper 4.2, appendix 8.2), top to bottom: collect a rollout, then compute its losses.
 
     rollout = collect(env, actor, state, steps)        # T steps of B environments, with the autograd graph
-    losses = a2c_losses(rollout, coef, gamma)           # the switch A2C objective (lq.rl.losses)
+    losses = a2c_losses(rollout, settings)              # the switch A2C objective (lq.rl.losses)
     losses.total.backward(); clip; optimizer.step()    # the caller's (Lightning's) optimisation step
 
 The two policies are two actors with a shared critic; each head's terms are masked by the switch.
@@ -15,7 +15,7 @@ import torch
 
 from lq.envs.quest_env import QuestEnv
 from lq.rl.acting import Actor, ActorState
-from lq.rl.losses import LossCoefficients, SwitchLosses, discounted_returns, switch_a2c_loss
+from lq.rl.losses import A2CSettings, SwitchLosses, discounted_returns, switch_a2c_loss
 from lq.rl.rollout import Rollout
 
 
@@ -56,15 +56,9 @@ def collect(env: QuestEnv, actor: Actor, state: RolloutState, steps: int) -> Rol
     return rollout
 
 
-def a2c_losses(
-    rollout: Rollout,
-    coef: LossCoefficients,
-    gamma: float,
-    normalize_advantages: bool = True,
-    valid_reduction: str = "sum",
-) -> SwitchLosses:
-    """The switch A2C objective of a rollout: n-step returns cut at episode ends and bootstrapped from V(s_T),
-    advantages (normalised over the rollout), per-head policy gradients, valid-candidate BCEs, entropies and the
-    value loss."""
-    returns = discounted_returns(rollout.rewards, rollout.dones, rollout.last_value, gamma)
-    return switch_a2c_loss(rollout, returns, coef, normalize_advantages, valid_reduction)
+def a2c_losses(rollout: Rollout, settings: A2CSettings) -> SwitchLosses:
+    """The switch A2C objective of a rollout under ``settings`` (:class:`lq.rl.losses.A2CSettings`): n-step returns
+    cut at episode ends and bootstrapped from V(s_T), advantages (normalised over the rollout where the settings say
+    so), per-head policy gradients, valid-candidate BCEs, entropies and the value loss."""
+    returns = discounted_returns(rollout.rewards, rollout.dones, rollout.last_value, settings.gamma)
+    return switch_a2c_loss(rollout, returns, settings)

@@ -33,6 +33,35 @@ class LossCoefficients:
     speech_policy: float | None = None
 
 
+# how the valid-output terms reduce over candidates and steps (valid_candidates_loss)
+VALID_REDUCTIONS = ("sum", "total", "mean", "positives")
+
+
+@dataclass(frozen=True)
+class A2CSettings:
+    """Everything the switch A2C update takes beside its rollout (:func:`lq.rl.a2c.a2c_losses`), in one value:
+    the terms' weights (``coefficients``, Table 6's and the imitation term's), ``gamma`` for the n-step returns,
+    ``normalize_advantages`` (the policy gradients use :func:`normalized` advantages), ``valid_reduction`` (how the
+    valid-output terms reduce over candidates and steps: :func:`valid_candidates_loss`) and ``imitation_batch``
+    (training demonstrations per update in the imitation term, where ``coefficients.imitation`` turns it on).
+    :class:`lq.lit.rl.RLModule` builds it from its hyperparameters; conf/objective/ sets them."""
+
+    coefficients: LossCoefficients = LossCoefficients()  # noqa: RUF009 (frozen dataclass)
+    gamma: float = 0.99
+    normalize_advantages: bool = False
+    valid_reduction: str = "sum"
+    imitation_batch: int = 4
+
+    def __post_init__(self) -> None:
+        if self.valid_reduction not in VALID_REDUCTIONS:
+            raise ValueError(
+                f"model.valid_reduction={self.valid_reduction!r}: choose {', '.join(VALID_REDUCTIONS)} "
+                "(lq/rl/losses.py)"
+            )
+        if isinstance(self.coefficients, dict):  # as stored in a checkpoint's hyperparameters
+            object.__setattr__(self, "coefficients", LossCoefficients(**self.coefficients))
+
+
 def _masked_mean(values: torch.Tensor, mask: torch.Tensor) -> torch.Tensor:
     mask = mask.to(values.dtype)
     return (values * mask).sum() / mask.sum().clamp(min=1.0)
@@ -100,9 +129,6 @@ def valid_candidates_loss(
     return _masked_mean(per_step, mask)
 
 
-VALID_REDUCTIONS = ("sum", "total", "mean", "positives")
-
-
 NEG = -1e9  # not -inf: keeps p * log p at 0 for the masked candidates
 
 
@@ -136,23 +162,21 @@ class SwitchLosses:
 def switch_a2c_loss(
     rollout: Rollout,
     returns: torch.Tensor,
-    coef: LossCoefficients = LossCoefficients(),  # noqa: B008 (frozen dataclass)
-    normalize_advantages: bool = False,
-    valid_reduction: str = "sum",
+    settings: A2CSettings = A2CSettings(),  # noqa: B008 (frozen dataclass)
 ) -> SwitchLosses:
     """All terms of the switch A2C objective of a rollout and its ``returns`` ``[T, B]``. ``rollout.acted`` marks the
     steps where the switch chose the action head; the dialogue head's terms use the others.
 
     The entropies are those of the distributions each head sampled from (``action_choices`` / ``speech_choices``:
     the valid candidates where the protocol restricts choice to them, else every candidate); the valid-candidate
-    terms always see every candidate. ``normalize_advantages``: the policy gradients use :func:`normalized`
-    advantages; ``valid_reduction``: how the valid-output terms reduce over the candidates
-    (:func:`valid_candidates_loss`)."""
+    terms always see every candidate. ``settings``: the weights, the advantages' normalisation and the valid terms'
+    reduction (:class:`A2CSettings`; its ``gamma`` made ``returns``)."""
     acted, values, returns = rollout.flat("acted"), rollout.flat("values"), returns.reshape(-1)
     spoke = ~acted
     action_logits, speech_logits = rollout.flat("action_logits"), rollout.flat("speech_logits")
     adv = advantages(returns, values)
-    adv = normalized(adv.detach()) if normalize_advantages else adv
+    adv = normalized(adv.detach()) if settings.normalize_advantages else adv
+    valid_reduction = settings.valid_reduction
     parts = {
         "action_policy": policy_gradient_loss(rollout.flat("action_log_probs"), adv, acted),
         "speech_policy": policy_gradient_loss(rollout.flat("speech_log_probs"), adv, spoke),
@@ -162,7 +186,7 @@ def switch_a2c_loss(
         "speech_entropy": entropy(masked(speech_logits, rollout.flat("speech_choices")), spoke),
         "value": value_loss(values, returns),
     }
-    return SwitchLosses(total=sum(weighted(parts, coef).values()), **parts)
+    return SwitchLosses(total=sum(weighted(parts, settings.coefficients).values()), **parts)
 
 
 def weighted(parts: dict[str, torch.Tensor], coef: LossCoefficients) -> dict[str, torch.Tensor]:

@@ -3,7 +3,9 @@ import math
 import pytest
 import torch
 
+from lq.rl.a2c import a2c_losses
 from lq.rl.losses import (
+    A2CSettings,
     LossCoefficients,
     advantages,
     discounted_returns,
@@ -102,7 +104,7 @@ def test_switch_masks_each_heads_terms():
         valid_utterances=torch.randint(0, 2, (steps, n_utts)),
         values=torch.zeros(steps),
     )
-    out = switch_a2c_loss(rollout, torch.ones(steps, 1), LossCoefficients())
+    out = switch_a2c_loss(rollout, torch.ones(steps, 1), A2CSettings(LossCoefficients()))
     (out.action_policy + out.valid_action - out.action_entropy).backward()
     assert action_logits.grad[~acted].abs().sum() == 0 and action_logits.grad[acted].abs().sum() > 0
     assert speech_logits.grad is None  # no path from the action terms to the speech scores at all
@@ -152,7 +154,31 @@ def test_normalized_advantages_have_zero_mean_and_unit_std_and_drive_the_policy_
     )
     returns = torch.tensor([0.1, 0.1, 0.3, 0.3])  # small rewards: raw advantages of 0.1 and 0.3
     raw = switch_a2c_loss(rollout, returns).action_policy
-    scaled = switch_a2c_loss(rollout, returns, normalize_advantages=True).action_policy
+    scaled = switch_a2c_loss(rollout, returns, A2CSettings(normalize_advantages=True)).action_policy
     assert torch.isclose(raw, -(log_probs * returns).mean())
     unit = normalized(returns)  # [-0.866, -0.866, 0.866, 0.866]
     assert torch.isclose(scaled, -(log_probs * unit).mean())
+
+
+def test_the_loss_takes_the_rollout_and_one_settings_value():
+    with pytest.raises(ValueError, match=r"valid_reduction='avg': choose sum, total, mean, positives"):
+        A2CSettings(valid_reduction="avg")
+    stored = A2CSettings({"valid_action": 1.0, "value": 2.0})  # as a checkpoint's hyperparameters hold them
+    assert stored.coefficients == LossCoefficients(valid_action=1.0, value=2.0)
+    rollout = one_env_rollout(
+        action_logits=torch.zeros(2, 2),
+        speech_logits=torch.zeros(2, 2),
+        action_log_probs=torch.zeros(2),
+        speech_log_probs=torch.zeros(2),
+        acted=torch.tensor([True, True]),
+        valid_actions=torch.ones(2, 2),
+        valid_utterances=torch.ones(2, 2),
+        values=torch.zeros(2),
+        rewards=torch.tensor([0.0, 1.0]),
+    )
+    rollout.last_value = torch.zeros(1)
+    value_only = LossCoefficients(0, 0, 0, 0, value=1.0, policy=0.0)
+    # returns [gamma, 1] against values 0: the value term (R - V)^2 / 2 averaged is (gamma^2 + 1) / 4
+    for gamma in (0.5, 0.9):
+        out = a2c_losses(rollout, A2CSettings(value_only, gamma=gamma))
+        assert out.total.item() == pytest.approx((gamma**2 + 1) / 4)
