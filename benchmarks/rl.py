@@ -32,6 +32,7 @@ import lq.envs.episode as episode
 import lq.envs.quest_env as quest_env
 from lq.conf.resolver import Resolver
 from lq.envs.protocol import protocol_of
+from lq.envs.spec import EnvSpec
 from lq.lit.rl import RLModule
 from lq.models.agent import AgentConfig
 from lq.models.encoder import EncoderConfig, EncoderSpec
@@ -71,15 +72,17 @@ def stand_in(path: str, spec: EncoderSpec, n_codes: int, folder: Path, note: lis
 
 
 def run(encoder: str, protocol: str, args: argparse.Namespace, folder: Path) -> tuple[float, dict[str, float]]:
-    config = merged_model_config(ROOT / "conf/rl.yaml", ROOT / f"conf/encoder/{encoder}.yaml", args.profile)
-    config["protocol"] = protocol_of(protocol)
+    config = merged_model_config(
+        ROOT / "conf/agent.yaml", ROOT / "conf/rl.yaml", ROOT / f"conf/encoder/{encoder}.yaml", args.profile
+    )
+    env = {**config.pop("env"), "protocol": protocol_of(protocol), "data_dir": str(args.data)}
     enc = config.pop("encoder")
     enc["spec"] = EncoderSpec(**enc.get("spec", {}))
     note: list[str] = []
     small = EncoderSpec(init="scratch", hidden_size=128, num_layers=2, num_heads=4, intermediate_size=512)
     where = Resolver()  # the default profile's checkpoints, as make partner / dm / pretrain leave them
     for stage in ("partner", "dm"):
-        config[f"{stage}_checkpoint"] = stand_in(where.checkpoint(stage), small, 16, folder, note)
+        env[f"{stage}_checkpoint"] = stand_in(where.checkpoint(stage), small, 16, folder, note)
     pretrained = None
     if encoder != "scratch":
         pretrained = stand_in(where.checkpoint("pretrain", encoder), EncoderSpec(), 64, folder, note)
@@ -87,10 +90,11 @@ def run(encoder: str, protocol: str, args: argparse.Namespace, folder: Path) -> 
     agent["scratch"] = EncoderSpec(**agent["scratch"])
     config.pop("init_from", None)  # the loop's cost does not depend on the weights it starts from (no BC agent here)
     module = RLModule(
+        env=EnvSpec(**env),
         encoder=EncoderConfig(**enc),
         pretrained_checkpoint=pretrained,
         agent=AgentConfig(**agent),
-        **{**config, "data_dir": str(args.data)},
+        **config,
     )
     module.setup("fit")
     env, actor, h = module.env, module.rollout_actor, module.hparams

@@ -23,10 +23,10 @@ import pandas as pd
 import torch
 
 from lq import conf
-from lq.envs.build import build_env as _build_env
 from lq.envs.gym import ENV_ID
-from lq.envs.protocol import Protocol, protocol_of
+from lq.envs.protocol import protocol_of
 from lq.envs.quest_env import QuestEnv
+from lq.envs.spec import EnvSpec
 from lq.eval import COLUMNS, mean_std
 from lq.lit.agent import AgentModule
 from lq.lit.checkpoints import evaluate_checkpoints, export_agent
@@ -35,6 +35,7 @@ from lq.lit.cli import fit_bc, fit_dm, fit_partner, fit_pretrain, fit_rl
 
 __all__ = [
     "AgentPolicy",
+    "EnvSpec",
     "build_env",
     "conf",
     "evaluate",
@@ -51,23 +52,16 @@ __all__ = [
 
 def load_agent(path: str | Path, **overrides: Any) -> AgentModule:
     """A trained agent from a bundle folder (``lq export``) or a BC / RL checkpoint, in eval mode; ``overrides``
-    replace hyperparameters (``eval_max_steps=...``, ``protocol="restricted"``)."""
-    if "protocol" in overrides:
-        overrides["protocol"] = protocol_of(overrides["protocol"])
+    replace hyperparameters (``eval_max_steps=...``, ``protocol="restricted"``: its environment's by their names,
+    :data:`lq.envs.spec.FLAT`)."""
     return _load_agent(path, **overrides)
 
 
-def build_env(
-    data_dir: str | Path,
-    partner_checkpoint: str | Path,
-    dm_checkpoint: str | Path,
-    split: str = "test",
-    protocol: Protocol | str = "paper",
-    **kwargs: Any,
-) -> QuestEnv:
-    """The batched :class:`QuestEnv` of a dataset's ``split`` with its partner and DM (``kwargs``: batch_size,
-    context_length, max_steps, auto_reset, seed ...: :func:`lq.envs.build.build_env`)."""
-    return _build_env(data_dir, split, partner_checkpoint, dm_checkpoint, protocol=protocol_of(protocol), **kwargs)
+def build_env(spec: EnvSpec, split: str = "test", **kwargs: Any) -> QuestEnv:
+    """The batched :class:`QuestEnv` of ``split``'s quests that ``spec`` describes (its data, partner, DM, protocol
+    and settings: :class:`EnvSpec`); ``kwargs``: batch_size, seed, device, max_steps, auto_reset, sampler
+    (:meth:`EnvSpec.build`). An agent's own: ``agent.env_spec``."""
+    return spec.build(split, **kwargs)
 
 
 def gym_env(agent: AgentModule | str | Path, split: str = "test", **kwargs: Any) -> gymnasium.Env:

@@ -174,6 +174,14 @@ def tiny_env_models(root) -> tuple:
     return tuple(paths)
 
 
+def env_spec(root, **settings):
+    """The :class:`lq.envs.spec.EnvSpec` of a test folder's dataset (``data/``) and models (``partner.ckpt``,
+    ``dm.ckpt``)."""
+    from lq.envs.spec import EnvSpec
+
+    return EnvSpec(str(root / "data"), str(root / "partner.ckpt"), str(root / "dm.ckpt"), **settings)
+
+
 def tiny_agent_config():
     from lq.models.agent import AgentConfig
 

@@ -193,12 +193,13 @@ class Resolver:
         )
 
     def configs(self, stage: str, encoder: str) -> list[Path]:
-        """The config files of a stage run, in the order they are read: the stage's, the encoder's, the profile's
-        (base, then overlay), for the agents the protocol's, and for RL its objective's (last: it sets sizes of its
-        own, such as the paper's 32 environments)."""
+        """The config files of a stage run, in the order they are read: for the agents their base (agent.yaml), the
+        stage's, the encoder's, the profile's (base, then overlay), for the agents the protocol's, and for RL its
+        objective's (last: it sets sizes of its own, such as the paper's 32 environments)."""
         if stage not in STAGES:
             raise ValueError(f"unknown stage {stage}: choose from {', '.join(STAGES)}")
-        files = [path(f"{stage}.yaml"), path("encoder", f"{encoder}.yaml"), *Profile(self.profile).files(stage)]
+        base = [path("agent.yaml")] if stage in AGENT_STAGES else []  # what BC and RL agents share
+        files = [*base, path(f"{stage}.yaml"), path("encoder", f"{encoder}.yaml"), *Profile(self.profile).files(stage)]
         if stage in AGENT_STAGES:
             files.append(path("protocol", f"{self.protocol}.yaml"))
         if stage == "rl":
@@ -245,7 +246,7 @@ class Resolver:
             args += ["--bc_dir", self.stage_dir("bc")]
         return [
             *args,
-            "--model.data_dir",
+            "--model.env.data_dir",
             self.data_dir,
             "--model.ability",
             ability,
@@ -255,8 +256,8 @@ class Resolver:
             str(seed),
             "--pretrain_dir",
             self.stage_dir("pretrain"),
-            "--model.partner_checkpoint",
+            "--model.env.partner_checkpoint",
             self.checkpoint("partner"),
-            "--model.dm_checkpoint",
+            "--model.env.dm_checkpoint",
             self.checkpoint("dm"),
         ]

@@ -1,4 +1,5 @@
-"""Building a ``QuestEnv`` from a dataset folder and the partner's and DM's checkpoints."""
+"""Building the ``QuestEnv`` an :class:`lq.envs.spec.EnvSpec` describes: its dataset folder, the partner's and DM's
+checkpoints and the rest of its settings."""
 
 from __future__ import annotations
 
@@ -13,8 +14,8 @@ from lq.envs.dungeon_master import DungeonMaster
 from lq.envs.episode import instances_from_data
 from lq.envs.models import load_poly_encoder
 from lq.envs.partner import PolyEncoderPartner
-from lq.envs.protocol import PROTOCOLS, Protocol
 from lq.envs.quest_env import QuestEnv
+from lq.envs.spec import EnvSpec
 from lq.models.poly_encoder import TextBatcher, candidates_key, stores_beside, weights_digest
 from lq.models.pretrained import load_tokenizer
 
@@ -40,75 +41,59 @@ def _demonstrations(dataset: Dataset, split: str, partner_calibration: str):
     return instances, train, held_out
 
 
-def calibration_file(
-    data_dir: str | Path,
-    partner_checkpoint: str | Path,
-    dm_checkpoint: str | Path,
-    context_length: int = 256,
-    partner_calibration: str = "share",
-) -> Path:
-    """The file :func:`build_env` keeps the partner's calibration of these models, data and settings in (it exists
-    once calibrated), found without encoding or fitting anything: the models' weights are read and hashed."""
-    dataset = load_dataset(data_dir)
+def calibration_file(spec: EnvSpec) -> Path:
+    """The file :func:`build_env` keeps the partner's calibration of ``spec``'s models, data and settings in (it
+    exists once calibrated), found without encoding or fitting anything: the models' weights are read and hashed."""
+    dataset = load_dataset(spec.data_dir)
     actions, utterances = demonstration_spaces(dataset.demos.all())
     keys = []
-    for checkpoint, texts in ((partner_checkpoint, (utterances, actions)), (dm_checkpoint, (utterances,))):
-        model, spec = load_poly_encoder(checkpoint, "cpu", data_dir)
-        length = TextBatcher(load_tokenizer(spec.tokenizer), context_length).candidate_length
+    for checkpoint, texts in ((spec.partner_checkpoint, (utterances, actions)), (spec.dm_checkpoint, (utterances,))):
+        model, model_spec = load_poly_encoder(checkpoint, "cpu", spec.data_dir)
+        length = TextBatcher(load_tokenizer(model_spec.tokenizer), spec.context_length).candidate_length
         weights = weights_digest(model)
         keys += [candidates_key(weights, length, t) for t in texts]
-    _, train, held_out = _demonstrations(dataset, "valid", partner_calibration)
-    key = calibration_key(context_length, keys, train, held_out)
-    return calibration_store(partner_checkpoint, bool(held_out), key)
+    _, train, held_out = _demonstrations(dataset, "valid", spec.partner_calibration)
+    key = calibration_key(spec.context_length, keys, train, held_out)
+    return calibration_store(spec.partner_checkpoint, bool(held_out), key)
 
 
 def build_env(
-    data_dir: str | Path,
-    split: str,
-    partner_checkpoint: str | Path,
-    dm_checkpoint: str | Path,
-    *,
+    spec: EnvSpec,
+    split: str = "test",
     batch_size: int = 32,
-    max_steps: int | None = None,
-    top_k: int = 10,
-    num_valid_utterances: int = 50,
-    context_length: int = 256,
-    sampler: Callable[[random.Random], int] | None = None,
-    auto_reset: bool = True,
     seed: int = 0,
     device: str = "cpu",
-    top_k_every_repeat: bool = False,
-    protocol: Protocol = PROTOCOLS["paper"],
-    speech_rewards: bool = True,
-    partner_calibration: str = "share",
-    objects: bool = False,
+    *,
+    max_steps: int | None = None,
+    auto_reset: bool = True,
+    sampler: Callable[[random.Random], int] | None = None,
 ) -> QuestEnv:
-    """``max_steps``: agent turns per episode in place of the protocol's. The partner's choice between acting and
-    speaking is calibrated on the demonstrations (:func:`lq.envs.calibration.calibrate_partner`, kept beside its
-    checkpoint): ``partner_calibration="share"`` makes it act on the training demonstrations' share of partner turns,
-    ``"completions"`` on the share at which it completes as many of the validation demonstrations' goals as their
-    partners did. ``objects``: the agent's context lists the room's objects (:class:`QuestEnv`)."""
-    dataset = load_dataset(data_dir)
+    """The environment ``spec`` describes, over ``split``'s quests (:meth:`EnvSpec.build`, which calls this). The
+    partner's choice between acting and speaking is calibrated on the demonstrations
+    (:func:`lq.envs.calibration.calibrate_partner`, kept beside its checkpoint): ``spec.partner_calibration="share"``
+    makes it act on the training demonstrations' share of partner turns, ``"completions"`` on the share at which it
+    completes as many of the validation demonstrations' goals as their partners did."""
+    dataset = load_dataset(spec.data_dir)
     actions, utterances = demonstration_spaces(dataset.demos.all())
-    partner_model, partner_spec = load_poly_encoder(partner_checkpoint, device, data_dir)
-    dm_model, dm_spec = load_poly_encoder(dm_checkpoint, device, data_dir)
+    partner_model, partner_spec = load_poly_encoder(spec.partner_checkpoint, device, spec.data_dir)
+    dm_model, dm_spec = load_poly_encoder(spec.dm_checkpoint, device, spec.data_dir)
     partner = PolyEncoderPartner(
         partner_model,
-        TextBatcher(load_tokenizer(partner_spec.tokenizer), context_length),
+        TextBatcher(load_tokenizer(partner_spec.tokenizer), spec.context_length),
         utterances,
         actions,
-        store_dir=stores_beside(partner_checkpoint),
+        store_dir=stores_beside(spec.partner_checkpoint),
     )
     dm = DungeonMaster(
         dm_model,
-        TextBatcher(load_tokenizer(dm_spec.tokenizer), context_length),
+        TextBatcher(load_tokenizer(dm_spec.tokenizer), spec.context_length),
         utterances,
-        top_k=top_k,
-        num_valid=num_valid_utterances,
-        store=stores_beside(dm_checkpoint) / "dm-utterances.pt",
+        top_k=spec.top_k,
+        num_valid=spec.num_valid_utterances,
+        store=stores_beside(spec.dm_checkpoint) / "dm-utterances.pt",
     )
-    instances, train, held_out = _demonstrations(dataset, split, partner_calibration)
-    calibrate_partner(partner, dm, train, actions, partner_checkpoint, held_out)
+    instances, train, held_out = _demonstrations(dataset, split, spec.partner_calibration)
+    calibrate_partner(partner, dm, train, actions, spec.partner_checkpoint, held_out)
     return QuestEnv(
         instances,
         partner,
@@ -116,11 +101,11 @@ def build_env(
         actions,
         batch_size=batch_size,
         max_steps=max_steps,
-        protocol=protocol,
+        protocol=spec.protocol,
         sampler=sampler,
         auto_reset=auto_reset,
         seed=seed,
-        top_k_every_repeat=top_k_every_repeat,
-        speech_rewards=speech_rewards,
-        objects=objects,
+        top_k_every_repeat=spec.top_k_every_repeat,
+        speech_rewards=spec.speech_rewards,
+        objects=spec.objects,
     )

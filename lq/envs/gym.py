@@ -20,6 +20,7 @@ under ``restricted`` the act goal) and *truncated* at the protocol's turn limit.
 from __future__ import annotations
 
 from collections.abc import Sequence
+from dataclasses import fields
 from pathlib import Path
 from typing import Any
 
@@ -30,6 +31,7 @@ from gymnasium.vector import AutoresetMode, VectorEnv
 from lq.envs.episode import Slot
 from lq.envs.protocol import Protocol, protocol_of
 from lq.envs.quest_env import QuestEnv
+from lq.envs.spec import EnvSpec
 
 ENV_ID = "lq/Quest-v0"  # registered by ``import lq`` (lq/__init__.py), under this name
 
@@ -92,29 +94,22 @@ def quest_env(
 ) -> QuestEnv:
     """The batched environment under a Gymnasium one: a split's quests, or those of ``quests`` (quest ids). Every
     argument is checked before anything loads (:func:`environment_arguments`: the defaults come from there)."""
-    from lq.envs.build import build_env
-
     data_dir, partner_checkpoint, dm_checkpoint, kwargs = environment_arguments(
         data_dir, partner_checkpoint, dm_checkpoint, protocol, kwargs
     )
-    env = build_env(
-        data_dir,
-        split,
-        partner_checkpoint,
-        dm_checkpoint,
-        batch_size=batch,
-        auto_reset=resets,
-        protocol=protocol_of(protocol),
-        **kwargs,
-    )
+    build = {k: kwargs.pop(k) for k in BUILD_SETTINGS if k in kwargs}
+    spec = EnvSpec(data_dir, partner_checkpoint, dm_checkpoint, protocol_of(protocol), **kwargs)
+    env = spec.build(split, batch, auto_reset=resets, **build)
     if quests is not None:
         env.only(list(quests), f"a playable {split} quest of {data_dir}")
     return env
 
 
-# build_env's arguments a Gymnasium environment sets itself: the rest are settings it passes on
+# what a Gymnasium environment sets itself: the rest of EnvSpec's fields and of its build() are settings it passes on
 OWN = ("data_dir", "split", "partner_checkpoint", "dm_checkpoint", "batch_size", "auto_reset", "protocol")
-# what the agents are evaluated in (conf/rl.yaml): the partner calibrated on the demonstrations' completions, the
+BUILD_SETTINGS = ("seed", "device", "max_steps", "sampler")
+SETTINGS = (*(f.name for f in fields(EnvSpec) if f.name not in OWN), *BUILD_SETTINGS)
+# what the agents are evaluated in (conf/agent.yaml): the partner calibrated on the demonstrations' completions, the
 # room's objects in the context
 AGENTS_ENVIRONMENT = {"partner_calibration": "completions", "objects": True}
 
@@ -131,22 +126,18 @@ def environment_arguments(
     DM beside it (``make quickstart``'s or ``make partner dm``'s), the word pieces the partner was trained to read, and
     the environment the agents are evaluated in (:data:`AGENTS_ENVIRONMENT`)."""
     import difflib
-    import inspect
 
     from lq.conf.resolver import finished, outputs_for
-    from lq.envs.build import build_env
     from lq.envs.protocol import PROTOCOLS
-
-    settings_names = [name for name in inspect.signature(build_env).parameters if name not in OWN]
 
     if "batch_size" in kwargs or "num_envs" in kwargs:
         raise ValueError(
             f"{ENV_ID} plays one quest at a time; for a batch: gymnasium.make_vec({ENV_ID!r}, num_envs=N) "
             "(its environments share one partner and DM forward per step)"
         )
-    unknown = [k for k in kwargs if k not in settings_names]
+    unknown = [k for k in kwargs if k not in SETTINGS]
     if unknown:
-        known = ["data_dir", "partner_checkpoint", "dm_checkpoint", "split", "quests", "protocol", *settings_names]
+        known = ["data_dir", "partner_checkpoint", "dm_checkpoint", "split", "quests", "protocol", *SETTINGS]
         near = difflib.get_close_matches(unknown[0], known, n=1)
         raise ValueError(
             f"{ENV_ID}: unknown argument {unknown[0]!r}" + (f" (did you mean {near[0]}?)" if near else "")

@@ -256,15 +256,15 @@ def out_dir_of(args: Sequence[str]) -> str:
 
 
 # what else an agent's evaluation depends on: the protocol and the environment's partner and DM
-ENVIRONMENT = ("protocol", "env_context_length", "partner_calibration", "partner_checkpoint", "dm_checkpoint")
+ENVIRONMENT = ("env.protocol", "env.context_length", "env.partner_calibration", "env.partner_checkpoint",
+               "env.dm_checkpoint")  # fmt: skip
 
 
 def _trained_alike(bc_checkpoint: str, rl: str | Mapping) -> bool:
     """Whether a BC agent is there and has the sizes, data, encoder, protocol and environment of an RL agent (its
     checkpoint, or the hyperparameters of one about to be trained): else ``compare`` and the RL agents' BC starts
     train it again (a BC agent of another profile or context length would not compare, nor be a start)."""
-    from lq.lit.agent import read_checkpoint
-    from lq.lit.rl import RLModule
+    from lq.lit.agent import SAME_AGENT, hparams_at, read_checkpoint
 
     if not finished(bc_checkpoint):  # missing, or its run was killed before the end
         return False
@@ -272,7 +272,8 @@ def _trained_alike(bc_checkpoint: str, rl: str | Mapping) -> bool:
         return True
     ours = read_checkpoint(rl).get("hyper_parameters", {}) if isinstance(rl, str) else rl
     theirs = read_checkpoint(bc_checkpoint).get("hyper_parameters", {})
-    return all(theirs.get(k) == ours.get(k) for k in (*RLModule.SAME_AGENT, *ENVIRONMENT))
+    keys = (*SAME_AGENT, *ENVIRONMENT)
+    return hparams_at(theirs, keys) == hparams_at(ours, keys)
 
 
 def stage_runs(config: Config, setup: Setup) -> list[tuple[str, list[str]]]:
@@ -329,20 +330,19 @@ def calibrated(module_args: Sequence[str]) -> str | None:
     environment models, data and settings), or None while its data or models are missing."""
     from lq.envs.build import calibration_file
 
-    module = rl_module(module_args)
-    h = module.hparams
-    models = (h.partner_checkpoint, h.dm_checkpoint)
-    if not Path(h.data_dir, "manifest.json").exists() or not all(finished(m) for m in models):
+    spec = rl_module(module_args).env_spec
+    if not Path(spec.data_dir, "manifest.json").exists() or not all(
+        finished(m) for m in (spec.partner_checkpoint, spec.dm_checkpoint)
+    ):
         return None
-    return str(calibration_file(h.data_dir, *models, module.env_context_length, h.partner_calibration))
+    return str(calibration_file(spec))
 
 
 def spaces_encoded(module_args: Sequence[str]) -> str | None:
     """The last file :func:`encode_agent_spaces` writes (:meth:`lq.lit.agent.AgentModule.space_stores`), or None while
     its data or pretrained encoder is missing."""
     module = rl_module(module_args)
-    h = module.hparams
-    if not Path(h.data_dir, "manifest.json").exists() or not finished(h.pretrained_checkpoint):
+    if not Path(module.data_dir, "manifest.json").exists() or not finished(module.hparams.pretrained_checkpoint):
         return None
     return str(module.space_stores()[-1])
 

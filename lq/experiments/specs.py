@@ -97,7 +97,7 @@ DEPARTURES: dict[str, tuple[str, tuple[str, ...]]] = {
     "turns30": ("+ 30-turn training episodes", ("--model.max_steps", "null")),
     "gain_lr": ("+ the exact-match gain at 30 times the learning rate", ("--model.gain_lr_scale", "30")),
     "no_exact_match": ("- the exact-match features (lq's, in both)", ("--model.agent.exact_match", "false")),
-    "no_objects": ("- the context's object lines (lq's, in both)", ("--model.context_objects", "false")),
+    "no_objects": ("- the context's object lines (lq's, in both)", ("--model.env.objects", "false")),
 }  # fmt: skip
 
 

@@ -8,6 +8,7 @@ checkpoints (``lq eval``).
 
 from __future__ import annotations
 
+from collections.abc import Mapping, Sequence
 from dataclasses import asdict, dataclass
 from pathlib import Path
 
@@ -16,14 +17,14 @@ import torch
 import torch.nn.functional as F
 from lightning.pytorch.loggers import MLFlowLogger
 
-from lq.conf.resolver import ENV_STAGES, Resolver
 from lq.data.context import HEADER_TAGS, HISTORY_TAGS
 from lq.data.dataset import dataset_id, load_dataset
 from lq.data.io import json_strings
-from lq.envs.build import build_env, demonstration_spaces
+from lq.envs.build import demonstration_spaces
 from lq.envs.models import load_poly_encoder
-from lq.envs.protocol import Protocol, protocol_of
+from lq.envs.protocol import Protocol
 from lq.envs.replay import demonstration_turns
+from lq.envs.spec import EnvSpec, nested
 from lq.eval import EvalResult, evaluate
 from lq.models.agent import AgentConfig, SwitchAgent
 from lq.models.encoder import EncoderConfig, EncoderSpec, Vocabulary
@@ -34,8 +35,6 @@ from lq.rl.losses import masked
 from lq.rl.switch import HardcodedSwitch, RatioSwitch
 
 SCRATCH = EncoderConfig(name="scratch")
-# the environment's models as the resolver places them for the default profile and data (lq stage rl names them)
-PARTNER_CHECKPOINT, DM_CHECKPOINT = (Resolver().checkpoint(stage) for stage in ENV_STAGES)
 SWITCHES = ("hardcoded", "ratio")
 
 
@@ -78,6 +77,20 @@ def read_checkpoint(checkpoint: str | Path) -> dict:
         ) from None
 
 
+# what must match for one agent's weights to be another's start (``lq rl``'s ``init_from``): encoder, sizes, data and
+# what the context shows; ``env.`` keys are the environment's (:class:`EnvSpec`)
+SAME_AGENT = ("encoder", "pretrained_checkpoint", "agent", "candidate_dim", "context_length", "env.data_dir",
+              "env.objects")  # fmt: skip
+
+
+def hparams_at(hparams: Mapping, keys: Sequence[str]) -> dict:
+    """The values of ``keys`` in an agent's hyperparameters (``env.FIELD``: its environment's), those of checkpoints
+    from before :class:`EnvSpec` read as if nested (:func:`lq.envs.spec.nested`)."""
+    h = nested(dict(hparams))
+    env = h.get("env") or {}
+    return {k: env.get(k.removeprefix("env.")) if k.startswith("env.") else h.get(k) for k in keys}
+
+
 # a scratch encoder's embedding rows (the word-piece ids they stand for) in an agent module's state dict
 VOCABULARY = "agent.encoder.vocabulary.ids"
 
@@ -96,30 +109,23 @@ class AgentModule(L.LightningModule):
     """Base of :class:`lq.lit.bc.BCModule` and :class:`lq.lit.rl.RLModule`, which add their own hyperparameters and
     pass these on (``**kwargs``; LightningCLI and ``save_hyperparameters`` see both).
 
-    The hyperparameters every agent has: ``encoder`` / ``pretrained_checkpoint`` (the frozen encoder; none for
-    scratch), ``data_dir``, the environment's ``partner_checkpoint`` and ``dm_checkpoint``, ``switch`` and
-    ``switch_every``, ``ability``, ``protocol`` (:class:`lq.envs.protocol.Protocol`: what the agent chooses among,
-    when episodes end, the speech goal; trained and evaluated under it), ``lr``, ``context_length``, ``candidate_dim``,
-    ``agent`` (Table 6 sizes), ``eval_max_steps`` (None: the protocol's), ``eval_batch_size``, ``seed``,
-    ``partner_calibration`` (how the environment's partner chooses to act: :func:`lq.envs.build.build_env`),
-    ``context_objects`` (the agent's context lists the room's objects and what the partner carries; off in checkpoints
-    from before it), ``env_context_length`` (the word pieces the environment's partner and DM read, the length they
-    were trained at; None: ``context_length``, as in checkpoints from before it).
+    The hyperparameters every agent has: ``env`` (:class:`lq.envs.spec.EnvSpec`: the dataset, the partner and DM, the
+    protocol the agent is trained and evaluated under, the partner's calibration, what the context lists; ``model.env``
+    in the configs), ``encoder`` / ``pretrained_checkpoint`` (the frozen encoder; none for scratch), ``switch`` and
+    ``switch_every``, ``ability``, ``lr``, ``context_length`` (the agent's word pieces), ``candidate_dim``, ``agent``
+    (Table 6 sizes), ``eval_max_steps`` (None: the protocol's), ``eval_batch_size``, ``seed``.
     """
 
     stage = "agent"
 
     def __init__(
         self,
+        env: EnvSpec,
         encoder: EncoderConfig = SCRATCH,
         pretrained_checkpoint: str | None = None,
-        data_dir: str = "data/default",
-        partner_checkpoint: str = PARTNER_CHECKPOINT,
-        dm_checkpoint: str = DM_CHECKPOINT,
         switch: str = "hardcoded",
         switch_every: int = 3,
         ability: str = "act_speech",
-        protocol: Protocol = Protocol(),  # noqa: B008 (frozen dataclass)
         lr: float = 1e-4,
         context_length: int = 256,
         candidate_dim: int = 256,
@@ -127,23 +133,25 @@ class AgentModule(L.LightningModule):
         eval_max_steps: int | None = None,
         eval_batch_size: int = 32,
         seed: int = 0,
-        partner_calibration: str = "share",
-        context_objects: bool = False,
-        env_context_length: int | None = None,
     ):
         super().__init__()
         self.check_choices(switch, ability)
         # the subclass's own arguments too: the frames of every __init__ on the way here are read
-        self.save_hyperparameters(ignore=["encoder", "agent", "coefficients", "protocol"])
+        self.save_hyperparameters(ignore=["encoder", "agent", "coefficients", "env"])
         self.store_configs(encoder, agent)
-        self.protocol = protocol_of(protocol)
-        self.hparams["protocol"] = self.protocol.as_dict()
+        self.env_spec = EnvSpec.of(env)
+        self.hparams["env"] = self.env_spec.as_dict()
         self.agent = None
 
     @property
-    def env_context_length(self) -> int:
-        """How many word pieces the environment's partner and DM read."""
-        return self.hparams.get("env_context_length") or self.hparams.context_length
+    def protocol(self) -> Protocol:
+        """The protocol the agent is trained and evaluated under (its environment's)."""
+        return self.env_spec.protocol
+
+    @property
+    def data_dir(self) -> str:
+        """The dataset the agent's spaces and its environment's quests come from."""
+        return self.env_spec.data_dir
 
     def check_choices(self, switch: str, ability: str) -> None:
         if ability not in ABILITIES:
@@ -164,10 +172,10 @@ class AgentModule(L.LightningModule):
         if getattr(self, "agent", None) is not None:
             return
         h = self.hparams
-        self.demos = load_dataset(h.data_dir).demos
+        self.demos = load_dataset(self.data_dir).demos
         self.action_space, self.utterance_space = demonstration_spaces(self.demos.all())
         pretrained = (
-            load_poly_encoder(h.pretrained_checkpoint, dataset=h.data_dir)[0] if h.pretrained_checkpoint else None
+            load_poly_encoder(h.pretrained_checkpoint, dataset=self.data_dir)[0] if h.pretrained_checkpoint else None
         )
         tokenizer = load_tokenizer(encoder_tokenizer(h.encoder))
         self.batcher = TextBatcher(tokenizer, h.context_length)
@@ -176,7 +184,7 @@ class AgentModule(L.LightningModule):
             pieces = (
                 Vocabulary(vocabulary, tokenizer.unk_token_id)
                 if vocabulary is not None
-                else Vocabulary.of_texts(readable_texts(h.data_dir), tokenizer)
+                else Vocabulary.of_texts(readable_texts(self.data_dir), tokenizer)
             )
         self.agent = SwitchAgent.build(
             self.action_space,
@@ -197,9 +205,9 @@ class AgentModule(L.LightningModule):
         h = self.hparams
         if not h.pretrained_checkpoint:
             return []
-        pretrained = load_poly_encoder(h.pretrained_checkpoint, dataset=h.data_dir)[0]
+        pretrained = load_poly_encoder(h.pretrained_checkpoint, dataset=self.data_dir)[0]
         length = TextBatcher(load_tokenizer(encoder_tokenizer(h.encoder)), h.context_length).candidate_length
-        spaces = demonstration_spaces(load_dataset(h.data_dir).demos.all())
+        spaces = demonstration_spaces(load_dataset(self.data_dir).demos.all())
         folder, weights = stores_beside(h.pretrained_checkpoint), weights_digest(pretrained)
         return [
             keyed(folder / f"agent-{name}.pt", candidates_key(weights, length, texts))
@@ -223,7 +231,7 @@ class AgentModule(L.LightningModule):
 
     def on_save_checkpoint(self, checkpoint: dict) -> None:
         checkpoint["lq_stage"] = self.stage
-        checkpoint["lq_dataset"] = dataset_id(self.hparams.data_dir)
+        checkpoint["lq_dataset"] = dataset_id(self.data_dir)
         if self._trainer is not None:  # how long the run meant to train (``epoch``: how far it was when saved)
             checkpoint["lq_max_epochs"] = self.trainer.max_epochs
         for logger in self.loggers:  # where its training curves are (lq eval draws them beside its table)
@@ -235,20 +243,8 @@ class AgentModule(L.LightningModule):
         turns in place of the protocol's, if set)."""
         self.build_agent()
         h = self.hparams
-        return build_env(
-            h.data_dir,
-            split,
-            h.partner_checkpoint,
-            h.dm_checkpoint,
-            batch_size=h.eval_batch_size,
-            max_steps=h.eval_max_steps,
-            context_length=self.env_context_length,
-            auto_reset=False,
-            seed=seed,
-            device=self.device,
-            protocol=self.protocol,
-            partner_calibration=h.partner_calibration,
-            objects=h.context_objects,
+        return self.env_spec.build(
+            split, h.eval_batch_size, seed, self.device, max_steps=h.eval_max_steps, auto_reset=False
         )
 
     def evaluate(
@@ -275,7 +271,7 @@ class AgentModule(L.LightningModule):
         out = []
         for inst in instances:
             episode = Episode([], [], [], [])
-            for turn in demonstration_turns(inst, objects=self.hparams.context_objects):
+            for turn in demonstration_turns(inst, objects=self.env_spec.objects):
                 index = a_index if turn.kind == "action" else u_index
                 if turn.text not in index:  # an emote, or a text outside the spaces
                     continue

@@ -32,12 +32,12 @@ class BCModule(AgentModule):
         self.build_agent()
         if self.episodes or stage not in ("fit", "validate"):
             return
-        quests = load_dataset(self.hparams.data_dir).quests.all()
+        quests = load_dataset(self.data_dir).quests.all()
         for split in ("train", "valid"):
             self.episodes[split] = self.cloning_episodes(instances_from_data(quests, self.demos[split]))
             if not self.episodes[split]:
                 raise ValueError(
-                    f"{self.hparams.data_dir}: no {split} demonstration is linked to a quest whose goal can be played; "
+                    f"{self.data_dir}: no {split} demonstration is linked to a quest whose goal can be played; "
                     "`lq data stats` on this folder says what became of each demonstration"
                 )
 

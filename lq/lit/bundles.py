@@ -26,7 +26,7 @@ import torch
 
 from lq.data.dataset import dataset_id
 from lq.envs.models import load_poly_encoder, save_poly_encoder
-from lq.envs.protocol import protocol_of
+from lq.envs.spec import nested, overridden
 from lq.lit.agent import VOCABULARY, AgentModule
 from lq.lit.bc import BCModule
 from lq.lit.rl import RLModule
@@ -35,7 +35,14 @@ from lq.models.poly_encoder import stores_beside
 FORMAT = "lq-agent-bundle/1"
 STAGES = {"bc": BCModule, "rl": RLModule}
 DATA_SUFFIXES = (".json", ".jsonl", ".csv")  # the files a dataset's fingerprint covers (lq.data.dataset)
-MODELS = ("partner_checkpoint", "dm_checkpoint", "pretrained_checkpoint")  # the poly-encoders a bundle copies
+# the files a bundle copies, by where its hyperparameters name them ("env.": in the environment's, EnvSpec) and the
+# name of the copy (the poly-encoders as NAME.safetensors, the dataset under data/)
+PATHS = {"env.partner_checkpoint": "partner", "env.dm_checkpoint": "dm", "pretrained_checkpoint": "pretrained"}
+
+
+def _at(hparams: dict, key: str) -> tuple[dict, str]:
+    """The dict of ``hparams`` that holds ``key`` (``env.FIELD``: its ``env``), and the key within it."""
+    return (hparams["env"], key[4:]) if key.startswith("env.") else (hparams, key)
 
 
 def is_bundle(path: str | Path) -> bool:
@@ -61,18 +68,20 @@ def load_bundle(path: str | Path, **overrides) -> AgentModule:
         raise FileNotFoundError(f"{root}: no bundle.json; make a bundle with lq export CHECKPOINT DIR") from None
     if meta.get("format") != FORMAT:
         raise ValueError(f"{root}/bundle.json: format {meta.get('format')!r}, this lq reads {FORMAT!r}")
-    hparams = dict(meta["hyper_parameters"])
-    needed = ["agent.safetensors", *(hparams[k] for k in ("data_dir", *MODELS) if hparams.get(k) is not None)]
+    hparams = nested(dict(meta["hyper_parameters"]))  # a bundle from before EnvSpec: its environment made one dict
+    hparams["env"] = dict(hparams["env"])
+    places = [_at(hparams, key) for key in ("env.data_dir", *PATHS)]
+    needed = ["agent.safetensors", *(d[k] for d, k in places if d.get(k) is not None)]
     missing = [name for name in needed if not (root / name).exists()]
     if missing:  # found now, not when the environment is first built
         raise FileNotFoundError(
             f"{root}: incomplete bundle, {', '.join(missing)} missing: re-export it with "
             f"`lq export CHECKPOINT {path} --overwrite`"
         )
-    for key in ("data_dir", *MODELS):
-        if hparams.get(key) is not None:
-            hparams[key] = str(root / hparams[key])
-    hparams.update(overrides)
+    for d, k in places:
+        if d.get(k) is not None:
+            d[k] = str(root / d[k])
+    hparams = overridden(hparams, overrides)
     weights = root / "agent.safetensors"
     with safetensors.safe_open(str(weights), "pt") as f:
         vocabulary = f.get_tensor(VOCABULARY) if VOCABULARY in f.keys() else None
@@ -90,8 +99,9 @@ def _copy_poly_encoder(checkpoint: str | Path, data_dir: str | Path, out: Path, 
 def export_bundle(module: AgentModule, checkpoint: str | Path, out: Path) -> None:
     """Write ``module`` (loaded from ``checkpoint``) and what it needs into the folder ``out`` (which must be a new,
     empty one: :func:`lq.data.io.atomic_dir` makes it). The model card is written by the caller."""
-    h = dict(module.hparams)
-    data_dir = Path(h["data_dir"])
+    h = {k: v for k, v in module.hparams.items() if not k.startswith("_")}
+    h["env"] = dict(h["env"])
+    data_dir = Path(module.data_dir)
     data_out = Path("data") / data_dir.resolve().name
     for file in sorted(data_dir.rglob("*")):
         if file.is_file() and file.suffix in DATA_SUFFIXES:
@@ -102,31 +112,26 @@ def export_bundle(module: AgentModule, checkpoint: str | Path, out: Path) -> Non
         raise RuntimeError(f"the copy of {data_dir} in {out} has another fingerprint: was the dataset written to?")
     candidates = out / "candidates"
     candidates.mkdir()
-    paths = {"data_dir": str(data_out)}
-    for key, name in (
-        ("partner_checkpoint", "partner"),
-        ("dm_checkpoint", "dm"),
-        ("pretrained_checkpoint", "pretrained"),
-    ):
-        if h.get(key) is None:
+    h["env"]["data_dir"] = str(data_out)
+    for key, name in PATHS.items():
+        d, k = _at(h, key)
+        if d.get(k) is None:
             continue
-        _copy_poly_encoder(h[key], data_dir, out, name)
-        for store in stores_beside(h[key]).glob("*.pt"):
+        _copy_poly_encoder(d[k], data_dir, out, name)
+        for store in stores_beside(d[k]).glob("*.pt"):
             if store.name.startswith(("partner-", "dm-", "agent-")):
                 shutil.copy2(store, candidates / store.name)
-        paths[key] = f"{name}.safetensors"
+        d[k] = f"{name}.safetensors"
     safetensors.torch.save_model(module, str(out / "agent.safetensors"))
-    hparams = {k: v for k, v in h.items() if not k.startswith("_")} | paths
-    hparams["protocol"] = protocol_of(hparams["protocol"]).as_dict()
     # where its training started is history, not something the bundle reads: no path outside the bundle
-    if hparams.get("bc_checkpoint") is not None:
-        hparams["bc_checkpoint"] = None
-    if hparams.get("init_from") not in (None, "bc"):
-        hparams["init_from"] = Path(str(hparams["init_from"])).name
+    if h.get("bc_checkpoint") is not None:
+        h["bc_checkpoint"] = None
+    if h.get("init_from") not in (None, "bc"):
+        h["init_from"] = Path(str(h["init_from"])).name
     meta = {
         "format": FORMAT,
         "stage": module.stage,
-        "hyper_parameters": hparams,
+        "hyper_parameters": h,
         "lq_dataset": dataset_id(data_dir),
         "exported_from": Path(checkpoint).name,
     }

@@ -13,6 +13,7 @@ from pathlib import Path
 import torch
 
 from lq.data.dataset import dataset_id
+from lq.envs.spec import overridden
 from lq.eval import EvalResult, plot_curves, run_series
 from lq.lit.agent import VOCABULARY, AgentModule, read_checkpoint
 from lq.lit.bundles import built_module, export_bundle, is_bundle, load_bundle
@@ -30,10 +31,7 @@ def load_agent(checkpoint: str | Path, **overrides) -> AgentModule:
 def agent_of(saved: dict, checkpoint: str | Path, **overrides) -> AgentModule:
     """The agent of a loaded checkpoint (``saved``, read from ``checkpoint``), built and in eval mode."""
     hparams = {k: v for k, v in saved.get("hyper_parameters", {}).items() if not k.startswith("_")}  # LightningCLI's
-    if "protocol" not in hparams:  # from before protocols: it chose among the valid candidates (``restrict``)
-        hparams.pop("restrict", None)
-        hparams["protocol"] = "restricted"
-    hparams.update(overrides)
+    hparams = overridden(hparams, overrides)  # from before EnvSpec (or before protocols: restricted) read as nested
     if note := unfinished(saved):
         warnings.warn(f"{checkpoint}: {note}", stacklevel=3)
     state = saved.get("state_dict", {})
@@ -153,7 +151,7 @@ def training_identity(module: AgentModule, training_run: dict | None) -> dict[st
         "switch": h.switch,
         "seed": h.seed,
         "protocol": module.protocol.name,
-        "data": Path(h.data_dir).name,
+        "data": Path(module.data_dir).name,
     }
     if module.stage == "rl":
         identity["objective"] = (
@@ -218,7 +216,7 @@ def model_card(
     data and protocol it was trained and evaluated under, how to use it, and its zero-shot figures beside the
     baselines (``table``; None where export was told not to evaluate; ``figures``: the agent's own, under its
     protocol's decoding). No path outside the bundle: the checkpoint is named, not where it was."""
-    h = module.hparams
+    h, data = module.hparams, module.data_dir
     protocol = module.protocol
     identity = training_identity(module, training_run)
     lines = [
@@ -234,7 +232,7 @@ def model_card(
         "| --- | --- |",
         f"| encoder | {h.encoder['name']} |",
         f"| ability, switch | {h.ability}, {h.switch} (every {h.switch_every} turns where hardcoded) |",
-        f"| data | `{Path(h.data_dir).name}`, fingerprint `{dataset_id(h.data_dir)}` (a copy is in `data/`) |",
+        f"| data | `{Path(data).name}`, fingerprint `{dataset_id(data)}` (a copy is in `data/`) |",
         f"| protocol | {protocol.describe()} |",
         f"| seed | {h.seed} |",
         *(f"| {key} | {identity[key]} |" for key in ("objective", "profile", "commit") if key in identity),

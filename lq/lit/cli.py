@@ -476,12 +476,12 @@ class AgentCLI(StageCLI):
 
     @property
     def data_dir(self) -> str:
-        return self.stage_config.model.data_dir
+        return self.stage_config.model.env.data_dir
 
     def run_params(self) -> dict[str, object]:
         """The stage's params, with the agent's identity (ability, switch, seed, protocol; RL's objective: the
-        conf/objective/ file it read, else "none": the module's defaults), its sizes (``agent/...``) and RL's loss
-        coefficients (``coefficients/...``)."""
+        conf/objective/ file it read, else "none": the module's defaults), its environment (``env/...``), its sizes
+        (``agent/...``) and RL's loss coefficients (``coefficients/...``)."""
         model = self.stage_config.model
         params = {
             **super().run_params(),
@@ -489,6 +489,7 @@ class AgentCLI(StageCLI):
             "switch": model.switch,
             "seed": model.seed,
             "protocol": self.model.protocol.name,
+            "env": self.model.env_spec.as_dict(),  # env/data_dir, env/protocol/choice, env/objects, ...
             "agent": model.agent.as_dict() if model.agent is not None else {},
         }
         if self.stage == "rl":
@@ -516,12 +517,6 @@ class AgentCLI(StageCLI):
     def run_name(self) -> str:
         model = self.stage_config.model
         return f"{self.stage}-{model.encoder.name}-{model.ability}-{model.switch}-s{model.seed}"
-
-    def before_fit(self) -> None:
-        super().before_fit()
-        for logger in self.trainer.loggers:
-            if isinstance(logger, MLFlowLogger):
-                logger.log_hyperparams({"protocol": self.model.protocol.as_dict()})  # protocol/choice, ...
 
     def finish(self) -> dict[str, float]:
         with self.timer.timed("evaluation"):

@@ -125,7 +125,7 @@ def play_against(
     if side not in ("partner", "self"):
         raise ValueError(f"--as {side}: a person plays the partner or the self character")
     env = module.eval_env(split)
-    env.only([quest or env.instances[0].quest.quest_id], f"a {split} quest of {module.hparams.data_dir}")
+    env.only([quest or env.instances[0].quest.quest_id], f"a {split} quest of {module.data_dir}")
     person = Person(env, side, read, write)
     if side == "partner":
         env.partner = person

@@ -18,9 +18,8 @@ from torch.utils.data import DataLoader
 
 from lq.conf.resolver import DONE, finished
 from lq.data.dataset import load_dataset
-from lq.envs.build import build_env
 from lq.envs.episode import instances_from_data
-from lq.lit.agent import VOCABULARY, AgentModule, read_checkpoint
+from lq.lit.agent import SAME_AGENT, VOCABULARY, AgentModule, hparams_at, read_checkpoint
 from lq.rl.a2c import RolloutState, a2c_losses, collect
 from lq.rl.losses import A2CSettings, LossCoefficients, SwitchLosses, weighted
 from lq.rl.priority import PrioritySampler
@@ -39,7 +38,6 @@ class RLModule(AgentModule):
         temperature: float = 1.0,
         coefficients: LossCoefficients = LossCoefficients(),  # noqa: B008 (frozen dataclass)
         updates_per_epoch: int = 50,
-        top_k_every_repeat: bool = False,
         priority_mix: float = 0.5,
         recent_episodes: int = 200,
         normalize_advantages: bool = True,
@@ -78,21 +76,9 @@ class RLModule(AgentModule):
             return
         h = self.hparams
         rank = self.global_rank if self._trainer is not None else 0
-        self.env = build_env(
-            h.data_dir,
-            "train",
-            h.partner_checkpoint,
-            h.dm_checkpoint,
-            batch_size=h.num_envs,
-            max_steps=h.max_steps,
-            context_length=self.env_context_length,
-            seed=h.seed + 1000 * rank,
-            device=self.device,
-            top_k_every_repeat=h.top_k_every_repeat,
-            protocol=self.protocol,
-            partner_calibration=h.partner_calibration,
-            objects=h.context_objects,
-            speech_rewards=h.ability != "speech_no_speech_goals",
+        speech_rewards = h.ability != "speech_no_speech_goals"  # Table 2's ablation: its act reward alone
+        self.env = self.env_spec.replace(speech_rewards=speech_rewards).build(
+            "train", h.num_envs, h.seed + 1000 * rank, self.device, max_steps=h.max_steps
         )
         self.sampler = PrioritySampler(len(self.env.instances), mix=h.priority_mix)
         self.env.sampler = self.sampler
@@ -105,24 +91,13 @@ class RLModule(AgentModule):
         }
         self.recent: list[dict] = []  # the last ``recent_episodes`` episode summaries, for the training curves
         if self.settings.coefficients.imitation > 0:
-            quests = load_dataset(h.data_dir).quests.all()
+            quests = load_dataset(self.data_dir).quests.all()
             self.demo_episodes = self.cloning_episodes(instances_from_data(quests, self.demos["train"]))
             if not self.demo_episodes:
                 raise ValueError(
-                    f"model.coefficients.imitation: {h.data_dir} has no training demonstration linked to a quest whose "
-                    "goal can be played; set it to 0 (`lq data stats` on this folder says what became of each one)"
+                    f"model.coefficients.imitation: {self.data_dir} has no training demonstration linked to a quest "
+                    "whose goal can be played; set it to 0 (`lq data stats` on this folder says what became of each)"
                 )
-
-    # what must match for another agent's weights to be this one's start
-    SAME_AGENT = (
-        "encoder",
-        "pretrained_checkpoint",
-        "data_dir",
-        "agent",
-        "candidate_dim",
-        "context_length",
-        "context_objects",
-    )
 
     @property
     def start_checkpoint(self) -> str | None:
@@ -156,11 +131,12 @@ class RLModule(AgentModule):
         theirs = saved.get("hyper_parameters", {})
         if saved.get("lq_stage") not in ("bc", "rl"):
             raise ValueError(f"model.init_from: {checkpoint} is not an lq agent checkpoint (from lq bc or lq rl)")
-        differ = [k for k in self.SAME_AGENT if theirs.get(k) != self.hparams.get(k)]
+        theirs, ours = hparams_at(theirs, SAME_AGENT), hparams_at(self.hparams, SAME_AGENT)
+        differ = [k for k in SAME_AGENT if theirs[k] != ours[k]]
         if differ:
             raise ValueError(
                 f"model.init_from: {checkpoint} is an agent of another {', '.join(differ)} "
-                f"({', '.join(f'{k}={theirs.get(k)!r}' for k in differ)}); start from one trained with this run's"
+                f"({', '.join(f'{k}={theirs[k]!r}' for k in differ)}); start from one trained with this run's"
             )
         state = saved["state_dict"]
         self.build_agent(state.get(VOCABULARY))

@@ -15,6 +15,7 @@ def test_a_profile_is_a_folder_an_overlay_reads_after_its_base():
     assert tiny.files("dm") == [ROOT / "profile/tiny/env.yaml"]
     where = Resolver(profile="quick", protocol="restricted")
     assert where.configs("bc", "adaptive") == [
+        ROOT / "agent.yaml",  # what the agent stages share, first
         ROOT / "bc.yaml",
         ROOT / "encoder/adaptive.yaml",
         ROOT / "profile/tiny/bc.yaml",
@@ -34,7 +35,7 @@ def test_every_checkpoint_path_comes_from_one_place():
     )
     assert tiny.agent_checkpoint("bc", "light", "act_speech", "hardcoded", 0).endswith("seed-0/best.ckpt")
     args = paper.stage_args("rl", "light", seed=1)
-    assert args[args.index("--model.partner_checkpoint") + 1] == paper.checkpoint("partner")
+    assert args[args.index("--model.env.partner_checkpoint") + 1] == paper.checkpoint("partner")
     assert args[args.index("--pretrain_dir") + 1] == "outputs/release/pretrain"
     adaptive = tiny.stage_args("pretrain", "adaptive", out_dir="outputs/experiments/table45/seed-1")
     assert adaptive[adaptive.index("--model.encoder.init_from") + 1] == (

@@ -295,8 +295,8 @@ def _checkpoint(path, seed):
 
 
 def test_build_env_from_checkpoints(data, tmp_path, tmp_path_factory):
-    from lq.envs.build import build_env
     from lq.envs.models import load_poly_encoder
+    from lq.envs.spec import EnvSpec
 
     saved = _checkpoint(tmp_path / "partner.ckpt", 5)
     _checkpoint(tmp_path / "dm.ckpt", 6)
@@ -306,7 +306,10 @@ def test_build_env_from_checkpoints(data, tmp_path, tmp_path_factory):
     )
     assert not any(p.requires_grad for p in loaded.parameters())
     data_dir = next(tmp_path_factory.getbasetemp().glob("env*/data"))
-    env = build_env(data_dir, "test", tmp_path / "partner.ckpt", tmp_path / "dm.ckpt", batch_size=2, max_steps=3)
+    spec = EnvSpec(data_dir, tmp_path / "partner.ckpt", tmp_path / "dm.ckpt", top_k=5, num_valid_utterances=7)
+    env = spec.build("test", batch_size=2, max_steps=3)
+    assert (env.batch_size, env.max_steps, env.dm.top_k, env.dm.num_valid) == (2, 3, 5, 7)
+    env = spec.replace(top_k=10, num_valid_utterances=50).build("test", batch_size=2, max_steps=3)
     obs, infos = env.reset()
     assert len(obs) == 2 and [len(ids) for ids in env.valid_utterances([0, 1])] == [50, 50]
     assert [env.instances[info["instance"]].quest.quest_id for info in infos] == [i["quest_id"] for i in infos]

@@ -41,13 +41,15 @@ def _args(stage: str, root: Path, tmp_path: Path, *extra: str) -> list[str]:
         stage,
         "fit",
         "--config",
+        str(ROOT / "conf/agent.yaml"),
+        "--config",
         str(ROOT / f"conf/{stage}.yaml"),
         "--config",
         str(ROOT / "conf/encoder/scratch.yaml"),
         *(["--config", str(ROOT / "conf/objective/lq.yaml")] if stage == "rl" else []),  # lq's objective
-        f"--model.data_dir={root / 'data'}",
-        f"--model.partner_checkpoint={root / 'partner.ckpt'}",
-        f"--model.dm_checkpoint={root / 'dm.ckpt'}",
+        f"--model.env.data_dir={root / 'data'}",
+        f"--model.env.partner_checkpoint={root / 'partner.ckpt'}",
+        f"--model.env.dm_checkpoint={root / 'dm.ckpt'}",
         f"--out_dir={tmp_path / stage}",
         *([f"--bc_dir={tmp_path / 'bc'}"] if stage == "rl" else []),  # the BC agents RL starts from (init_from: bc)
         f"--trainer.logger.init_args.tracking_uri=sqlite:///{tmp_path / 'mlflow.db'}",
@@ -103,7 +105,8 @@ def test_bc_and_rl_fit_evaluate_and_compare(setup_dir, tmp_path, capsys):
         assert json.loads((kept.parent / DONE).read_text()) == {
             "checkpoint": kept.name, "stage": kept.parts[-5], "run_id": run.info.run_id
         }  # fmt: skip
-        assert run.data.tags["lq.protocol"] == "paper" and run.data.params["protocol/choice"] == "whole"
+        assert run.data.tags["lq.protocol"] == "paper" and run.data.params["env/protocol/choice"] == "whole"
+        assert run.data.params["env/objects"] == "True" and run.data.params["env/context_length"] == "256"
         # who it is, as searchable tags: what tables and --resume select parents and runs by
         tags = run.data.tags
         assert (tags["lq.stage"], tags["lq.encoder"], tags["lq.seed"], tags["lq.data"]) == (
@@ -209,7 +212,7 @@ def test_bc_and_rl_run_on_the_light_release_layout(setup_dir, tmp_path, capsys):
     from tests.release import write_release
 
     write_release(setup_dir / "data", tmp_path / "light")
-    data = f"--model.data_dir={tmp_path / 'light'}"
+    data = f"--model.env.data_dir={tmp_path / 'light'}"
     rl = ["--model.num_envs=4", "--model.rollout_steps=2", "--model.max_steps=4", "--model.updates_per_epoch=2"]
     assert (
         main([*_args("bc", setup_dir, tmp_path, "--model.batch_size=8", "--trainer.limit_train_batches=2"), data]) == 0

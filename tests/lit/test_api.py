@@ -107,7 +107,7 @@ def test_the_calibration_and_candidates_are_computed_once_and_read_by_every_proc
     from lq.lit.checkpoints import load_agent
 
     load_agent(trained_agent).eval_env("valid")  # this process's threads: computed here if not yet
-    stores = Path(load_agent(trained_agent).hparams.partner_checkpoint).parent / "candidates"
+    stores = Path(load_agent(trained_agent).env_spec.partner_checkpoint).parent / "candidates"
 
     def files() -> dict:
         return {p: p.stat().st_mtime_ns for root in (stores, bundle) for p in Path(root).rglob("*") if p.is_file()}

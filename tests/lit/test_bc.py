@@ -5,14 +5,12 @@ from lightning.pytorch.callbacks import ModelCheckpoint
 
 from lq.lit.bc import BCModule
 from lq.lit.checkpoints import load_agent
-from tests.samples import tiny_agent_config
+from tests.samples import env_spec, tiny_agent_config
 
 
 def _module(root, **kwargs):
     kwargs = {
-        "data_dir": str(root / "data"),
-        "partner_checkpoint": str(root / "partner.ckpt"),
-        "dm_checkpoint": str(root / "dm.ckpt"),
+        "env": env_spec(root),
         "batch_size": 8,
         "lr": 3e-3,
         "context_length": 64,

@@ -22,7 +22,8 @@ def test_export_then_eval_from_another_folder_gives_the_checkpoints_figures(trai
     card = (bundle / "README.md").read_text()
     assert "| protocol | protocol paper:" in card and "Random (whole spaces)" in card and "fingerprint" in card
     meta = json.loads((bundle / "bundle.json").read_text())
-    assert not any(os.path.isabs(meta["hyper_parameters"][k]) for k in ("data_dir", "partner_checkpoint"))
+    env = meta["hyper_parameters"]["env"]
+    assert not any(os.path.isabs(env[k]) for k in ("data_dir", "partner_checkpoint", "dm_checkpoint"))
     # Hugging Face's YAML metadata first: licence, library, tags, the training identity, a model-index of its figures
     assert card.startswith("---\n")
     front = yaml.safe_load(card.split("---\n")[1])
@@ -62,12 +63,36 @@ def test_bundle_loads_the_same_weights(trained_agent, tmp_path):
     a, b = load_agent(trained_agent), load_agent(bundle)
     sa, sb = a.state_dict(), b.state_dict()
     assert sa.keys() == sb.keys() and all((sa[k] == sb[k]).all() for k in sa)
-    assert b.hparams.data_dir.startswith(str(bundle.resolve()))
+    assert b.data_dir.startswith(str(bundle.resolve()))
+    assert b.env_spec.partner_checkpoint == str(bundle.resolve() / "partner.safetensors")
+    assert b.env_spec.replace(data_dir=a.data_dir, partner_checkpoint="", dm_checkpoint="") == a.env_spec.replace(
+        partner_checkpoint="", dm_checkpoint=""
+    )  # the bundle's environment is the checkpoint's, its files the bundle's copies
     from lq.data.io import umask
 
     modes = {p.stat().st_mode & 0o777 for p in [bundle, *bundle.rglob("*")] if p.is_file()}
     assert modes == {0o666 & ~umask()}  # as files written directly: a bundle is for others to read (not mkstemp's 0600)
     assert {p.stat().st_mode & 0o777 for p in [bundle, *bundle.rglob("*")] if p.is_dir()} == {0o777 & ~umask()}
+
+
+@pytest.mark.slow
+def test_a_checkpoint_from_before_the_env_spec_loads_with_its_environment(trained_agent, tmp_path):
+    """Agents saved before EnvSpec kept its fields at the top level of their hyperparameters (``data_dir``,
+    ``context_objects``, ``env_context_length`` ...): they load into the same environment."""
+    import torch
+
+    saved = torch.load(trained_agent, map_location="cpu", weights_only=False)
+    h = dict(saved["hyper_parameters"])
+    env = h.pop("env")
+    flat = {"env_context_length": env["context_length"], "context_objects": env["objects"]}
+    flat |= {k: env[k] for k in ("data_dir", "partner_checkpoint", "dm_checkpoint", "protocol", "partner_calibration")}
+    torch.save({**saved, "hyper_parameters": {**h, **flat}}, tmp_path / "old.ckpt")
+    old, new = load_agent(tmp_path / "old.ckpt"), load_agent(trained_agent)
+    assert old.env_spec == new.env_spec and old.hparams["env"] == new.hparams["env"]
+    sa, sb = old.state_dict(), new.state_dict()
+    assert all(torch.equal(sa[k], sb[k]) for k in sb)
+    restricted = load_agent(tmp_path / "old.ckpt", protocol="restricted", context_objects=False)
+    assert (restricted.protocol.name, restricted.env_spec.objects) == ("restricted", False)
 
 
 @pytest.mark.slow

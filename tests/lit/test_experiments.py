@@ -151,7 +151,7 @@ class Recorder:
         for _, args in jobs:
             if args[:2] == ["bc", "fit"]:
                 where = [args[args.index(f"--{key}") + 1] for key in ("out_dir", "model.ability", "model.switch")]
-                encoder = Path(args[args.index("--config") + 3]).stem
+                encoder = next(Path(a).stem for a in args if Path(a).parent.name == "encoder")
                 seed = int(args[args.index("--model.seed") + 1])
                 checkpoint = Path(bc_checkpoint(where[0], encoder, *where[1:], seed))
                 checkpoint.parent.mkdir(parents=True, exist_ok=True)
@@ -249,10 +249,12 @@ def test_the_rl_agents_bc_starts_are_trained_first_unless_they_start_from_their_
     (tmp_path / "data" / "manifest.json").touch()
     setup = X.Setup(seeds=(0, 1), data_dir=str(tmp_path / "data"), outputs=str(tmp_path / "o"))
     rl = dict(X.running.rl_module(X.running._module_args(X.Config("rl", "scratch", "act"), setup, 0)).hparams)
-    for seed, protocol in ((0, rl["protocol"]), (1, {**rl["protocol"], "name": "restricted", "restrict": True})):
+    env = rl["env"]
+    for seed, protocol in ((0, env["protocol"]), (1, {**env["protocol"], "name": "restricted", "choice": "valid"})):
         checkpoint = Path(setup.agent_checkpoint("bc", "scratch", "act", "hardcoded", seed))
         checkpoint.parent.mkdir(parents=True, exist_ok=True)
-        torch.save({"hyper_parameters": {**rl, "protocol": protocol}}, checkpoint)  # the act agents' BC starts
+        hparams = {**rl, "env": {**env, "protocol": protocol}}
+        torch.save({"hyper_parameters": hparams}, checkpoint)  # the act agents' BC starts
         mark_finished(checkpoint)
     steps, jobs = X.preparation(X.table2(["scratch"]).configs, setup)[-1]
     starts = [(s.args[s.args.index("--model.ability") + 1], s.args[s.args.index("--model.seed") + 1]) for s in steps]
@@ -599,10 +601,10 @@ def test_the_paper_tables_have_their_configurations():
     assert env_model[:2] == ["partner", "fit"] and "--data.data_dir" in env_model and "--model.ability" not in env_model
     assert C("profile", "tiny", "env.yaml") in env_model and C("encoder", "small.yaml") in env_model
     agent = X.stage_args(X.Config("rl", "scratch"), X.Setup(data_dir="data/default", profile="paper"), 0)
-    assert agent[agent.index("--model.partner_checkpoint") + 1] == "outputs/partner/general/best.ckpt"
+    assert agent[agent.index("--model.env.partner_checkpoint") + 1] == "outputs/partner/general/best.ckpt"
     # another dataset's checkpoints are kept apart, under its folder's name
     agent = X.stage_args(X.Config("rl", "scratch"), X.Setup(data_dir="data/release", profile="paper"), 0)
-    assert agent[agent.index("--model.partner_checkpoint") + 1] == "outputs/release/partner/general/best.ckpt"
+    assert agent[agent.index("--model.env.partner_checkpoint") + 1] == "outputs/release/partner/general/best.ckpt"
 
 
 def test_the_quick_profile_trains_every_stage_less_than_tiny_and_apart_from_it(monkeypatch):
@@ -618,7 +620,7 @@ def test_the_quick_profile_trains_every_stage_less_than_tiny_and_apart_from_it(m
         C("protocol", "paper.yaml"),
         C("objective", "lq.yaml"),  # RL's objective last: it may set sizes of its own
     ]
-    assert args[args.index("--model.partner_checkpoint") + 1] == "outputs/quick/partner/small/best.ckpt"
+    assert args[args.index("--model.env.partner_checkpoint") + 1] == "outputs/quick/partner/small/best.ckpt"
     assert args[args.index("--pretrain_dir") + 1] == "outputs/quick/pretrain"
     assert args[args.index("--out_dir") + 1] == "outputs/quick/rl"  # not over the tiny agents
     for stage, encoder, epochs in (("rl", "scratch", 2), ("bc", "scratch", 2), ("partner", "small", 2)):
@@ -628,7 +630,7 @@ def test_the_quick_profile_trains_every_stage_less_than_tiny_and_apart_from_it(m
         if stage == "partner":  # tiny's sizes: the partner and DM read 64 word pieces, the agents 128
             assert config.data.context_length == 64
         else:
-            assert (config.model.context_length, config.model.env_context_length) == (128, 64)
+            assert (config.model.context_length, config.model.env.context_length) == (128, 64)
     args = X.stage_args(X.Config("pretrain", "general_light"), quick, 0)[2:]
     assert (
         STAGES["pretrain"](*stage_classes("pretrain"), args=args, parse_only=True).config.data.max_train_examples == 128
@@ -733,7 +735,7 @@ def test_the_plan_of_table1_names_every_preparation_step_and_child_as_a_command(
     agents = [c[1:] for c in commands if c[1] in ("rl", "bc")]
     assert (
         len(agents) == 30
-        and len({(a[0], a[a.index("--config") + 3], a[a.index("--model.seed") + 1]) for a in agents}) == 30
+        and len({(a[0], next(c for c in a if "/encoder/" in c), a[a.index("--model.seed") + 1]) for a in agents}) == 30
     )
     parent = re.search(r"parent run (\w+)", lines[0]).group(1)
     for args in agents[:2]:  # two parse fully (every one is built by the same function)
@@ -1030,7 +1032,7 @@ def test_the_deviation_table_adds_each_of_lqs_departures_to_the_paper_objective_
     assert changed["bc_start"] == {"init_from"} and changed["valid_mean"] == {"valid_reduction"}
     assert changed["lr"] == {"lr", "adam_betas"} and changed["turns30"] == {"max_steps"}
     assert changed["gain_lr"] == {"gain_lr_scale"}
-    assert changed["no_exact_match"] == {"agent"} and changed["no_objects"] == {"context_objects"}
+    assert changed["no_exact_match"] == {"agent"} and changed["no_objects"] == {"env"}
     assert {"init_from", "valid_reduction", "normalize_advantages", "lr", "num_envs", "coefficients"} <= changed["lq"]
     assert changed[""] == set() and all(changed[v] for v in changed if v)
     # the rows that start from BC start from the experiment's own BC children: no BC start of a variant is prepared

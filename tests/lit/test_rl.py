@@ -6,18 +6,17 @@ import pytest
 import torch
 from lightning.pytorch.callbacks import ModelCheckpoint
 
+from lq.lit.agent import SAME_AGENT
 from lq.lit.checkpoints import agent_name
 from lq.lit.rl import RLModule
-from tests.samples import tiny_agent_config
+from tests.samples import env_spec, tiny_agent_config
 
 AGENT = tiny_agent_config()
 
 
-def _module(root, **kwargs):
+def _module(root, env=None, **kwargs):
     return RLModule(
-        data_dir=str(root / "data"),
-        partner_checkpoint=str(root / "partner.ckpt"),
-        dm_checkpoint=str(root / "dm.ckpt"),
+        env=env or env_spec(root),
         num_envs=4,
         rollout_steps=3,
         max_steps=3,  # every episode ends within the first rollout: the curves have a figure from the first update
@@ -138,9 +137,7 @@ def test_the_agent_learns_to_act_on_its_motivation(toy_dir):
     agent = tiny_agent_config()
     agent.scratch = EncoderSpec(init="scratch", hidden_size=64, num_layers=2, num_heads=4, intermediate_size=128)
     module = RLModule(
-        data_dir=str(toy_dir / "data"),
-        partner_checkpoint=str(toy_dir / "partner.ckpt"),
-        dm_checkpoint=str(toy_dir / "dm.ckpt"),
+        env=env_spec(toy_dir),
         ability="act",
         num_envs=16,
         rollout_steps=4,
@@ -204,7 +201,7 @@ def test_a_scratch_agent_has_a_row_for_every_word_piece_its_quests_show(setup_di
 @pytest.mark.slow
 def test_rl_starts_from_a_behaviour_cloned_agent_of_the_same_sizes(trained_agent):
     saved = torch.load(trained_agent, map_location="cpu", weights_only=False)
-    keep = (*RLModule.SAME_AGENT, "partner_checkpoint", "dm_checkpoint")
+    keep = (*SAME_AGENT, "env")
     same = {k: v for k, v in saved["hyper_parameters"].items() if k in keep}
     module = RLModule(init_from=str(trained_agent), **same)
     assert agent_name(module) == "RL (init_from) scratch act_speech hardcoded"
@@ -230,12 +227,10 @@ def test_rl_starts_from_a_behaviour_cloned_agent_of_the_same_sizes(trained_agent
 
 
 def test_the_environment_reads_at_the_partner_and_dm_length_the_agent_at_its_own(setup_dir):
-    module = _module(setup_dir, env_context_length=32)
+    module = _module(setup_dir, env=env_spec(setup_dir, context_length=32))
     env = module.eval_env("test")
     assert (env.partner.batcher.context_length, env.dm.batcher.context_length) == (32, 32)
     assert module.batcher.context_length == 64
-    older = _module(setup_dir)  # a checkpoint from before the setting: the environment reads what the agent does
-    assert older.eval_env("test").partner.batcher.context_length == 64
 
 
 @pytest.mark.slow

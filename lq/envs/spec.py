@@ -1,0 +1,133 @@
+"""The environment an agent trains and is evaluated in, as one value: :class:`EnvSpec`.
+
+Its fields are written once, here: the dataset, the partner's and the Dungeon Master's checkpoints, the protocol, the
+word pieces those two read, the partner's calibration, what the agent's context lists, the rewards and the DM's ranking.
+``spec.build(split, batch_size, seed, device)`` makes the batched :class:`lq.envs.quest_env.QuestEnv`; the agent modules
+hold one (``model.env`` in their configs), and ``lq.api``, Gymnasium and the stages build environments through it.
+"""
+
+from __future__ import annotations
+
+import random
+from collections.abc import Callable
+from dataclasses import asdict, dataclass, fields, replace
+from typing import TYPE_CHECKING
+
+from lq.envs.protocol import Protocol, protocol_of
+
+if TYPE_CHECKING:
+    from lq.envs.quest_env import QuestEnv
+
+
+@dataclass(frozen=True)
+class EnvSpec:
+    """``data_dir``: the dataset (its quests, demonstrations and action and utterance spaces); ``partner_checkpoint``,
+    ``dm_checkpoint``: the frozen poly-encoders of the partner and the Dungeon Master; ``protocol``
+    (:class:`lq.envs.protocol.Protocol`, or its name or dict): what the agent chooses among, when an episode ends, the
+    speech goal; ``context_length``: the word pieces the partner and the DM read (the length they were trained at);
+    ``partner_calibration``: how the partner chooses between acting and speaking (``share`` or ``completions``:
+    :func:`lq.envs.calibration.calibrate_partner`); ``objects``: the agent's context lists the room's objects and what
+    the partner carries; ``speech_rewards``: a reached speech goal is rewarded (Table 2's ``speech_no_speech_goals``
+    turns it off); ``top_k``, ``num_valid_utterances``: the DM's rewarded and valid utterances (paper 4.2: k = 10, M =
+    50); ``top_k_every_repeat``: the DM's top-k reward on every repeat of a line, not only its first."""
+
+    data_dir: str
+    partner_checkpoint: str
+    dm_checkpoint: str
+    protocol: Protocol = Protocol()  # noqa: RUF009 (frozen dataclass)
+    context_length: int = 256
+    partner_calibration: str = "share"
+    objects: bool = False
+    speech_rewards: bool = True
+    top_k: int = 10
+    num_valid_utterances: int = 50
+    top_k_every_repeat: bool = False
+
+    def __post_init__(self) -> None:
+        for name in ("data_dir", "partner_checkpoint", "dm_checkpoint"):
+            object.__setattr__(self, name, str(getattr(self, name)))
+        object.__setattr__(self, "protocol", protocol_of(self.protocol))
+
+    @classmethod
+    def of(cls, value: EnvSpec | dict) -> EnvSpec:
+        """An :class:`EnvSpec` from itself or from its dict (as a checkpoint's hyperparameters keep it), naming any
+        unknown field and the known ones."""
+        if isinstance(value, EnvSpec):
+            return value
+        known = [f.name for f in fields(cls)]
+        unknown = sorted(set(value) - set(known))
+        if unknown:
+            raise ValueError(f"model.env: unknown field {', '.join(unknown)}; the fields are {', '.join(known)}")
+        missing = [k for k in ("data_dir", "partner_checkpoint", "dm_checkpoint") if value.get(k) is None]
+        if missing:
+            raise ValueError(f"model.env: {', '.join(missing)} missing; set model.env.{missing[0]}")
+        return cls(**value)
+
+    def as_dict(self) -> dict:
+        """Plain values (the protocol as its dict): a checkpoint keeps it without lq's classes."""
+        return asdict(self)
+
+    def replace(self, **changes) -> EnvSpec:
+        return replace(self, **changes)
+
+    def build(
+        self,
+        split: str = "test",
+        batch_size: int = 32,
+        seed: int = 0,
+        device: str = "cpu",
+        *,
+        max_steps: int | None = None,
+        auto_reset: bool = True,
+        sampler: Callable[[random.Random], int] | None = None,
+    ) -> QuestEnv:
+        """The batched environment of ``split``'s quests: ``batch_size`` episodes at a time, seeded by ``seed``, its
+        models on ``device``; ``max_steps``: agent turns per episode in place of the protocol's; ``auto_reset``: a
+        finished episode starts the next quest (training) or its slot stays finished (evaluation); ``sampler``: how the
+        next quest is drawn (None: uniformly)."""
+        from lq.envs.build import build_env  # the models and engine load only when an environment is built
+
+        return build_env(
+            self, split, batch_size, seed, device, max_steps=max_steps, auto_reset=auto_reset, sampler=sampler
+        )
+
+
+# an agent's hyperparameters from before EnvSpec held these at the top level (``context_objects``: ``objects``;
+# ``env_context_length``: ``context_length``, None meaning the agent's own)
+FLAT = {
+    "data_dir": "data_dir",
+    "partner_checkpoint": "partner_checkpoint",
+    "dm_checkpoint": "dm_checkpoint",
+    "protocol": "protocol",
+    "env_context_length": "context_length",
+    "partner_calibration": "partner_calibration",
+    "context_objects": "objects",
+    "top_k_every_repeat": "top_k_every_repeat",
+}
+
+
+def nested(hparams: dict) -> dict:
+    """An agent's saved hyperparameters with their environment as one ``env`` dict: those of checkpoints and bundles
+    from before :class:`EnvSpec` kept its fields at the top level; returned as they are when already nested."""
+    if "env" in hparams:
+        return hparams
+    out = {k: v for k, v in hparams.items() if k not in FLAT and k != "restrict"}  # restrict: now the protocol's
+    env = {FLAT[k]: v for k, v in hparams.items() if k in FLAT}
+    if env.get("context_length") is None:  # the agent's own length, as before env_context_length
+        env["context_length"] = hparams.get("context_length", 256)
+    env["protocol"] = protocol_of(env.get("protocol")).as_dict()  # none saved: from before protocols, restricted
+    return {**out, "env": env}
+
+
+def overridden(hparams: dict, overrides: dict) -> dict:
+    """An agent's saved hyperparameters (nested: :func:`nested`) with ``overrides`` put in place, those of its
+    environment given by their top-level names as before :class:`EnvSpec` (``protocol``, ``data_dir``,
+    ``partner_checkpoint``, ``context_objects`` ...: :data:`FLAT`) into its ``env``."""
+    h = nested(hparams)
+    env = dict(h["env"])
+    for key, value in overrides.items():
+        if key in FLAT:
+            env[FLAT[key]] = protocol_of(value).as_dict() if key == "protocol" else value
+        else:
+            h[key] = value
+    return {**h, "env": env}
