@@ -239,7 +239,7 @@ def _cmd_gradients(args: argparse.Namespace) -> int:
 
         paper = yaml.safe_load(path("objective", "paper.yaml").read_text(encoding="utf-8"))["model"]
         module.settings = A2CSettings(
-            paper["coefficients"],
+            {**asdict(module.settings.coefficients), **paper["coefficients"]},  # Table 6's stay conf/rl.yaml's
             paper["gamma"],
             paper["normalize_advantages"],
             paper["valid_reduction"],
