@@ -593,7 +593,7 @@ def run_baselines(client, experiment: str, config: Config, module_args: Sequence
     """A child of parent run ``pid`` with the baselines and the ceiling of ``config``'s ability and switch: the RL
     stage's agent module built from ``module_args`` (its environment, switch, spaces and evaluation), each rule in
     place of the agent (``baselines/<rule>/<goal>_rate``); returns its run id."""
-    from lq.lit.checkpoints import baseline_results
+    from lq.lit.checkpoints import agent_baselines
 
     module = rl_module(module_args)
     tags = {"mlflow.parentRunId": pid, "lq.config": config.key, "lq.seed": str(seed), "lq.stage": "baselines"}
@@ -601,7 +601,7 @@ def run_baselines(client, experiment: str, config: Config, module_args: Sequence
     run_id = client.create_run(exp_id, run_name=f"{config.key}-s{seed}", tags={**tags, **run_tags()}).info.run_id
     try:
         with stage_threads(module_args):
-            results = baseline_results(module, "test", [seed])
+            results = agent_baselines(module, "test", [seed])
         for key, [result] in results.items():
             for name, value in result.metrics(f"baselines/{key}/").items():
                 if value == value:  # the ceiling has no speech columns (NaN)

@@ -14,10 +14,9 @@ import torch
 
 from lq.data.dataset import dataset_id
 from lq.envs.spec import overridden
-from lq.eval import EvalResult, plot_curves, run_series
+from lq.eval import TITLES, EvalResult, baseline_results, decodings, plot_curves, run_series
 from lq.lit.agent import VOCABULARY, AgentModule, read_checkpoint
 from lq.lit.bundles import built_module, export_bundle, is_bundle, load_bundle
-from lq.rl.baselines import BASELINES, CEILING, REPLAY, REPLAY_WITH_PARTNER, ceiling, replay_demonstrations
 
 
 def load_agent(checkpoint: str | Path, **overrides) -> AgentModule:
@@ -71,20 +70,10 @@ def agent_label(stage: str, h) -> str:
     return f"{name} {h['encoder']['name']} {h['ability']} {h['switch']}"
 
 
-def baseline_results(module: AgentModule, split: str = "test", seeds: Sequence[int] = (0,)) -> dict[str, list]:
-    """The baselines of :mod:`lq.rl.baselines` through ``module``'s actor and environment (its protocol, switch,
-    ability and spaces), one evaluation per seed; the ceiling and the demonstrations replayed (with their own
-    partner, and with the environment's), once: neither samples. Keyed as :data:`BASELINES`, :data:`CEILING`,
-    :data:`REPLAY` and :data:`REPLAY_WITH_PARTNER`."""
-    env = module.eval_env(split)  # one environment for every rule and seed
-    out = {
-        key: [module.evaluate(split, seed=seed, policy=policy, restrict=restrict, env=env) for seed in seeds]
-        for key, _, policy, restrict in BASELINES
-    }
-    out[CEILING[0]] = [EvalResult(ceiling(env), float("nan"), float("nan"))]
-    out[REPLAY[0]] = [EvalResult.of(replay_demonstrations(env, "scripted"))]
-    out[REPLAY_WITH_PARTNER[0]] = [EvalResult.of(replay_demonstrations(env, "model"))]
-    return out
+def agent_baselines(module: AgentModule, split: str = "test", seeds: Sequence[int] = (0,)) -> dict[str, list]:
+    """The baselines through ``module``'s actor and environment (:func:`lq.eval.baselines.baseline_results`: its
+    protocol, switch, ability and spaces; one environment for every rule and seed)."""
+    return baseline_results(module.eval_env(split), module.make_actor, module.protocol.greedy, seeds)
 
 
 def evaluate_checkpoints(
@@ -103,18 +92,16 @@ def evaluate_checkpoints(
     for path in checkpoints:
         module = load_agent(path, **overrides)
         first = first or module
-        env = module.eval_env(split, module.hparams.seed)  # both decodings in one environment
-        for greedy in (True, False) if sampled else (True,):
-            result = module.evaluate(split, seed=module.hparams.seed, greedy=greedy, env=env)
-            decoding = "greedy" if greedy else "sampled"
+        env = module.eval_env(split, module.hparams.seed)
+        order = ("greedy", "sampled") if sampled else ("greedy",)
+        for decoding, result in decodings(env, module.make_actor(), module.hparams.seed, order).items():
             log(
                 f"{path} ({decoding}): act goals {result.act_goal_rate:.3f}, speech goals {result.speech_goal_rate:.3f}"
             )
             rows.setdefault(f"{agent_name(module)} ({decoding})", []).append(result)
     if baseline_runs and first is not None:
-        titles = {key: title for key, title, *_ in (*BASELINES, CEILING, REPLAY, REPLAY_WITH_PARTNER)}
-        for key, results in baseline_results(first, split, range(baseline_runs)).items():
-            rows[titles[key]] = results
+        for key, results in agent_baselines(first, split, range(baseline_runs)).items():
+            rows[TITLES[key]] = results
     return list(rows.items())
 
 

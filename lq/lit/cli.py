@@ -530,6 +530,8 @@ class AgentCLI(StageCLI):
         quests (``val/...``: the protocol's decoding; what defaults are chosen by) and on the test quests (``test/...``,
         and ``test_greedy/...`` or ``test_sampled/...``: the other decoding beside it: what is reported), and the test
         transcripts; returns the rates' means over the evaluation seeds."""
+        from lq.eval import decodings, transcripts_html
+
         config = self.stage_config
         callback = self.trainer.checkpoint_callback
         module = self.model
@@ -546,9 +548,8 @@ class AgentCLI(StageCLI):
         other = "sampled" if protocol.greedy else "greedy"
         for seed in range(config.eval_seeds):
             validation = module.evaluate("valid", seed=seed)
-            env = module.eval_env("test", seed)  # both decodings in one environment
-            result = module.evaluate("test", seed=seed, env=env)
-            beside = module.evaluate("test", seed=seed, greedy=not protocol.greedy, env=env)
+            played = decodings(module.eval_env("test", seed), module.make_actor(), seed, (protocol.decoding, other))
+            result, beside = played[protocol.decoding], played[other]
             shown = (("validation", protocol.decoding, validation), ("test", protocol.decoding, result),
                      ("test", other, beside))  # fmt: skip
             for split, decoding, r in shown:
@@ -564,8 +565,8 @@ class AgentCLI(StageCLI):
                         {**validation.metrics("val/"), **rates[-1], **beside.metrics(f"test_{other}/")}, step=seed
                     )
                     logger.experiment.log_text(logger.run_id, result.transcripts(), f"transcripts/test_seed{seed}.txt")
-                    page = result.transcripts_html(
-                        f"{module.stage.upper()} {module.hparams.encoder['name']}, test, seed {seed}"
+                    page = transcripts_html(
+                        result.ordered(), f"{module.stage.upper()} {module.hparams.encoder['name']}, test, seed {seed}"
                     )
                     logger.experiment.log_text(logger.run_id, page, f"transcripts/test_seed{seed}.html")
         return {k: sum(r[k] for r in rates) / len(rates) for k in rates[0]} if rates else {}

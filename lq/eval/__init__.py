@@ -1,0 +1,41 @@
+"""Evaluation, in one package: playing zero-shot episodes (:mod:`lq.eval.play`: :func:`evaluate`, both decodings in
+one environment with :func:`decodings`), the baselines' runner (:mod:`lq.eval.baselines`) and reports
+(:mod:`lq.eval.reports`: tables, transcripts as HTML, learning curves).
+
+Below the Lightning stages (:mod:`lq.lit` calls it with an agent's environment and actor), above the environment and
+the actor it plays.
+"""
+
+from lq.eval.baselines import TITLES, baseline_results
+from lq.eval.play import LOST, EvalResult, decodings, evaluate
+from lq.eval.reports import (
+    COLUMNS,
+    cell,
+    lost_table,
+    markdown_table,
+    mean_std,
+    mean_std_of,
+    plot_curves,
+    results_table,
+    run_series,
+    transcripts_html,
+)
+
+__all__ = [
+    "COLUMNS",
+    "LOST",
+    "TITLES",
+    "EvalResult",
+    "baseline_results",
+    "cell",
+    "decodings",
+    "evaluate",
+    "lost_table",
+    "markdown_table",
+    "mean_std",
+    "mean_std_of",
+    "plot_curves",
+    "results_table",
+    "run_series",
+    "transcripts_html",
+]
