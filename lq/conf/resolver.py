@@ -193,12 +193,13 @@ class Resolver:
         )
 
     def configs(self, stage: str, encoder: str) -> list[Path]:
-        """The config files of a stage run, in the order they are read: for the agents their base (agent.yaml), the
-        stage's, the encoder's, the profile's (base, then overlay), for the agents the protocol's, and for RL its
-        objective's (last: it sets sizes of its own, such as the paper's 32 environments)."""
+        """The config files of a stage run, in the order they are read: the base (agent.yaml for the agents,
+        poly_encoder.yaml for pretraining, the partner and the DM), the stage's, the encoder's, the profile's (base,
+        then overlay), for the agents the protocol's, and for RL its objective's (last: it sets sizes of its own, such
+        as the paper's 32 environments)."""
         if stage not in STAGES:
             raise ValueError(f"unknown stage {stage}: choose from {', '.join(STAGES)}")
-        base = [path("agent.yaml")] if stage in AGENT_STAGES else []  # what BC and RL agents share
+        base = [path("agent.yaml" if stage in AGENT_STAGES else "poly_encoder.yaml")]  # what the stages share
         files = [*base, path(f"{stage}.yaml"), path("encoder", f"{encoder}.yaml"), *Profile(self.profile).files(stage)]
         if stage in AGENT_STAGES:
             files.append(path("protocol", f"{self.protocol}.yaml"))

@@ -1,7 +1,8 @@
 """LightningCLI entry points of every training stage (``lq pretrain``, ``partner``, ``dm``, ``bc``, ``rl``).
 
-Configs merge in order: ``--config conf/pretrain.yaml --config conf/encoder/general_light.yaml
---config conf/profile/tiny/pretrain.yaml``. Runs log to MLflow (``sqlite:///mlflow.db`` unless the config
+Configs merge in order: ``--config conf/poly_encoder.yaml --config conf/pretrain.yaml --config
+conf/encoder/general_light.yaml --config conf/profile/tiny/pretrain.yaml`` (the order :class:`lq.conf.resolver.Resolver`
+gives). Runs log to MLflow (``sqlite:///mlflow.db`` unless the config
 says otherwise), named after the encoder; the resolved config is logged as the run's
 ``config.yaml`` artifact by :class:`LogConfigToMLflow` (Lightning's own config-saving callback
 fails with a sqlite tracking URI: Lightning issues 19441 and 20273).

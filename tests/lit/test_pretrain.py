@@ -153,7 +153,7 @@ def test_resumes_from_last_ckpt(data_dir, tmp_path):
 def test_every_encoder_config_parses_with_every_stage_and_profile(encoder, monkeypatch):
     """Every profile the resolver knows, every stage, as it orders their config files."""
     monkeypatch.chdir(ROOT)
-    stage_files = {Path(p).stem for p in glob.glob(str(ROOT / "conf/*.yaml"))} - {"agent"}  # the agent stages' base
+    stage_files = {Path(p).stem for p in glob.glob(str(ROOT / "conf/*.yaml"))} - {"agent", "poly_encoder"}  # bases
     assert stage_files == set(STAGES), "a stage config without a CLI"
     assert set(resolver.profiles()) >= {"tiny", "paper", "quick"}
     for profile in resolver.profiles():
@@ -182,7 +182,8 @@ def test_every_encoder_config_parses_with_every_stage_and_profile(encoder, monke
 
 def _lq_pretrain(encoder: str, data_dir, *args: str, profile: str | None = None) -> int:
     """``lq pretrain fit`` with the stage config, one encoder config, an optional profile and overrides."""
-    configs = ["--config", str(ROOT / "conf/pretrain.yaml"), "--config", str(ROOT / f"conf/encoder/{encoder}.yaml")]
+    configs = [a for c in ("poly_encoder.yaml", "pretrain.yaml", f"encoder/{encoder}.yaml")
+               for a in ("--config", str(ROOT / "conf" / c))]  # fmt: skip
     if profile:
         configs += ["--config", str(ROOT / f"conf/profile/{profile}/pretrain.yaml")]
     return main(["pretrain", "fit", *configs, "--data.data_dir", str(data_dir), *args])
@@ -200,7 +201,8 @@ def test_lq_pretrain_end_to_end_logs_to_mlflow(data_dir, tmp_path):
         "--trainer.logger.init_args.tracking_uri": uri,
     }
     args = [x for kv in overrides.items() for x in kv]
-    configs = [f"--config={ROOT / c}" for c in ("conf/pretrain.yaml", "conf/encoder/general_light.yaml")]
+    files = ("poly_encoder.yaml", "pretrain.yaml", "encoder/general_light.yaml")
+    configs = [f"--config={ROOT / 'conf' / c}" for c in files]
     metrics = fit_pretrain(
         [
             *configs,
