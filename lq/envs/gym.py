@@ -206,8 +206,9 @@ class QuestGymEnv(gymnasium.Env[str, str]):
         env: QuestEnv | None = None,
         **kwargs: Any,
     ):
-        """``kwargs``: :func:`lq.envs.build.build_env`'s (``context_length``, ``max_steps``, ``top_k``, ...). With no
-        arguments: the default data and the newest trained partner and DM (:func:`environment_arguments`)."""
+        """``kwargs``: :class:`lq.envs.spec.EnvSpec`'s fields and its ``build``'s (``context_length``, ``max_steps``,
+        ...). With no arguments: the default data and the newest trained partner and DM (:func:`environment_arguments`).
+        """
         if render_mode is not None and render_mode not in self.metadata["render_modes"]:
             raise ValueError(f"render_mode {render_mode!r}: {ENV_ID} renders 'ansi' (the transcript) or nothing")
         if env is None:

@@ -8,9 +8,8 @@ hold one (``model.env`` in their configs), and ``lq.api``, Gymnasium and the sta
 
 from __future__ import annotations
 
-import random
-from collections.abc import Callable
 from dataclasses import asdict, dataclass, fields, replace
+from pathlib import Path
 from typing import TYPE_CHECKING
 
 from lq.envs.protocol import Protocol, protocol_of
@@ -70,26 +69,89 @@ class EnvSpec:
     def replace(self, **changes) -> EnvSpec:
         return replace(self, **changes)
 
-    def build(
-        self,
-        split: str = "test",
-        batch_size: int = 32,
-        seed: int = 0,
-        device: str = "cpu",
-        *,
-        max_steps: int | None = None,
-        auto_reset: bool = True,
-        sampler: Callable[[random.Random], int] | None = None,
-    ) -> QuestEnv:
+    def build(self, split: str = "test", batch_size: int = 32, seed: int = 0, device: str = "cpu", **play) -> QuestEnv:
         """The batched environment of ``split``'s quests: ``batch_size`` episodes at a time, seeded by ``seed``, its
-        models on ``device``; ``max_steps``: agent turns per episode in place of the protocol's; ``auto_reset``: a
-        finished episode starts the next quest (training) or its slot stays finished (evaluation); ``sampler``: how the
-        next quest is drawn (None: uniformly)."""
-        from lq.envs.build import build_env  # the models and engine load only when an environment is built
+        models on ``device``; ``play``: ``max_steps`` (agent turns per episode in place of the protocol's),
+        ``auto_reset`` (a finished episode starts the next quest, as in training; False: its slot stays finished, as
+        in evaluation), ``sampler`` (how the next quest is drawn; None: uniformly). The partner's choice between acting
+        and speaking is calibrated on the demonstrations (:func:`lq.envs.calibration.calibrate_partner`, kept beside
+        its checkpoint): ``partner_calibration="share"`` makes it act on the training demonstrations' share of partner
+        turns, ``"completions"`` on the share at which it completes as many of the validation demonstrations' goals as
+        their partners did."""
+        # the models, the engine and the data load only when an environment is built (``import lq`` stays light)
+        from lq.data.dataset import load_dataset
+        from lq.envs.build import demonstration_spaces, split_instances
+        from lq.envs.calibration import calibrate_partner
+        from lq.envs.dungeon_master import DungeonMaster
+        from lq.envs.models import load_poly_encoder
+        from lq.envs.partner import PolyEncoderPartner
+        from lq.envs.quest_env import QuestEnv
+        from lq.models.poly_encoder import TextBatcher, stores_beside
+        from lq.models.pretrained import load_tokenizer
 
-        return build_env(
-            self, split, batch_size, seed, device, max_steps=max_steps, auto_reset=auto_reset, sampler=sampler
+        dataset = load_dataset(self.data_dir)
+        actions, utterances = demonstration_spaces(dataset.demos.all())
+        partner_model, partner_spec = load_poly_encoder(self.partner_checkpoint, device, self.data_dir)
+        dm_model, dm_spec = load_poly_encoder(self.dm_checkpoint, device, self.data_dir)
+        partner = PolyEncoderPartner(
+            partner_model,
+            TextBatcher(load_tokenizer(partner_spec.tokenizer), self.context_length),
+            utterances,
+            actions,
+            store_dir=stores_beside(self.partner_checkpoint),
         )
+        dm = DungeonMaster(
+            dm_model,
+            TextBatcher(load_tokenizer(dm_spec.tokenizer), self.context_length),
+            utterances,
+            top_k=self.top_k,
+            num_valid=self.num_valid_utterances,
+            store=stores_beside(self.dm_checkpoint) / "dm-utterances.pt",
+        )
+        instances, train, held_out = split_instances(dataset, split, self.partner_calibration)
+        calibrate_partner(partner, dm, train, actions, self.partner_checkpoint, held_out)
+        return QuestEnv(
+            instances,
+            partner,
+            dm,
+            actions,
+            batch_size=batch_size,
+            protocol=self.protocol,
+            seed=seed,
+            top_k_every_repeat=self.top_k_every_repeat,
+            speech_rewards=self.speech_rewards,
+            objects=self.objects,
+            **play,
+        )
+
+    def calibration_file(self) -> Path:
+        """The file :meth:`build` keeps the partner's calibration of these models, data and settings in (it exists
+        once calibrated), found without encoding or fitting anything: the models' weights are read and hashed."""
+        from lq.data.dataset import load_dataset
+        from lq.envs.build import demonstration_spaces, split_instances
+        from lq.envs.calibration import calibration_key, calibration_store
+        from lq.envs.models import load_poly_encoder
+        from lq.models.poly_encoder import TextBatcher, candidates_key, weights_digest
+        from lq.models.pretrained import load_tokenizer
+
+        dataset = load_dataset(self.data_dir)
+        actions, utterances = demonstration_spaces(dataset.demos.all())
+        keys = []
+        for checkpoint, texts in (
+            (self.partner_checkpoint, (utterances, actions)),
+            (self.dm_checkpoint, (utterances,)),
+        ):
+            model, model_spec = load_poly_encoder(checkpoint, "cpu", self.data_dir)
+            length = TextBatcher(load_tokenizer(model_spec.tokenizer), self.context_length).candidate_length
+            keys += [candidates_key(weights_digest(model), length, t) for t in texts]
+        _, train, held_out = split_instances(dataset, "valid", self.partner_calibration)
+        key = calibration_key(self.context_length, keys, train, held_out)
+        return calibration_store(self.partner_checkpoint, bool(held_out), key)
+
+
+def build_env(spec: EnvSpec, split: str = "test", batch_size: int = 32, seed: int = 0, device: str = "cpu", **play):
+    """The environment ``spec`` describes over ``split``'s quests (:meth:`EnvSpec.build`)."""
+    return spec.build(split, batch_size, seed, device, **play)
 
 
 # an agent's hyperparameters from before EnvSpec held these at the top level (``context_objects``: ``objects``;

@@ -326,16 +326,14 @@ def calibrate_environment(module_args: Sequence[str]) -> None:
 
 
 def calibrated(module_args: Sequence[str]) -> str | None:
-    """The file of the calibration :func:`calibrate_environment` fits (:func:`lq.envs.build.calibration_file`: one per
-    environment models, data and settings), or None while its data or models are missing."""
-    from lq.envs.build import calibration_file
-
+    """The file of the calibration :func:`calibrate_environment` fits (one per environment models, data and settings:
+    :meth:`lq.envs.spec.EnvSpec.calibration_file`), or None while its data or models are missing."""
     spec = rl_module(module_args).env_spec
     if not Path(spec.data_dir, "manifest.json").exists() or not all(
         finished(m) for m in (spec.partner_checkpoint, spec.dm_checkpoint)
     ):
         return None
-    return str(calibration_file(spec))
+    return str(spec.calibration_file())
 
 
 def spaces_encoded(module_args: Sequence[str]) -> str | None:
