@@ -299,16 +299,19 @@ def _setup(args: argparse.Namespace, stage: str, **fields):
 
 def _cmd_stage(args: argparse.Namespace) -> int:
     from lq import experiments as X
-    from lq.experiments.launchers import JobFailed, shown
+    from lq.experiments.launchers import JobFailed
 
     setup = _setup(args, args.stage, profile=args.profile, protocol=args.protocol, objective=args.objective)
     encoder = args.encoder or (setup.env_encoder if args.stage in ("partner", "dm") else "general_light")
-    if args.print:
-        config = X.Config(args.stage, encoder, args.ability, args.switch)
-        print("\n".join(shown(run) for _, run in X.running.stage_runs(config, setup)))
-        return 0
     if args.compare and args.stage != "rl":
         raise UsageError(f"--compare compares RL agents with BC's and the baselines: lq stage rl, not {args.stage}")
+    if args.print:  # the same jobs run_stage runs, as command lines
+        try:
+            waves = X.running.stage_waves(args.stage, setup, encoder, args.ability, args.switch, args.compare)
+        except FileNotFoundError as e:
+            raise UsageError(str(e)) from None
+        print("\n".join(X.running.shown_waves(waves)))
+        return 0
     try:
         X.run_stage(args.stage, setup, encoder, args.ability, args.switch, compare=args.compare)
     except FileNotFoundError as e:  # a dataset that is not there, a config that does not exist

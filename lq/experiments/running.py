@@ -208,6 +208,49 @@ def _launch(setup: Setup, jobs: Sequence[tuple[str, Sequence[str]]], parallel: i
         raise
 
 
+def stage_waves(
+    stage: str,
+    setup: Setup,
+    encoder: str,
+    ability: str = "act_speech",
+    switch: str = "hardcoded",
+    compare: bool = False,
+) -> list[Wave]:
+    """Every job of one stage (``make pretrain``, ``partner``, ``dm``, ``bc``, ``rl``), in waves each after the one
+    before: what the stage needs (:func:`preparation`; for ``adaptive`` the general encoder; for RL the BC agents it
+    starts from), then one run per seed (poly-encoder stages: the first seed only). ``compare`` (the RL stage): then
+    the BC agents of the same configuration and seeds, each where missing or trained unlike its RL agent (asked when
+    its wave comes, the RL agents trained by then), and all of them evaluated side by side with the baselines
+    (``OUTPUTS/eval/``). What :func:`run_stage` runs and ``lq stage --print`` prints."""
+    if compare and stage != "rl":
+        raise ValueError(f"compare: the RL stage's agents are compared with BC's and the baselines, not {stage}'s")
+    setup.configs(stage, encoder)  # an unknown stage or encoder named now, with the choices
+    config = Config(stage, encoder, ability, switch)
+    waves = preparation([config], setup)  # an agent's needs; a pretraining run's (adaptive: general) below
+    if stage == "pretrain":
+        waves += [([_pretrain_step(e, setup)], 1) for _, e in setup.needs(stage, encoder)]
+    waves.append(([Step(label, args) for label, args in stage_runs(config, setup)], 1))  # always trained
+    if not compare:
+        return waves
+    seeds = setup.seeds
+    rl_dir = out_dir_of(stage_args(config, setup, seeds[0]))  # the resolver's, or one the stage's ARGS name
+    rl = [f"{agent_dir(rl_dir, encoder, ability, switch, s)}/{AGENT_CHECKPOINT['rl']}" for s in seeds]
+    bc = [setup.agent_checkpoint("bc", encoder, ability, switch, s) for s in seeds]
+    plain = dataclasses.replace(setup, extra_args={})  # not the RL stage's extras
+    cloned = Config("bc", encoder, ability, switch)
+    prepared = {tuple(step.args) for steps, _ in waves for step in steps}  # RL's BC starts: the same runs
+    starts = [
+        Step(f"bc s{s}", args, check=lambda b=b, r=r: b if _trained_alike(b, r) else None)
+        for s, b, r in zip(seeds, bc, rl, strict=True)
+        if tuple(args := stage_args(cloned, plain, s)) not in prepared
+    ]
+    # beside the RL agents' folder; named after it where ARGS chose another than the resolver's
+    named = "" if Path(rl_dir) == Path(setup.stage_dir("rl")) else f"{Path(rl_dir).name}-"
+    out = f"{Path(rl_dir).parent}/eval/{named}{encoder}-{ability}-{switch}"
+    evaluation = Step("eval", ["eval", *rl, *bc, "--baselines", str(len(seeds)), "--out", out])
+    return [*waves, *([(starts, 1)] if starts else []), ([evaluation], 1)]
+
+
 def run_stage(
     stage: str,
     setup: Setup,
@@ -216,33 +259,19 @@ def run_stage(
     switch: str = "hardcoded",
     compare: bool = False,
 ) -> None:
-    """What ``make pretrain``, ``make partner``, ``make dm``, ``make bc`` and ``make rl`` run: what the stage needs and
-    the outputs lack (:func:`preparation`; for ``adaptive`` the general encoder; for RL the BC agents it starts from),
-    then one run per seed (poly-encoder stages: the first seed only). ``compare`` (the RL stage): then the BC agents of
-    the same configuration and seeds where missing or trained unlike the RL agents, and all of them evaluated side by
-    side with the baselines (``OUTPUTS/eval/``)."""
-    if compare and stage != "rl":
-        raise ValueError(f"compare: the RL stage's agents are compared with BC's and the baselines, not {stage}'s")
-    setup.configs(stage, encoder)  # an unknown stage or encoder named now, with the choices
-    config = Config(stage, encoder, ability, switch)
-    waves = preparation([config], setup)  # an agent's needs; a pretraining run's (adaptive: general) below
-    if stage == "pretrain":
-        waves += [([_pretrain_step(e, setup)], 1) for _, e in setup.needs(stage, encoder)]
-    _run_waves(waves, setup)
-    _launch(setup, stage_runs(config, setup), 1)
-    if not compare:
-        return
-    seeds = setup.seeds
-    rl_dir = out_dir_of(stage_args(config, setup, seeds[0]))  # the resolver's, or one the stage's ARGS name
-    rl = [f"{agent_dir(rl_dir, encoder, ability, switch, s)}/{AGENT_CHECKPOINT['rl']}" for s in seeds]
-    bc = [setup.agent_checkpoint("bc", encoder, ability, switch, s) for s in seeds]
-    stale = [s for s, b, r in zip(seeds, bc, rl, strict=True) if not _trained_alike(b, r)]
-    missing = dataclasses.replace(setup, seeds=stale, extra_args={})
-    _launch(setup, stage_runs(Config("bc", encoder, ability, switch), missing), 1)  # not the RL stage's extras
-    # beside the RL agents' folder; named after it where ARGS chose another than the resolver's
-    named = "" if Path(rl_dir) == Path(setup.stage_dir("rl")) else f"{Path(rl_dir).name}-"
-    out = f"{Path(rl_dir).parent}/eval/{named}{encoder}-{ability}-{switch}"
-    _launch(setup, [("eval", ["eval", *rl, *bc, "--baselines", str(len(seeds)), "--out", out])], 1)
+    """Run the jobs of :func:`stage_waves` that are not done, through the setup's launcher."""
+    _run_waves(stage_waves(stage, setup, encoder, ability, switch, compare), setup)
+
+
+def shown_waves(waves: Sequence[Wave]) -> list[str]:
+    """Waves as numbered steps of ``lq`` command lines (a step's lines are independent of each other; each step after
+    the one before); a line whose output exists says so in a comment."""
+    lines = []
+    for i, (steps, _) in enumerate(waves, 1):
+        names = dict.fromkeys(s.config.key if s.config else s.label for s in steps)
+        lines.append(f"# step {i} of {len(waves)}: {', '.join(names)}")
+        lines += [shown(s.args) + (f"  # done: {done} exists" if (done := s.done_as) else "") for s in steps]
+    return lines
 
 
 def out_dir_of(args: Sequence[str]) -> str:
@@ -546,11 +575,7 @@ def plan(experiment: Experiment, setup: Setup, resume: bool = False) -> list[str
     finish = ["experiment", "tables", experiment.name, "--parent", pid, "--tracking-uri", setup.tracking_uri]
     finish += ["--out", f"{setup.outputs}/tables"]
     waves.append(([Step("tables", finish)], 1))
-    for i, (steps, _) in enumerate(waves, 1):
-        names = dict.fromkeys(s.config.key if s.config else s.label for s in steps)
-        lines.append(f"# step {i} of {len(waves)}: {', '.join(names)}")
-        lines += [shown(s.args) + (f"  # done: {done} exists" if (done := s.done_as) else "") for s in steps]
-    return lines
+    return lines + shown_waves(waves)
 
 
 def run_experiment(

@@ -1060,3 +1060,53 @@ def test_the_deviation_tables_reading_marks_which_departure_moves_which_column()
         "·",
         "−",
     ]  # act goals up, speech goals within noise, act & speech down
+
+
+RUN_ID = re.compile(r"\b[0-9a-f]{32}\b")
+
+
+def _printed_jobs(out: str) -> list[str]:
+    """The command lines a plan printed that a run would launch: not those whose output exists (``# done``), not the
+    tables line (the driver builds the tables itself); run ids as RUN."""
+    lines = [line for line in out.splitlines() if line.startswith("lq ") and "  # done: " not in line]
+    return [RUN_ID.sub("RUN", line) for line in lines if not line.startswith("lq experiment tables ")]
+
+
+@pytest.mark.parametrize(
+    "command",
+    [
+        *(
+            ["stage", stage, "--encoder", encoder]
+            for stage, encoder in (
+                ("pretrain", "adaptive"),
+                ("partner", "small"),
+                ("dm", "small"),
+                ("bc", "light"),
+                ("rl", "scratch"),
+            )
+        ),
+        ["stage", "rl", "--encoder", "general", "--compare"],
+        ["stage", "rl", "--encoder", "scratch", "--compare", "--objective", "paper"],
+        *(["experiment", name] for name in X.EXPERIMENTS if name != "deviations"),
+        ["experiment", "deviations", "--objective", "paper"],  # its tables name the paper objective
+    ],
+    ids=" ".join,
+)
+def test_what_a_plan_prints_is_what_runs(command, tmp_path, monkeypatch, capsys):
+    """``lq stage --print`` and ``lq experiment plan`` print the jobs that ``lq stage`` and ``lq experiment run``
+    launch, in the same waves: the three share one code path (the waves of :func:`stage_waves`, :func:`preparation`
+    and :func:`child_waves`). Every stage and table, on empty outputs, the launcher a recorder."""
+    monkeypatch.chdir(tmp_path)
+    (tmp_path / "data" / "default").mkdir(parents=True)
+    (tmp_path / "data" / "default" / "manifest.json").touch()
+    recorder = Recorder()
+    monkeypatch.setattr(launchers, "launcher", lambda *a, **k: recorder)
+    common = ["--seeds", "0", "1", "--tracking-uri", f"sqlite:///{tmp_path / 'm.db'}"]
+    kind, rest = command[0], command[1:]
+    printing = [kind, *(["plan"] if kind == "experiment" else []), *rest, *common, *(["--print"] * (kind == "stage"))]
+    assert main(printing) == 0
+    printed = _printed_jobs(capsys.readouterr().out)
+    assert main([kind, *(["run"] if kind == "experiment" else []), *rest, *common]) == 0
+    capsys.readouterr()
+    launched = [RUN_ID.sub("RUN", launchers.shown(args)) for wave in recorder.waves for args in wave]
+    assert printed == launched and launched
