@@ -16,9 +16,10 @@ for are the base's runs, checkpoints shared). Where things go (``outputs_for``):
 from __future__ import annotations
 
 import json
-from dataclasses import dataclass
+from dataclasses import dataclass, field, replace
 from functools import cached_property
 from pathlib import Path
+from typing import Any
 
 import yaml
 
@@ -152,6 +153,180 @@ class Profile:
         return [*files, ROOT / "profile" / self.name / name] if self.owns(stage) else files
 
 
+DEFAULT_THREADS = 1  # torch's CPU threads of a run whose configs set none (the stage CLIs' --threads default)
+
+
+def merged(base: dict, over: dict) -> dict:
+    """``over`` laid over ``base``, nested dicts key by key (as LightningCLI merges its ``--config`` files)."""
+    out = dict(base)
+    for key, value in over.items():
+        out[key] = merged(out[key], value) if isinstance(value, dict) and isinstance(out.get(key), dict) else value
+    return out
+
+
+def merged_config(args: list[str] | tuple[str, ...]) -> dict[str, Any]:
+    """The config a stage's command line sets, read by lq without parsing it with the stage's CLI: its ``--config``
+    files merged in order, then each ``--a.b value`` (or ``--a.b=value``) laid over them at ``a.b`` (values read as
+    YAML). The stage CLI's own defaults are not in it."""
+    config: dict[str, Any] = {}
+    i = 2 if len(args) > 1 and args[1] == "fit" else 0
+    while i < len(args):
+        arg = args[i]
+        if not arg.startswith("--"):
+            raise ValueError(f"{arg!r}: expected --KEY VALUE in a stage's command line")
+        key, sep, value = arg[2:].partition("=")
+        if not sep:
+            value, i = args[i + 1], i + 1
+        i += 1
+        if key == "config":
+            config = merged(config, yaml.safe_load(Path(value).read_text(encoding="utf-8")) or {})
+            continue
+        parsed = yaml.safe_load(value) if value != "" else ""
+        for part in reversed(key.split(".")):
+            parsed = {part: parsed}
+        config = merged(config, parsed)
+    return config
+
+
+@dataclass(frozen=True)
+class Run:
+    """One run of a stage, identified by what tells it from every other: ``stage``, ``encoder`` (the environment
+    models' for the partner and the DM), the agents' ``ability``, ``switch`` and ``seed``, the ``profile`` (a folder of
+    ``conf/profile/``), the agents' ``protocol``, RL's ``objective`` and the ``data``. ``root``: where the dataset's
+    outputs go (default :func:`outputs_for`); ``folder``: the stage's folder where not the profile's (an experiment's
+    pretraining children, a deviation-table row); ``extra``: arguments after the configs'."""
+
+    stage: str
+    encoder: str
+    ability: str = "act_speech"
+    switch: str = "hardcoded"
+    seed: int = 0
+    profile: str = "tiny"
+    protocol: str = "paper"
+    objective: str = "lq"
+    data: str = "data/default"
+    root: str = ""
+    folder: str = ""
+    extra: tuple[str, ...] = field(default=(), compare=False)
+
+    def __post_init__(self) -> None:
+        if self.stage not in STAGES:
+            raise ValueError(f"unknown stage {self.stage}: choose from {', '.join(STAGES)}")
+        object.__setattr__(self, "root", self.root or outputs_for(self.data))
+        object.__setattr__(self, "extra", tuple(self.extra))
+
+    def __repr__(self) -> str:
+        return f"Run({self.stage} {self.encoder} {self.ability}-{self.switch} seed {self.seed}, {self.profile})"
+
+    # -- where it goes ----------------------------------------------------------------------------------------
+
+    def stage_dir(self, stage: str | None = None) -> str:
+        """Where ``stage``'s runs (this one's by default) go: ``ROOT/STAGE``, or ``ROOT/OVERLAY/STAGE`` for the stages
+        an overlay profile has a file of its own for (its runs differ from the base's); RL under an objective other
+        than lq's goes to ``.../rl-OBJECTIVE``, beside lq's agents, not over them."""
+        stage = stage or self.stage
+        if stage == self.stage and self.folder:
+            return self.folder
+        name = f"{stage}-{self.objective}" if stage == "rl" and self.objective != "lq" else stage
+        owned = Profile(self.profile).owns(stage)
+        return f"{self.root}/{self.profile}/{name}" if owned else f"{self.root}/{name}"
+
+    @property
+    def dir(self) -> str:
+        """The run's folder: ``STAGE_DIR/ENCODER`` (poly-encoders), ``STAGE_DIR/ENCODER/ABILITY-SWITCH/seed-N``."""
+        if self.stage in AGENT_STAGES:
+            return agent_dir(self.stage_dir(), self.encoder, self.ability, self.switch, self.seed)
+        return model_dir(self.stage_dir(), self.encoder)
+
+    @property
+    def checkpoint(self) -> str:
+        return f"{self.dir}/{AGENT_CHECKPOINT.get(self.stage, 'best.ckpt')}"
+
+    @property
+    def outputs(self) -> dict[str, str]:
+        """Every path the run writes: its ``checkpoint``, ``last`` (the resumable one), the ``done`` marker, and for a
+        poly-encoder its ``candidates`` folder (its encoded candidates; the partner's calibration beside them, a
+        pretrained encoder's vectors of the agents' spaces)."""
+        out = {"checkpoint": self.checkpoint, "last": f"{self.dir}/last.ckpt", "done": f"{self.dir}/{DONE}"}
+        if self.stage not in AGENT_STAGES:
+            out["candidates"] = f"{self.dir}/candidates"
+        return out
+
+    @property
+    def done(self) -> bool:
+        """Its checkpoint is there and the run that wrote it finished (:func:`lq.conf.resolver.finished`)."""
+        return finished(self.checkpoint)
+
+    # -- what it reads -------------------------------------------------------------------------------------------
+
+    @property
+    def configs(self) -> list[Path]:
+        """The config files, in the order they are read: the base (agent.yaml for the agents, poly_encoder.yaml for
+        pretraining, the partner and the DM), the stage's, the encoder's, the profile's (base, then overlay), for the
+        agents the protocol's, and for RL its objective's (last: it sets sizes of its own, such as the paper's 32
+        environments)."""
+        base = "agent.yaml" if self.stage in AGENT_STAGES else "poly_encoder.yaml"
+        files = [path(base), path(f"{self.stage}.yaml"), path("encoder", f"{self.encoder}.yaml")]
+        files += Profile(self.profile).files(self.stage)
+        if self.stage in AGENT_STAGES:
+            files.append(path("protocol", f"{self.protocol}.yaml"))
+        if self.stage == "rl":
+            files.append(path("objective", f"{self.objective}.yaml"))
+        return files
+
+    @cached_property
+    def config(self) -> dict[str, Any]:
+        """The merged config of :attr:`args` (:func:`merged_config`: the files, then the arguments over them)."""
+        return merged_config(self.args)
+
+    @property
+    def threads(self) -> int:
+        return int(self.config.get("threads", DEFAULT_THREADS))
+
+    def needs(self) -> list[Run]:
+        """The runs this one needs before it, in order: ``general`` before ``adaptive`` (initialised from it), the
+        partner and the DM before the agents, an agent's pretrained encoder, and the BC agent of the same
+        configuration and seed that an RL agent starts from (``init_from: bc``)."""
+        common = {"profile": self.profile, "protocol": self.protocol, "data": self.data, "root": self.root}
+        needed: list[Run] = []
+        if self.encoder == "adaptive" and self.stage in ("pretrain", *AGENT_STAGES):
+            needed.append(Run("pretrain", "general", **common))
+        if self.stage in AGENT_STAGES:
+            needed += [Run(s, Profile(self.profile).env_encoder, **common) for s in ENV_STAGES]
+            if self.encoder != "scratch":
+                needed.append(Run("pretrain", self.encoder, **common))
+        if self.stage == "rl" and self.config.get("model", {}).get("init_from") == "bc":
+            needed.append(replace(self, stage="bc", objective="lq", folder="", extra=()))
+        return needed
+
+    # -- how it is run ---------------------------------------------------------------------------------------------
+
+    @property
+    def args(self) -> list[str]:
+        """Its command line, ``STAGE fit ...`` (what ``lq`` takes after its name)."""
+        args = [self.stage, "fit", *(a for f in self.configs for a in ("--config", str(f)))]
+        out_dir = self.stage_dir()
+        args += ["--seed_everything", str(self.seed), "--out_dir", out_dir]
+        if self.stage == "pretrain" and self.encoder == "adaptive":  # from the general encoder of the same folder
+            args += ["--model.encoder.init_from", f"{model_dir(out_dir, 'general')}/best.ckpt"]
+        if self.stage not in AGENT_STAGES:  # the poly-encoder stages read a DataModule
+            return [*args, "--data.data_dir", self.data, *self.extra]
+        if self.stage == "rl":  # the BC agents an RL run starts from (init_from: bc, the lq objective's)
+            args += ["--bc_dir", self.stage_dir("bc")]
+        env = [run.checkpoint for run in (self.env_run("partner"), self.env_run("dm"))]
+        return [
+            *args,
+            *("--model.env.data_dir", self.data, "--model.ability", self.ability, "--model.switch", self.switch),
+            *("--model.seed", str(self.seed), "--pretrain_dir", self.stage_dir("pretrain")),
+            *("--model.env.partner_checkpoint", env[0], "--model.env.dm_checkpoint", env[1]),
+            *self.extra,
+        ]
+
+    def env_run(self, stage: str) -> Run:
+        """The environment's partner or DM that this run's profile and data train."""
+        return Run(stage, Profile(self.profile).env_encoder, profile=self.profile, data=self.data, root=self.root)
+
+
 @dataclass
 class Resolver:
     """How stages run for one profile, protocol and dataset: their config files and every checkpoint path."""
@@ -181,31 +356,20 @@ class Resolver:
         """The environment's partner and DM: small poly-encoders on the CPU profile, MiniLM-sized otherwise."""
         return Profile(self.profile).env_encoder
 
+    def run(self, stage: str, encoder: str = "", ability: str = "act_speech", switch: str = "hardcoded",
+            seed: int = 0, folder: str | None = None) -> Run:  # fmt: skip
+        """The :class:`Run` of ``stage`` under this profile, protocol, objective and dataset (``folder``: its stage's
+        folder in place of the profile's)."""
+        return Run(stage, encoder, ability, switch, seed, self.profile, self.protocol, self.objective, self.data_dir,
+                   self.outputs, folder or "")  # fmt: skip
+
     def stage_dir(self, stage: str) -> str:
-        """Where a stage's runs go: ``OUTPUTS/STAGE``, or ``OUTPUTS/OVERLAY/STAGE`` for the stages an overlay profile
-        has a file of its own for (its runs differ from the base's); its other stages are the base's runs. RL under an
-        objective other than lq's goes to ``.../rl-OBJECTIVE``, beside lq's agents, not over them."""
-        folder = f"{stage}-{self.objective}" if stage == "rl" and self.objective != "lq" else stage
-        return (
-            f"{self.outputs}/{self.profile}/{folder}"
-            if Profile(self.profile).owns(stage)
-            else f"{self.outputs}/{folder}"
-        )
+        """Where a stage's runs go (:meth:`Run.stage_dir`)."""
+        return self.run(stage).stage_dir()
 
     def configs(self, stage: str, encoder: str) -> list[Path]:
-        """The config files of a stage run, in the order they are read: the base (agent.yaml for the agents,
-        poly_encoder.yaml for pretraining, the partner and the DM), the stage's, the encoder's, the profile's (base,
-        then overlay), for the agents the protocol's, and for RL its objective's (last: it sets sizes of its own, such
-        as the paper's 32 environments)."""
-        if stage not in STAGES:
-            raise ValueError(f"unknown stage {stage}: choose from {', '.join(STAGES)}")
-        base = [path("agent.yaml" if stage in AGENT_STAGES else "poly_encoder.yaml")]  # what the stages share
-        files = [*base, path(f"{stage}.yaml"), path("encoder", f"{encoder}.yaml"), *Profile(self.profile).files(stage)]
-        if stage in AGENT_STAGES:
-            files.append(path("protocol", f"{self.protocol}.yaml"))
-        if stage == "rl":
-            files.append(path("objective", f"{self.objective}.yaml"))
-        return files
+        """The config files of a stage run, in the order they are read (:attr:`Run.configs`)."""
+        return self.run(stage, encoder).configs
 
     def checkpoint(self, stage: str, encoder: str | None = None) -> str:
         """A poly-encoder stage's checkpoint: a pretrained encoder, or the partner's or DM's (of ``env_encoder``
@@ -215,50 +379,17 @@ class Resolver:
         encoder = encoder or (self.env_encoder if stage in ENV_STAGES else None)
         if encoder is None:
             raise ValueError("name the pretrained encoder")
-        return f"{model_dir(self.stage_dir(stage), encoder)}/best.ckpt"
+        return self.run(stage, encoder).checkpoint
 
     def agent_checkpoint(self, stage: str, encoder: str, ability: str, switch: str, seed: int) -> str:
-        return f"{agent_dir(self.stage_dir(stage), encoder, ability, switch, seed)}/{AGENT_CHECKPOINT[stage]}"
+        return self.run(stage, encoder, ability, switch, seed).checkpoint
 
     def needs(self, stage: str, encoder: str) -> list[tuple[str, str]]:
-        """The (stage, encoder) runs a run of ``stage`` with ``encoder`` needs before it, in order: ``general`` before
-        ``adaptive`` (initialised from it), the partner and the DM before the agents, and an agent's pretrained
-        encoder."""
-        needed: list[tuple[str, str]] = []
-        if encoder == "adaptive" and stage in ("pretrain", *AGENT_STAGES):
-            needed.append(("pretrain", "general"))
-        if stage in AGENT_STAGES:
-            needed += [(s, self.env_encoder) for s in ENV_STAGES]
-            if encoder != "scratch":
-                needed.append(("pretrain", encoder))
-        return needed
+        """The (stage, encoder) of the poly-encoder runs a run of ``stage`` with ``encoder`` needs before it, in order
+        (:meth:`Run.needs`, less an RL agent's BC start)."""
+        return [(r.stage, r.encoder) for r in self.run(stage, encoder).needs() if r.stage not in AGENT_STAGES]
 
     def stage_args(self, stage: str, encoder: str, seed: int = 0, ability: str = "act_speech",
                    switch: str = "hardcoded", out_dir: str | None = None) -> list[str]:  # fmt: skip
-        """The command line of one stage run, ``STAGE fit ...`` (what ``lq`` takes after its name)."""
-        args = [stage, "fit", *(a for f in self.configs(stage, encoder) for a in ("--config", str(f)))]
-        out_dir = out_dir or self.stage_dir(stage)
-        args += ["--seed_everything", str(seed), "--out_dir", out_dir]
-        if stage == "pretrain" and encoder == "adaptive":  # from the general encoder of the same folder
-            args += ["--model.encoder.init_from", f"{model_dir(out_dir, 'general')}/best.ckpt"]
-        if stage not in AGENT_STAGES:  # the poly-encoder stages read a DataModule
-            return [*args, "--data.data_dir", self.data_dir]
-        if stage == "rl":  # the BC agents an RL run starts from (init_from: bc, conf/rl.yaml's)
-            args += ["--bc_dir", self.stage_dir("bc")]
-        return [
-            *args,
-            "--model.env.data_dir",
-            self.data_dir,
-            "--model.ability",
-            ability,
-            "--model.switch",
-            switch,
-            "--model.seed",
-            str(seed),
-            "--pretrain_dir",
-            self.stage_dir("pretrain"),
-            "--model.env.partner_checkpoint",
-            self.checkpoint("partner"),
-            "--model.env.dm_checkpoint",
-            self.checkpoint("dm"),
-        ]
+        """The command line of one stage run, ``STAGE fit ...`` (:attr:`Run.args`)."""
+        return self.run(stage, encoder, ability, switch, seed, out_dir).args

@@ -14,7 +14,16 @@ from contextlib import contextmanager
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from lq.conf.resolver import AGENT_CHECKPOINT, AGENT_STAGES, ENV_STAGES, Resolver, agent_dir, finished
+from lq.conf.resolver import (
+    AGENT_CHECKPOINT,
+    AGENT_STAGES,
+    DEFAULT_THREADS,
+    ENV_STAGES,
+    Resolver,
+    agent_dir,
+    finished,
+    merged_config,
+)
 from lq.experiments.launchers import JobFailed, Launcher, Local, shown
 from lq.experiments.reporting import (
     _client,
@@ -146,7 +155,8 @@ def preparation(configs: Sequence[Config], setup: Setup) -> list[Wave]:
 def starts_from_bc(config: Config, setup: Setup) -> bool:
     """Whether the RL agents of ``config`` start from the BC agent of their configuration and seed (``init_from: bc``,
     conf/rl.yaml's default, unless the setup's extra arguments say otherwise)."""
-    return _rl_cli(_module_args(config, setup, setup.seeds[0])).config.model.init_from == "bc"
+    model = merged_config(_module_args(config, setup, setup.seeds[0])).get("model", {})
+    return model.get("init_from") == "bc"  # read from its config files and arguments (no CLI parsed)
 
 
 def _bc_start(config: Config, setup: Setup, seed: int) -> str | None:
@@ -319,16 +329,11 @@ def _module_args(config: Config, setup: Setup, seed: int) -> list[str]:
     return stage_args(rl, setup, seed)[2:]
 
 
-def _rl_cli(module_args: Sequence[str]):
-    """The RL stage's command line parsed (nothing built)."""
-    from lq.lit.cli import STAGES, stage_classes
-
-    return STAGES["rl"](*stage_classes("rl"), args=list(module_args), parse_only=True)
-
-
 def rl_module(module_args: Sequence[str]):
     """The RL stage's agent module built from its command line (not set up: nothing built yet)."""
-    cli = _rl_cli(module_args)
+    from lq.lit.cli import STAGES, stage_classes
+
+    cli = STAGES["rl"](*stage_classes("rl"), args=list(module_args), parse_only=True)
     return cli.parser.instantiate(cli.config).model
 
 
@@ -339,7 +344,7 @@ def stage_threads(module_args: Sequence[str]) -> Iterator[None]:
     import torch
 
     before = torch.get_num_threads()
-    torch.set_num_threads(_rl_cli(module_args).config.threads)
+    torch.set_num_threads(int(merged_config(module_args).get("threads", DEFAULT_THREADS)))
     try:
         yield
     finally:

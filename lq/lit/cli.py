@@ -26,6 +26,7 @@ from lightning.pytorch.cli import LightningArgumentParser, LightningCLI, SaveCon
 from lightning.pytorch.loggers import MLFlowLogger
 
 from lq.conf.resolver import (
+    DEFAULT_THREADS,
     Resolver,
     agent_dir,
     bc_checkpoint,
@@ -221,7 +222,7 @@ class StageCLI(LightningCLI):
         parser.add_argument(
             "--threads",
             type=int,
-            default=1,
+            default=DEFAULT_THREADS,
             help="torch's CPU threads for this run (torch.set_num_threads), fixed by the run and logged as a param: "
             "float results depend on it, so a run gives the same figures whatever else shares the machine",
         )

@@ -1,5 +1,7 @@
 """The resolver: one place for a stage's config files, their order and every checkpoint path."""
 
+from pathlib import Path
+
 import pytest
 
 from lq.conf import ROOT, resolver
@@ -103,3 +105,52 @@ def test_rl_agents_of_another_objective_go_beside_lqs():
     assert paper.stage_dir("bc") == "outputs/bc" and Resolver(profile="quick", objective="paper").stage_dir("rl") == (
         "outputs/quick/rl-paper"
     )
+
+
+def test_a_run_is_a_value_that_knows_its_configs_outputs_needs_and_whether_it_is_done(tmp_path):
+    from lq.conf.resolver import Run, mark_finished
+
+    run = Run("rl", "adaptive", "act", "ratio", seed=2, profile="quick", objective="lq", root=str(tmp_path))
+    assert run == Run("rl", "adaptive", "act", "ratio", 2, "quick", root=str(tmp_path), extra=("--x", "1"))
+    assert [f.name for f in run.configs] == ["agent.yaml", "rl.yaml", "adaptive.yaml", "rl.yaml", "rl.yaml",
+                                             "paper.yaml", "lq.yaml"]  # fmt: skip
+    assert run.dir == f"{tmp_path}/quick/rl/adaptive/act-ratio/seed-2"  # quick has its own RL file: its own runs
+    assert run.outputs == {"checkpoint": f"{run.dir}/agent.ckpt", "last": f"{run.dir}/last.ckpt",
+                           "done": f"{run.dir}/done.json"}  # fmt: skip
+    # its config as lq reads it: the files merged, the arguments over them
+    assert run.config["model"]["init_from"] == "bc" and run.config["model"]["ability"] == "act"
+    assert run.config["model"]["env"]["partner_checkpoint"] == f"{tmp_path}/quick/partner/small/best.ckpt"
+    assert run.threads == 1
+    # what it needs first: general before adaptive, the environment's models, its encoder, its BC start
+    needs = [(r.stage, r.encoder) for r in run.needs()]
+    assert needs == [("pretrain", "general"), ("partner", "small"), ("dm", "small"), ("pretrain", "adaptive"),
+                     ("bc", "adaptive")]  # fmt: skip
+    assert run.needs()[-1].dir == f"{tmp_path}/quick/bc/adaptive/act-ratio/seed-2"
+    paper = Run("rl", "scratch", objective="paper", root=str(tmp_path))
+    assert paper.dir.startswith(f"{tmp_path}/rl-paper/") and "bc" not in [r.stage for r in paper.needs()]
+    unstarted = Run("rl", "scratch", root=str(tmp_path), extra=("--model.init_from", "null"))
+    assert "bc" not in [r.stage for r in unstarted.needs()]  # the arguments count: no BC start
+    assert not run.done
+    Path(run.checkpoint).parent.mkdir(parents=True)
+    Path(run.checkpoint).touch()
+    assert not run.done  # a checkpoint alone: its run did not finish
+    mark_finished(run.checkpoint)
+    assert run.done
+    with pytest.raises(ValueError, match="unknown stage fit: choose from pretrain, partner, dm, rl, bc"):
+        Run("fit", "scratch")
+
+
+def test_merged_config_reads_files_then_arguments_over_them(tmp_path):
+    from lq.conf.resolver import merged_config
+
+    (tmp_path / "a.yaml").write_text("model: {lr: 0.1, agent: {gru_hidden: 8, policy_layers: 3}}\nthreads: 2\n")
+    (tmp_path / "b.yaml").write_text("model: {agent: {gru_hidden: 16}}\n")
+    config = merged_config(["rl", "fit", "--config", str(tmp_path / "a.yaml"), "--config", str(tmp_path / "b.yaml"),
+                            "--model.lr=0.5", "--model.init_from", "null", "--model.env.objects", "false"])  # fmt: skip
+    assert config == {
+        "model": {"lr": 0.5, "agent": {"gru_hidden": 16, "policy_layers": 3}, "init_from": None,
+                  "env": {"objects": False}},
+        "threads": 2,
+    }  # fmt: skip
+    with pytest.raises(ValueError, match="'stray': expected --KEY VALUE"):
+        merged_config(["--model.lr", "1", "stray"])
