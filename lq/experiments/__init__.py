@@ -15,11 +15,15 @@ and utterance spaces. Every agent experiment also has a child per seed holding t
 baselines of its abilities and switches (``<name>_baselines`` table).
 
 - :mod:`lq.experiments.specs`: what each experiment trains and tabulates;
-- :mod:`lq.experiments.running`: preparing, the parent and child runs, resuming, plans, single stages;
+- :mod:`lq.experiments.setup`: how an experiment runs (:class:`Setup`: profile, protocol, objective, data, seeds,
+  store, launcher);
+- :mod:`lq.experiments.running`: preparing, the jobs in waves (runs and plans alike), child runs, single stages;
+- :mod:`lq.experiments.parents`: the parent run: its identity, opening and resuming it, dead children, the best agent;
 - :mod:`lq.experiments.launchers`: where the jobs run (local processes, or SLURM through submitit);
 - :mod:`lq.experiments.reporting`: tables, cell metrics, curves and transcripts from the store.
 """
 
+from lq.experiments.parents import open_parent, resumable_parent
 from lq.experiments.reporting import (
     best_agent,
     build_tables,
@@ -35,17 +39,17 @@ from lq.experiments.reporting import (
     write_local,
 )
 from lq.experiments.running import (
-    Setup,
     child_waves,
     plan,
     preparation,
     prepare,
-    resumable_parent,
     run_baselines,
     run_experiment,
     run_stage,
     stage_args,
+    stage_waves,
 )
+from lq.experiments.setup import Setup
 from lq.experiments.specs import (
     ENCODERS,
     EXPERIMENTS,
@@ -81,6 +85,7 @@ __all__ = [
     "experiment_id",
     "latest_parent",
     "log_best_transcripts",
+    "open_parent",
     "parent_runs",
     "plan",
     "prepare",
@@ -91,6 +96,7 @@ __all__ = [
     "run_experiment",
     "run_stage",
     "stage_args",
+    "stage_waves",
     "table1",
     "table2",
     "table7",

@@ -1,17 +1,16 @@
-"""Running an experiment: what its stages need first, one child run per configuration and seed under a parent
-run (resumable), and the baselines' children."""
+"""Running an experiment or a stage: what its stages need first, its jobs in waves (one code path for running them
+and for plans), one child run per configuration and seed under a parent run (:mod:`lq.experiments.parents`), and the
+baselines' children."""
 
 from __future__ import annotations
 
 import dataclasses
 import json
-import os
 import shlex
-import socket
 import time
 from collections.abc import Callable, Iterator, Mapping, Sequence
 from contextlib import contextmanager
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from pathlib import Path
 
 from lq.conf.resolver import (
@@ -24,37 +23,12 @@ from lq.conf.resolver import (
     finished,
     merged_config,
 )
-from lq.experiments.launchers import JobFailed, Launcher, Local, shown
-from lq.experiments.reporting import (
-    _client,
-    _print,
-    best_agent,
-    build_tables,
-    children,
-    experiment_id,
-    parent_runs,
-)
+from lq.experiments.launchers import JobFailed, shown
+from lq.experiments.parents import _child_runs, end_dead_runs, log_best_model, open_parent
+from lq.experiments.reporting import _client, _print, build_tables, experiment_id
+from lq.experiments.setup import Setup
 from lq.experiments.specs import ENCODERS, Config, Experiment
-from lq.lit.cli import DEFAULT_TRACKING_URI, commit_tag, run_tags
-
-
-@dataclass
-class Setup(Resolver):
-    """How an experiment runs: the resolver's profile, protocol, data and outputs, and the seeds, the MLflow store,
-    how many children run side by side and where (the launcher)."""
-
-    seeds: Sequence[int] = (0, 1, 2)
-    tracking_uri: str = DEFAULT_TRACKING_URI
-    eval_seeds: int = 1
-    jobs: int = 1  # agent children side by side under the local launcher, the cores shared among them
-    log_model: bool = False  # export the best agent as a bundle and log it on the parent as an MLflow logged model
-    extra_args: dict[str, Sequence[str]] = field(default_factory=dict)  # per stage ("rl", ...; "*": every stage)
-    launcher: Launcher = field(default_factory=Local)
-
-    def __post_init__(self) -> None:
-        super().__post_init__()
-        if isinstance(self.launcher, Local) and self.launcher.logs is None:  # each job's output, kept
-            self.launcher.logs = f"{self.outputs}/logs"
+from lq.lit.cli import run_tags
 
 
 def stage_args(config: Config, setup: Setup, seed: int, out_dir: str | None = None) -> list[str]:
@@ -384,134 +358,6 @@ def encode_agent_spaces(module_args: Sequence[str]) -> None:
     store already there with the same weights and texts is read, not encoded again), at the agents' threads."""
     with stage_threads(module_args):
         rl_module(module_args).build_agent()
-
-
-def parent_identity(setup: Setup) -> dict[str, str]:
-    """A parent run's identity as tags: the profile, protocol and RL objective of its children, and their data."""
-    return {
-        "lq.profile": setup.profile,
-        "lq.protocol": setup.protocol,
-        "lq.objective": setup.objective,
-        "lq.data": str(setup.data_dir),
-    }
-
-
-def resumable_parent(client, experiment: Experiment, setup: Setup) -> str | None:
-    """The newest parent run of ``experiment`` with ``setup``'s identity (profile, protocol, objective, data) that did
-    not finish (None if none)."""
-    where = "".join(f" and tags.`{k}` = '{v}'" for k, v in parent_identity(setup).items() if k != "lq.data")
-    runs = [r for r in parent_runs(client, experiment.name, where) if r.data.tags.get("lq.data") == str(setup.data_dir)]
-    unfinished = [r for r in runs if r.info.status != "FINISHED"]
-    return unfinished[0].info.run_id if unfinished else None
-
-
-def alive(run) -> bool | None:
-    """Whether the process of a run (its ``lq.host`` and ``lq.pid`` tags, :func:`lq.lit.cli.run_tags`) is still
-    there: None where that cannot be told here (no such tags, or another host)."""
-    tags = run.data.tags
-    if tags.get("lq.host") != socket.gethostname() or not tags.get("lq.pid", "").isdigit():
-        return None
-    try:
-        os.kill(int(tags["lq.pid"]), 0)
-    except ProcessLookupError:
-        return False
-    except PermissionError:  # someone else's process
-        return True
-    return True
-
-
-def end_dead_runs(client, runs, gone: bool = False) -> list:
-    """Mark the RUNNING ``runs`` whose process is gone (:func:`alive`; all of them with ``gone``: their launcher saw
-    them end) as KILLED, so that none is left RUNNING after a kill; returns those runs."""
-    dead = [r for r in runs if r.info.status == "RUNNING" and (gone or alive(r) is False)]
-    for run in dead:
-        client.set_terminated(run.info.run_id, "KILLED")
-    return dead
-
-
-def _child_runs(client, pid: str) -> list:
-    """Every child run of parent ``pid``, whatever its status."""
-    run = client.get_run(pid)
-    return client.search_runs([run.info.experiment_id], filter_string=f"tags.mlflow.parentRunId = '{pid}'")
-
-
-def _reopen(client, pid: str, experiment: Experiment, setup: Setup) -> set[tuple[str, str]]:
-    """Reopen an unfinished parent: check it ran the same seeds and encoders and that none of its children still runs
-    here, mark its children that died unfinished as KILLED, and return the (configuration, seed) pairs whose children
-    finished."""
-    run = client.get_run(pid)
-    params, tags = run.data.params, run.data.tags
-    for key, wanted in (("seeds", " ".join(map(str, setup.seeds))), ("encoders", " ".join(experiment.encoders))):
-        if params.get(key) != wanted:
-            raise ValueError(
-                f"parent run {pid} ran {key} '{params.get(key)}', not '{wanted}': resume with the same "
-                f"{key}, or run without --resume for a new parent"
-            )
-    for key, wanted in parent_identity(setup).items():  # one parent's children never mix two objectives (or data)
-        if tags.get(key) != wanted:
-            raise ValueError(
-                f"parent run {pid} ran {key.removeprefix('lq.')} '{tags.get(key)}', not '{wanted}': its children "
-                f"and these would not compare; resume it with {key.removeprefix('lq.').upper()}={tags.get(key)}, or "
-                "run without --resume for a new parent"
-            )
-    kids = _child_runs(client, pid)
-    running = [r for r in kids if r.info.status == "RUNNING" and alive(r)]
-    if running:  # a driver killed alone leaves its children running: they would be trained twice at once
-        first = running[0].data.tags
-        raise ValueError(
-            f"parent run {pid}: its child {first.get('lq.config')} s{first.get('lq.seed')} is still running (process "
-            f"{first.get('lq.pid')}): wait for it to end, or stop it (kill {first.get('lq.pid')}), then resume"
-        )
-    end_dead_runs(client, kids, gone=True)  # their processes are gone (or elsewhere): they will be trained again
-    client.update_run(pid, status="RUNNING")
-    return {(r.data.tags.get("lq.config"), r.data.tags.get("lq.seed")) for r in children(client, pid)}
-
-
-def log_best_model(client, experiment: Experiment, pid: str, setup: Setup, log: Callable[[str], None]) -> str | None:
-    """The parent's best agent child (:func:`best_agent`) exported as a bundle under ``OUTPUTS/bundles/`` and logged
-    on the parent as the MLflow logged model ``best_agent``; returns its model URI (None without an agent child)."""
-    from lq.lit.checkpoints import export_agent
-    from lq.lit.mlflow_model import log_agent_model
-
-    best = best_agent(client, children(client, pid))
-    checkpoint = best.data.tags.get("lq.checkpoint") if best is not None else None
-    if checkpoint is None:
-        log(f"[{experiment.name}] no evaluated agent child with a checkpoint: no model logged")
-        return None
-    bundle = Path(setup.outputs) / "bundles" / f"{experiment.name}-{setup.profile}-best"
-    export_agent(checkpoint, bundle, setup.eval_seeds, overwrite=True)
-    uri = log_agent_model(bundle, pid, setup.tracking_uri, name="best_agent")
-    log(
-        f"[{experiment.name}] best agent {best.data.tags.get('lq.config')} seed {best.data.tags.get('lq.seed')}: "
-        f"bundle {bundle}, logged model {uri}"
-    )
-    return uri
-
-
-def open_parent(client, experiment: Experiment, setup: Setup, resume: bool, log: Callable[[str], None]):
-    """The parent run of ``experiment`` (a new one, or with ``resume`` the newest unfinished one, reopened) and the
-    (configuration, seed) pairs whose children finished before."""
-    exp_id = experiment_id(client, experiment.name)
-    pid = resumable_parent(client, experiment, setup) if resume else None
-    if pid is not None:
-        done = _reopen(client, pid, experiment, setup)
-        log(f"[{experiment.name}] resuming parent run {pid}: {len(done)} children finished before")
-        return pid, done
-    if resume:
-        log(f"[{experiment.name}] no unfinished parent run to resume: starting a new one")
-    if experiment.objective and experiment.objective != setup.objective:
-        raise ValueError(f"{experiment.name}: its tables name the {experiment.objective} objective, its runs would "
-                         f"train under {setup.objective}")  # fmt: skip
-    parent = client.create_run(
-        exp_id,
-        run_name=f"{experiment.name}-{setup.profile}-{setup.protocol}-{setup.objective}",
-        tags={"lq.experiment": experiment.name, **parent_identity(setup), "lq.role": "parent", **commit_tag()},
-    )
-    pid = parent.info.run_id
-    client.log_param(pid, "seeds", " ".join(map(str, setup.seeds)))
-    client.log_param(pid, "encoders", " ".join(experiment.encoders))
-    client.log_param(pid, "configurations", len(experiment.configs))
-    return pid, set()
 
 
 def child_waves(experiment: Experiment, setup: Setup, pid: str, done: set[tuple[str, str]] = frozenset()) -> list[Wave]:

@@ -137,7 +137,7 @@ def log_dataset(client, run_id: str, data_dir: str | Path, context: str = "train
 
 def run_tags() -> dict[str, str]:
     """Where a run's process is (``lq.host``, ``lq.pid``): a driver marks a RUNNING run whose process is gone as
-    KILLED (:func:`lq.experiments.running.end_dead_runs`)."""
+    KILLED (:func:`lq.experiments.parents.end_dead_runs`)."""
     return {"lq.host": socket.gethostname(), "lq.pid": str(os.getpid())}
 
 

@@ -180,7 +180,7 @@ def test_resume_trains_only_the_children_an_interrupted_parent_lacks(tmp_path, m
 
     # an interrupted run: the parent and one child still RUNNING (their process died), one child finished
     exp_id = X.experiment_id(client, "table1")
-    tags = {"lq.experiment": "table1", **X.running.parent_identity(setup), "lq.role": "parent"}
+    tags = {"lq.experiment": "table1", **X.parents.parent_identity(setup), "lq.role": "parent"}
     parent = client.create_run(exp_id, tags=tags)
     pid = parent.info.run_id
     client.log_param(pid, "seeds", "0 1")
@@ -296,7 +296,7 @@ def test_parents_of_two_objectives_stay_apart_in_tables_and_resume(tmp_path, cap
     for objective, rate in (("paper", [0.1, 0.2]), ("lq", [0.7, 0.8])):
         experiment = X.table1(["scratch"], objective=objective)
         setup = X.Setup(seeds=(0, 1), tracking_uri=uri, outputs=str(tmp_path / "o"), objective=objective)
-        pid, _ = X.running.open_parent(client, experiment, setup, False, print)
+        pid, _ = X.parents.open_parent(client, experiment, setup, False, print)
         _log_children(client, pid, experiment, {"test/act_goal_rate": rate})
         client.set_terminated(pid, "FINISHED")
         parents[objective] = pid
@@ -313,12 +313,12 @@ def test_parents_of_two_objectives_stay_apart_in_tables_and_resume(tmp_path, cap
     paper_setup = X.Setup(seeds=(0, 1), tracking_uri=uri, outputs=str(tmp_path / "o"), objective="paper")
     client.update_run(parents["paper"], status="RUNNING")
     lq_setup = dataclasses.replace(paper_setup, objective="lq")
-    assert X.running.resumable_parent(client, X.table1(["scratch"]), lq_setup) is None
-    assert X.running.resumable_parent(client, X.table1(["scratch"], "paper"), paper_setup) == parents["paper"]
+    assert X.parents.resumable_parent(client, X.table1(["scratch"]), lq_setup) is None
+    assert X.parents.resumable_parent(client, X.table1(["scratch"], "paper"), paper_setup) == parents["paper"]
     with pytest.raises(ValueError, match="ran objective 'paper', not 'lq': .*resume it with OBJECTIVE=paper"):
-        X.running._reopen(client, parents["paper"], X.table1(["scratch"]), lq_setup)
+        X.parents._reopen(client, parents["paper"], X.table1(["scratch"]), lq_setup)
     with pytest.raises(ValueError, match="its tables name the paper objective, its runs would train under lq"):
-        X.running.open_parent(client, X.table1(["scratch"], "paper"), lq_setup, False, print)
+        X.parents.open_parent(client, X.table1(["scratch"], "paper"), lq_setup, False, print)
 
 
 def test_make_rl_trains_again_a_bc_agent_of_other_sizes_than_the_rl_agents(tmp_path):
@@ -425,7 +425,7 @@ def test_a_run_whose_process_is_gone_is_marked_killed_and_one_still_running_bloc
     done = client.create_run(exp_id, tags=here)
     client.set_terminated(done.info.run_id, "FINISHED")
     runs = client.search_runs([exp_id])
-    assert [r.info.run_id for r in X.running.end_dead_runs(client, runs)] == [dead.info.run_id]
+    assert [r.info.run_id for r in X.parents.end_dead_runs(client, runs)] == [dead.info.run_id]
     status = {r.info.run_id: r.info.status for r in client.search_runs([exp_id])}
     assert status == {
         dead.info.run_id: "KILLED",
@@ -435,14 +435,14 @@ def test_a_run_whose_process_is_gone_is_marked_killed_and_one_still_running_bloc
     }
     # a parent whose child still runs here (its driver alone was killed) is not resumed beside it
     setup = X.Setup(seeds=(0,), tracking_uri=f"sqlite:///{tmp_path / 'm.db'}", outputs=str(tmp_path / "o"))
-    tags = {"lq.experiment": "table1", **X.running.parent_identity(setup), "lq.role": "parent"}
+    tags = {"lq.experiment": "table1", **X.parents.parent_identity(setup), "lq.role": "parent"}
     pid = client.create_run(exp_id, tags=tags).info.run_id
     client.log_param(pid, "seeds", "0")
     client.log_param(pid, "encoders", "scratch")
     child = {**here, "lq.pid": str(os.getpid()), "mlflow.parentRunId": pid, "lq.config": "rl-scratch", "lq.seed": "0"}
     client.create_run(exp_id, tags=child)
     with pytest.raises(ValueError, match=rf"its child rl-scratch s0 is still running \(process {os.getpid()}\)"):
-        X.running.open_parent(client, X.table1(["scratch"]), setup, True, print)
+        X.parents.open_parent(client, X.table1(["scratch"]), setup, True, print)
 
 
 def test_a_bc_agent_whose_run_did_not_finish_is_trained_again_before_rl_starts_from_it(tmp_path):
@@ -983,7 +983,7 @@ def test_the_results_page_is_generated_from_the_store_the_same_twice_with_each_o
     for objective in ("paper", "lq"):
         experiment = X.table1(["scratch"], objective=objective)
         setup = X.Setup(seeds=(0, 1, 2), tracking_uri=uri, outputs=str(tmp_path / "o"), objective=objective)
-        pid, _ = X.running.open_parent(client, experiment, setup, False, print)
+        pid, _ = X.parents.open_parent(client, experiment, setup, False, print)
         exp_id = client.get_run(pid).info.experiment_id
         for config in experiment.configs:
             for seed in range(3):

@@ -1,0 +1,30 @@
+"""How an experiment or a stage runs: :class:`Setup`, the resolver's profile, protocol, objective, data and outputs with
+the seeds, the MLflow store, the job count and the launcher."""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+
+from lq.conf.resolver import Resolver
+from lq.experiments.launchers import Launcher, Local
+from lq.lit.cli import DEFAULT_TRACKING_URI
+
+
+@dataclass
+class Setup(Resolver):
+    """How an experiment runs: the resolver's profile, protocol, data and outputs, and the seeds, the MLflow store,
+    how many children run side by side and where (the launcher)."""
+
+    seeds: Sequence[int] = (0, 1, 2)
+    tracking_uri: str = DEFAULT_TRACKING_URI
+    eval_seeds: int = 1
+    jobs: int = 1  # agent children side by side under the local launcher, the cores shared among them
+    log_model: bool = False  # export the best agent as a bundle and log it on the parent as an MLflow logged model
+    extra_args: dict[str, Sequence[str]] = field(default_factory=dict)  # per stage ("rl", ...; "*": every stage)
+    launcher: Launcher = field(default_factory=Local)
+
+    def __post_init__(self) -> None:
+        super().__post_init__()
+        if isinstance(self.launcher, Local) and self.launcher.logs is None:  # each job's output, kept
+            self.launcher.logs = f"{self.outputs}/logs"
