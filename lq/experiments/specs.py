@@ -96,6 +96,8 @@ DEPARTURES: dict[str, tuple[str, tuple[str, ...]]] = {
     "envs16": ("+ 16 environments", ("--model.num_envs", "16")),
     "turns30": ("+ 30-turn training episodes", ("--model.max_steps", "null")),
     "gain_lr": ("+ the exact-match gain at 30 times the learning rate", ("--model.gain_lr_scale", "30")),
+    "temperature": ("+ a learned temperature per head, with the gain, at 30 times the learning rate",
+                    ("--model.agent.head_temperature", "true", "--model.gain_lr_scale", "30")),
     "no_exact_match": ("- the exact-match features (lq's, in both)", ("--model.agent.exact_match", "false")),
     "no_objects": ("- the context's object lines (lq's, in both)", ("--model.env.objects", "false")),
 }  # fmt: skip

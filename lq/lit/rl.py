@@ -25,6 +25,10 @@ from lq.rl.losses import A2CSettings, LossCoefficients, SwitchLosses, weighted
 from lq.rl.priority import PrioritySampler
 from lq.rl.switch import RatioSwitch
 
+# the agent's scalar gains, which learn at gain_lr_scale times the learning rate: the exact-match feature's weight and
+# the heads' temperatures (AgentConfig.head_temperature)
+GAINS = ("speech_match_weight", "head_log_temperature")
+
 
 class RLModule(AgentModule):
     stage = "rl"
@@ -55,9 +59,10 @@ class RLModule(AgentModule):
         ability, switch and seed (``lq rl`` links it from ``--bc_dir``); lq's default (conf/rl.yaml) fine-tunes that
         behaviour-cloned agent, the paper's agents start from their encoder (None); ``imitation_batch``: training
         demonstrations per update in the imitation term, where ``coefficients.imitation`` turns it on; ``adam_betas``:
-        Adam's (the released code's: 0.8, 0.999); ``gain_lr_scale``: the exact-match gain
-        (``speech_match_weight``, one scalar) learns at ``lr`` times this, in its own parameter group (Adam moves a
-        parameter by about ``lr`` a step: at 1 the gain barely leaves its start); the rest as :class:`AgentModule`."""
+        Adam's (the released code's: 0.8, 0.999); ``gain_lr_scale``: the agent's scalar gains
+        (:data:`GAINS`: the exact-match weight ``speech_match_weight`` and, where ``agent.head_temperature`` is on, the
+        heads' log-temperatures) learn at ``lr`` times this, in their own parameter group (Adam moves a parameter by
+        about ``lr`` a step: at 1 a gain barely leaves its start); the rest as :class:`AgentModule`."""
         settings = A2CSettings(coefficients, gamma, normalize_advantages, valid_reduction, imitation_batch)
         super().__init__(**kwargs)
         self.settings = settings
@@ -153,8 +158,8 @@ class RLModule(AgentModule):
         named = [(n, p) for n, p in self.named_parameters() if p.requires_grad]
         if h.gain_lr_scale == 1.0:
             return torch.optim.Adam([p for _, p in named], lr=h.lr, betas=tuple(h.adam_betas))
-        gain = [p for n, p in named if n.endswith("speech_match_weight")]
-        rest = [p for n, p in named if not n.endswith("speech_match_weight")]
+        gain = [p for n, p in named if n.endswith(GAINS)]
+        rest = [p for n, p in named if not n.endswith(GAINS)]
         groups = [{"params": rest}, {"params": gain, "lr": h.lr * h.gain_lr_scale}]
         return torch.optim.Adam([g for g in groups if g["params"]], lr=h.lr, betas=tuple(h.adam_betas))
 

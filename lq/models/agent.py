@@ -56,6 +56,9 @@ class AgentConfig:
     speech_codes: int = 16  # utterances attend over 16 learned summaries of the tokens (the space is large)
     exact_match: bool = True  # actions attend to the context tokens that are their own words (CandidateScorer)
     speech_match: bool = True  # utterances score the context's weighted words they share (MatchCounts)
+    # a learned temperature per head (the action and dialogue policies' logits divided by exp(t), t from 0): where the
+    # valid terms spread each head's mass over its ~15-20 targets, a lower temperature can sharpen its choice
+    head_temperature: bool = False
     scratch: EncoderSpec = field(
         default_factory=lambda: EncoderSpec(
             init="scratch", hidden_size=384, num_layers=3, num_heads=6, intermediate_size=1536
@@ -393,6 +396,8 @@ class SwitchAgent(nn.Module):
         if self.speech_match is not None:
             self.speech_match_worth = nn.Linear(h, 1)
             self.speech_match_weight = nn.Parameter(torch.tensor(1.0))
+        if config.head_temperature:  # log-temperatures of the action and the dialogue head, at 1 to start
+            self.head_log_temperature = nn.Parameter(torch.zeros(2))
 
     @classmethod
     def build(
@@ -469,6 +474,9 @@ class SwitchAgent(nn.Module):
             counts = torch.zeros_like(speech_logits)
             counts[rows_u] = self.speech_match(ids[rows_u], worth)
             speech_logits = speech_logits + self.speech_match_weight * counts
+        if hasattr(self, "head_log_temperature"):
+            inverse = torch.exp(-self.head_log_temperature)
+            action_logits, speech_logits = action_logits * inverse[0], speech_logits * inverse[1]
         return AgentStep(action_logits, speech_logits, self.critic(state).squeeze(-1), (ha, hu))
 
     def value(self, ids: torch.Tensor, mask: torch.Tensor, lines: Lines | None = None) -> torch.Tensor:

@@ -14,7 +14,7 @@ from tests.samples import env_spec, tiny_agent_config
 AGENT = tiny_agent_config()
 
 
-def _module(root, env=None, **kwargs):
+def _module(root, env=None, agent=AGENT, **kwargs):
     return RLModule(
         env=env or env_spec(root),
         num_envs=4,
@@ -22,7 +22,7 @@ def _module(root, env=None, **kwargs):
         max_steps=3,  # every episode ends within the first rollout: the curves have a figure from the first update
         context_length=64,
         candidate_dim=8,
-        agent=AGENT,
+        agent=agent,
         updates_per_epoch=2,
         eval_max_steps=4,
         **kwargs,
@@ -291,3 +291,25 @@ def test_the_exact_match_gain_can_learn_in_its_own_parameter_group(setup_dir):
     plain = _module(setup_dir, lr=1e-3)
     plain.build_agent()
     assert len(plain.configure_optimizers().param_groups) == 1
+    assert not hasattr(plain.agent, "head_log_temperature")  # off by default: no parameter, no figure moves
+
+
+def test_a_learned_temperature_per_head_scales_its_logits_and_learns_with_the_gains(setup_dir):
+    import dataclasses
+
+    agent = dataclasses.replace(AGENT, head_temperature=True)
+    module = _module(setup_dir, agent=agent, lr=1e-3, gain_lr_scale=30.0)
+    module.build_agent()
+    rest, gains = module.configure_optimizers().param_groups
+    temperature = module.agent.head_log_temperature
+    assert any(p is temperature for p in gains["params"]) and not any(p is temperature for p in rest["params"])
+    module.eval()
+    ids, mask, lines = module.batcher.contexts_with_lines(["a room. you see a sword."] * 2)
+    hidden = module.agent.initial_state(2)
+    acted = torch.tensor([True, False])
+    with torch.no_grad():
+        before = module.agent(ids, mask, hidden, acted)
+        temperature.copy_(torch.log(torch.tensor([2.0, 0.5])))  # the action head at 2, the dialogue head at 1/2
+        after = module.agent(ids, mask, hidden, acted)
+    assert torch.allclose(after.action_logits, before.action_logits / 2, atol=1e-5)
+    assert torch.allclose(after.speech_logits, before.speech_logits * 2, atol=1e-5)
