@@ -680,12 +680,17 @@ TINY_TABLE = {
 }
 
 
-def _tiny_setup(setup_dir, folder: Path, **kwargs) -> X.Setup:
-    """A setup of its own store and outputs (the setup's partner and DM copied there), the table's children tiny."""
+def _tiny_setup(setup_dir, folder: Path, calibrated: X.Setup | None = None, **kwargs) -> X.Setup:
+    """A setup of its own store and outputs (the setup's partner and DM copied there), the table's children tiny;
+    ``calibrated``: a setup whose partner's calibration and candidates are copied beside them (not fitted again)."""
     for name in ("partner", "dm"):
         (folder / "outputs" / name / "small").mkdir(parents=True)
         shutil.copy(setup_dir / f"{name}.ckpt", folder / "outputs" / name / "small" / "best.ckpt")
         mark_finished(folder / "outputs" / name / "small" / "best.ckpt")
+        if calibrated is not None:
+            shutil.copytree(
+                f"{calibrated.outputs}/{name}/small/candidates", folder / "outputs" / name / "small" / "candidates"
+            )
     return X.Setup(
         profile="tiny",
         data_dir=str(setup_dir / "data"),
@@ -780,7 +785,7 @@ def test_a_table_gives_the_same_cells_whatever_the_job_count_launcher_or_plan(se
     kids = X.children(MlflowClient(one.tracking_uri), parent)
     assert {r.data.params.get("threads") for r in kids if r.data.tags["lq.stage"] != "baselines"} == {"1"}
 
-    two = _tiny_setup(setup_dir, tmp_path / "two", seeds=(0,), jobs=2)
+    two = _tiny_setup(setup_dir, tmp_path / "two", one, seeds=(0,), jobs=2)  # the partner calibrated once
     assert _outcomes(two, X.run_experiment(experiment, two, log=lambda _: None)[0]) == expected
 
     jobs = Submitit(str(tmp_path / "jobs"), {"cluster": "local", "timeout_min": 30})
@@ -807,7 +812,7 @@ def test_a_table_gives_the_same_cells_whatever_the_job_count_launcher_or_plan(se
     assert (tmp_path / "plan" / "outputs" / "tables" / "table1.md").is_file()
 
     # make rl's way (lq stage rl): the BC agent it starts from, then the RL agent, as runs of lq-bc and lq-rl
-    staged = _tiny_setup(setup_dir, tmp_path / "stage", seeds=(0,))
+    staged = _tiny_setup(setup_dir, tmp_path / "stage", one, seeds=(0,))
     X.run_stage("rl", staged, "scratch")
     client = MlflowClient(staged.tracking_uri)
     for stage in ("bc", "rl"):
