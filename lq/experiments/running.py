@@ -235,16 +235,10 @@ def stage_waves(
     return [*waves, *([(starts, 1)] if starts else []), ([evaluation], 1)]
 
 
-def run_stage(
-    stage: str,
-    setup: Setup,
-    encoder: str,
-    ability: str = "act_speech",
-    switch: str = "hardcoded",
-    compare: bool = False,
-) -> None:
-    """Run the jobs of :func:`stage_waves` that are not done, through the setup's launcher."""
-    _run_waves(stage_waves(stage, setup, encoder, ability, switch, compare), setup)
+def run_stage(stage: str, setup: Setup, encoder: str, *choices: str, **options: bool) -> None:
+    """Run the jobs of :func:`stage_waves` (``choices``: the ability and switch; ``options``: ``compare``) that are not
+    done, through the setup's launcher."""
+    _run_waves(stage_waves(stage, setup, encoder, *choices, **options), setup)
 
 
 def shown_waves(waves: Sequence[Wave]) -> list[str]:
