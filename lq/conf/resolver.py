@@ -1,6 +1,8 @@
 """The one place that knows how a stage runs: (stage, encoder, profile, data, protocol, RL's objective) to the config
-files, in the order they are read, and every checkpoint path. ``lq stage`` (the Makefile's stage targets),
-``lq experiment`` and the stage CLIs' defaults all read it.
+files, in the order they are read, and every checkpoint path. A stage run is a value, :class:`Run`: its configs, their
+merged config, its command line, its outputs, the runs it needs and whether it is done; :class:`Resolver` makes the
+runs of one profile, protocol, objective and dataset. ``lq stage`` (the Makefile's stage targets), ``lq experiment``
+and the stage CLIs' defaults all read it.
 
 A profile is a folder of ``conf/profile/``: one file per stage family (``pretrain.yaml``, ``env.yaml`` for the
 partner and the DM, ``rl.yaml``, ``bc.yaml``) and ``profile.yaml``, read here only: ``env_encoder`` (the encoder of
