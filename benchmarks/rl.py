@@ -25,12 +25,11 @@ from dataclasses import asdict
 from pathlib import Path
 
 import torch
-import yaml
 from timing import TIMES, Yardstick, timed
 
 import lq.envs.episode as episode
 import lq.envs.quest_env as quest_env
-from lq.conf.resolver import Resolver
+from lq.conf.resolver import Resolver, merged_config
 from lq.envs.protocol import protocol_of
 from lq.envs.spec import EnvSpec
 from lq.lit.rl import RLModule
@@ -43,18 +42,8 @@ ROOT = Path(__file__).resolve().parents[1]
 
 
 def merged_model_config(*files: Path) -> dict:
-    """The ``model:`` sections of LightningCLI configs merged in order (nested dicts merged key by key)."""
-
-    def merge(a: dict, b: dict) -> dict:
-        out = dict(a)
-        for k, v in b.items():
-            out[k] = merge(out[k], v) if isinstance(v, dict) and isinstance(out.get(k), dict) else v
-        return out
-
-    config: dict = {}
-    for f in files:
-        config = merge(config, (yaml.safe_load(f.read_text()) or {}).get("model", {}))
-    return config
+    """The ``model:`` sections of LightningCLI configs merged in order (:func:`lq.conf.resolver.merged_config`)."""
+    return merged_config([a for f in files for a in ("--config", str(f))]).get("model", {})
 
 
 def stand_in(path: str, spec: EncoderSpec, n_codes: int, folder: Path, note: list[str]) -> str:

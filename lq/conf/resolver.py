@@ -158,6 +158,17 @@ class Profile:
 DEFAULT_THREADS = 1  # torch's CPU threads of a run whose configs set none (the stage CLIs' --threads default)
 
 
+def config_threads(config: dict[str, Any]) -> int:
+    """torch's CPU threads of a run whose merged config (:func:`merged_config`) is ``config``."""
+    return int(config.get("threads", DEFAULT_THREADS))
+
+
+def starts_from_bc(config: dict[str, Any]) -> bool:
+    """Whether an RL run of merged config ``config`` starts from the BC agent of its configuration and seed
+    (``init_from: bc``, the lq objective's)."""
+    return (config.get("model") or {}).get("init_from") == "bc"
+
+
 def merged(base: dict, over: dict) -> dict:
     """``over`` laid over ``base``, nested dicts key by key (as LightningCLI merges its ``--config`` files)."""
     out = dict(base)
@@ -283,7 +294,7 @@ class Run:
 
     @property
     def threads(self) -> int:
-        return int(self.config.get("threads", DEFAULT_THREADS))
+        return config_threads(self.config)
 
     def needs(self) -> list[Run]:
         """The runs this one needs before it, in order: ``general`` before ``adaptive`` (initialised from it), the
@@ -294,10 +305,10 @@ class Run:
         if self.encoder == "adaptive" and self.stage in ("pretrain", *AGENT_STAGES):
             needed.append(Run("pretrain", "general", **common))
         if self.stage in AGENT_STAGES:
-            needed += [Run(s, Profile(self.profile).env_encoder, **common) for s in ENV_STAGES]
+            needed += [self.env_run(s) for s in ENV_STAGES]
             if self.encoder != "scratch":
                 needed.append(Run("pretrain", self.encoder, **common))
-        if self.stage == "rl" and self.config.get("model", {}).get("init_from") == "bc":
+        if self.stage == "rl" and starts_from_bc(self.config):
             needed.append(replace(self, stage="bc", objective="lq", folder="", extra=()))
         return needed
 

@@ -149,11 +149,6 @@ class EnvSpec:
         return calibration_store(self.partner_checkpoint, bool(held_out), key)
 
 
-def build_env(spec: EnvSpec, split: str = "test", batch_size: int = 32, seed: int = 0, device: str = "cpu", **play):
-    """The environment ``spec`` describes over ``split``'s quests (:meth:`EnvSpec.build`)."""
-    return spec.build(split, batch_size, seed, device, **play)
-
-
 # an agent's hyperparameters from before EnvSpec held these at the top level (``context_objects``: ``objects``;
 # ``env_context_length``: ``context_length``, None meaning the agent's own)
 FLAT = {

@@ -16,13 +16,14 @@ from pathlib import Path
 from lq.conf.resolver import (
     AGENT_CHECKPOINT,
     AGENT_STAGES,
-    DEFAULT_THREADS,
     ENV_STAGES,
     Resolver,
     agent_dir,
+    config_threads,
     finished,
     merged_config,
 )
+from lq.conf.resolver import starts_from_bc as starts_from_bc_config
 from lq.experiments.launchers import JobFailed, shown
 from lq.experiments.parents import _child_runs, end_dead_runs, log_best_model, open_parent
 from lq.experiments.reporting import _client, _print, build_tables, experiment_id
@@ -129,8 +130,7 @@ def preparation(configs: Sequence[Config], setup: Setup) -> list[Wave]:
 def starts_from_bc(config: Config, setup: Setup) -> bool:
     """Whether the RL agents of ``config`` start from the BC agent of their configuration and seed (``init_from: bc``,
     conf/rl.yaml's default, unless the setup's extra arguments say otherwise)."""
-    model = merged_config(_module_args(config, setup, setup.seeds[0])).get("model", {})
-    return model.get("init_from") == "bc"  # read from its config files and arguments (no CLI parsed)
+    return starts_from_bc_config(merged_config(_module_args(config, setup, setup.seeds[0])))  # no CLI parsed
 
 
 def _bc_start(config: Config, setup: Setup, seed: int) -> str | None:
@@ -312,7 +312,7 @@ def stage_threads(module_args: Sequence[str]) -> Iterator[None]:
     import torch
 
     before = torch.get_num_threads()
-    torch.set_num_threads(int(merged_config(module_args).get("threads", DEFAULT_THREADS)))
+    torch.set_num_threads(config_threads(merged_config(module_args)))
     try:
         yield
     finally:
