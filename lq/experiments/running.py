@@ -358,10 +358,11 @@ def child_waves(experiment: Experiment, setup: Setup, pid: str, done: set[tuple[
     """The parent's children that have not finished, in waves each after the one before: pretraining children (the
     adaptive encoder after the general one of its seed's folder, which it starts from; one at a time on every core),
     then, ``setup.jobs`` at a time, the BC agents (the RL agents' start, where they start from BC) and the baselines,
-    then the RL agents."""
+    then the RL agents. Within a wave, every configuration's first seed comes before any configuration's second."""
     waves: list[list[Step]] = [[], [], [], []]
-    for config in experiment.configs:
-        for seed in setup.seeds:
+    # seed-major: a table cut short (a session's end, a killed job) has every row at its first seeds
+    for seed in setup.seeds:
+        for config in experiment.configs:
             if (config.key, str(seed)) in done:
                 continue
             tags = {"mlflow.parentRunId": pid, "lq.config": config.key, "lq.seed": str(seed)}

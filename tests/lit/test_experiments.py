@@ -1050,6 +1050,19 @@ def test_the_deviation_table_adds_each_of_lqs_departures_to_the_paper_objective_
         X.EXPERIMENTS["deviations"](objective="lq")
 
 
+def test_a_tables_rl_children_run_seed_by_seed_so_a_table_cut_short_has_every_row(tmp_path):
+    """Every configuration's first seed is trained before any configuration's second: a table stopped half-way (a
+    session's end) has every row at one seed rather than some rows at three and others at none."""
+    setup = X.Setup(seeds=(0, 1, 2), objective="paper", outputs=str(tmp_path / "o"))
+    experiment = X.EXPERIMENTS["deviations"](objective="paper")
+    waves = X.running.child_waves(experiment, setup, "pid", done={("rl-scratch-act_speech-hardcoded", "0")})
+    rl = [step.label for steps, _ in waves for step in steps if step.config.stage == "rl"]
+    seeds = [int(label.rsplit(" s", 1)[1]) for label in rl]
+    rows = len({step.config.key for steps, _ in waves for step in steps if step.config.stage == "rl"})
+    assert seeds == sorted(seeds) and seeds.count(0) == rows - 1 and seeds.count(2) == rows
+    assert rl[0] != "rl-scratch-act_speech-hardcoded s0"  # the finished child is not trained again
+
+
 def test_the_deviation_tables_reading_marks_which_departure_moves_which_column():
     from lq.experiments.claims import departure_matrix
 
