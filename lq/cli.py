@@ -340,7 +340,7 @@ def _cmd_experiment(args: argparse.Namespace) -> int:
         return 0
     setup = _setup(
         args, "*", profile=args.profile or "tiny", protocol=args.protocol or "paper", jobs=args.jobs,
-        log_model=args.log_model, objective=args.objective or "lq",
+        log_model=args.log_model, objective=args.objective or "lq", outputs=args.outputs or "",
     )  # fmt: skip
     if args.action in ("run", "plan"):
         for name in names:
@@ -385,30 +385,33 @@ def _cmd_experiment(args: argparse.Namespace) -> int:
 
 
 def _experiment_job(args: argparse.Namespace, names: list[str]) -> int:
-    """``lq experiment spaces``, ``calibrate`` and ``baselines``: the jobs of an experiment that are not a stage run,
-    as ``lq experiment plan`` prints them."""
+    """``lq experiment spaces``, ``calibrate`` and ``baselines``: the preparation jobs, each a :class:`Run` named by
+    the options ``lq experiment plan`` prints (profile, protocol, objective, data, outputs, encoder, ability, switch,
+    seed; ``--args``: its agent module's extra arguments)."""
     from lq import experiments as X
 
-    if not args.module_args:
-        raise UsageError(f"experiment {args.action}: --module-args (the RL stage's arguments) is required")
-    module_args = shlex.split(args.module_args)
-    if args.action == "spaces":
-        X.running.encode_agent_spaces(module_args)
+    if len(args.seeds) != 1 or len(args.encoders or [""]) != 1:
+        raise UsageError(f"experiment {args.action}: one --seeds N and at most one --encoders ENCODER")
+    if args.action == "spaces" and not args.encoders:
+        raise UsageError("experiment spaces: --encoders ENCODER, the pretrained encoder whose vectors to compute")
+    setup = _setup(
+        args, "*", profile=args.profile or "tiny", protocol=args.protocol or "paper", objective=args.objective or "lq",
+        outputs=args.outputs or "",
+    )  # fmt: skip
+    encoder = (args.encoders or [""])[0]
+    run = X.running.prep(args.action, setup, encoder, ability=args.ability, switch=args.switch, seed=args.seeds[0])
+    if args.action != "baselines":
+        X.running.run_preparation(run)
         return 0
-    if args.action == "calibrate":
-        X.running.calibrate_environment(module_args)
-        return 0
-    if len(names) != 1 or not args.parent or not args.config or len(args.seeds) != 1:
-        raise UsageError("experiment baselines: name one experiment, --config KEY, one --seeds N and --parent RUN_ID")
-    experiment = X.EXPERIMENTS[names[0]](*([args.encoders] if args.encoders else []))
-    configs = {c.key: c for c in experiment.configs if c.stage == "baselines"}
-    if args.config not in configs:
-        raise UsageError(f"--config {args.config}: {names[0]}'s baselines are {', '.join(configs)}")
+    if len(names) != 1 or not args.parent:
+        raise UsageError("experiment baselines: name one experiment and --parent RUN_ID")
+    keys = [c.key for c in X.EXPERIMENTS[names[0]](objective=setup.objective).configs if c.stage == "baselines"]
+    if (key := X.Config("baselines", "", args.ability, args.switch).key) not in keys:
+        raise UsageError(f"--ability {args.ability} --switch {args.switch}: {names[0]}'s baselines: {', '.join(keys)}")
     from mlflow.tracking import MlflowClient
 
-    client = MlflowClient(args.tracking_uri)
-    run = X.run_baselines(client, names[0], configs[args.config], module_args, args.seeds[0], args.parent)
-    print(f"baselines child run {run} of parent {args.parent}")
+    child = X.run_baselines(MlflowClient(args.tracking_uri), names[0], run, args.parent)
+    print(f"baselines child run {child} ({key}) of parent {args.parent}")
     return 0
 
 
@@ -535,10 +538,11 @@ def build_parser() -> argparse.ArgumentParser:
         "--page", type=Path, default=Path("docs/results/current.md"), help="report: where the results page goes"
     )
     _launcher_arguments(xp)
-    xp.add_argument("--config", help="baselines: the configuration key (baselines-ABILITY-SWITCH)")
     xp.add_argument(
-        "--module-args", help="baselines, spaces, calibrate: the RL stage's arguments that build the agent module"
+        "--outputs", help="where the stages' checkpoints go (default outputs/, or outputs/DATASET for another dataset)"
     )
+    xp.add_argument("--ability", default="act_speech", help="baselines, spaces, calibrate: the agent's ability")
+    xp.add_argument("--switch", default="hardcoded", help="baselines, spaces, calibrate: the agent's switch")
     xp.set_defaults(func=_cmd_experiment)
 
     st = sub.add_parser(

@@ -18,6 +18,7 @@ for are the base's runs, checkpoints shared). Where things go (``outputs_for``):
 from __future__ import annotations
 
 import json
+import shlex
 from dataclasses import dataclass, field, replace
 from functools import cached_property
 from pathlib import Path
@@ -30,6 +31,11 @@ from lq.conf import ROOT, path
 AGENT_STAGES = ("rl", "bc")
 ENV_STAGES = ("partner", "dm")
 STAGES = ("pretrain", *ENV_STAGES, *AGENT_STAGES)
+# the jobs that are not a stage's training run: the dataset (generated), the partner's calibration, a pretrained
+# encoder's vectors of the agents' spaces, the baselines and the ceiling played in an agent's environment
+PREPARATION = ("data", "calibrate", "spaces", "baselines")
+# what an RL module built for a preparation job is built with (lq experiment calibrate, spaces, baselines)
+BUILT_WITH = {"calibrate": "scratch", "baselines": "scratch"}
 # the profile file each stage reads
 PROFILE_FILE = {"pretrain": "pretrain", "partner": "env", "dm": "env", "rl": "rl", "bc": "bc"}
 # the checkpoint an agent stage keeps: RL its final agent, BC its best validation epoch
@@ -207,10 +213,17 @@ class Run:
     models' for the partner and the DM), the agents' ``ability``, ``switch`` and ``seed``, the ``profile`` (a folder of
     ``conf/profile/``), the agents' ``protocol``, RL's ``objective`` and the ``data``. ``root``: where the dataset's
     outputs go (default :func:`outputs_for`); ``folder``: the stage's folder where not the profile's (an experiment's
-    pretraining children, a deviation-table row); ``extra``: arguments after the configs'."""
+    pretraining children, a deviation-table row); ``extra``: arguments after the configs'.
+
+    A preparation job (:data:`PREPARATION`) is a run too: ``data`` (its dataset generated), ``calibrate`` (the
+    partner's calibration in the agents' environment), ``spaces`` (``encoder``'s vectors of the agents' spaces) and
+    ``baselines`` (the rules played in the environment of an agent of ``ability`` and ``switch``); the last three
+    build an RL agent module of their identity (:attr:`module`) and ``extra`` is that module's arguments. What a run
+    does not depend on is set to one value (the objective of any run but RL's, the protocol of a poly-encoder's), so
+    that two runs that write the same files are equal."""
 
     stage: str
-    encoder: str
+    encoder: str = ""
     ability: str = "act_speech"
     switch: str = "hardcoded"
     seed: int = 0
@@ -223,10 +236,21 @@ class Run:
     extra: tuple[str, ...] = field(default=(), compare=False)
 
     def __post_init__(self) -> None:
-        if self.stage not in STAGES:
-            raise ValueError(f"unknown stage {self.stage}: choose from {', '.join(STAGES)}")
+        if self.stage not in (*STAGES, *PREPARATION):
+            raise ValueError(f"unknown stage {self.stage}: choose from {', '.join((*STAGES, *PREPARATION))}")
         object.__setattr__(self, "root", self.root or outputs_for(self.data))
         object.__setattr__(self, "extra", tuple(self.extra))
+        same = {"objective": "lq"} if self.stage not in ("rl", "baselines") else {}
+        if self.stage in ("data", "pretrain", *ENV_STAGES, "calibrate", "spaces"):  # the agents' choices: none
+            same.update(ability="act_speech", switch="hardcoded", seed=0 if self.stage != "pretrain" else self.seed)
+        if self.stage in ("data", "pretrain", *ENV_STAGES):
+            same.update(protocol="paper")
+        if self.stage in BUILT_WITH:
+            same.update(encoder=BUILT_WITH[self.stage])
+        if self.stage == "data":
+            same.update(encoder="", profile="tiny")
+        for name, value in same.items():
+            object.__setattr__(self, name, value)
 
     def __repr__(self) -> str:
         return f"Run({self.stage} {self.encoder} {self.ability}-{self.switch} seed {self.seed}, {self.profile})"
@@ -259,7 +283,16 @@ class Run:
     def outputs(self) -> dict[str, str]:
         """Every path the run writes: its ``checkpoint``, ``last`` (the resumable one), the ``done`` marker, and for a
         poly-encoder its ``candidates`` folder (its encoded candidates; the partner's calibration beside them, a
-        pretrained encoder's vectors of the agents' spaces)."""
+        pretrained encoder's vectors of the agents' spaces). A preparation job: ``data``, its dataset's manifest;
+        ``calibrate`` and ``spaces``, the ``candidates`` folder its file goes to (named by a key of the models' weights,
+        known once they are trained: :func:`lq.experiments.running.prepared`); ``baselines``, none (MLflow's)."""
+        if self.stage == "data":
+            return {"manifest": f"{self.data}/manifest.json"}
+        if self.stage in ("calibrate", "spaces"):
+            of = self.env_run("partner") if self.stage == "calibrate" else replace(self, stage="pretrain")
+            return {"candidates": of.outputs["candidates"]}
+        if self.stage == "baselines":
+            return {}
         out = {"checkpoint": self.checkpoint, "last": f"{self.dir}/last.ckpt", "done": f"{self.dir}/{DONE}"}
         if self.stage not in AGENT_STAGES:
             out["candidates"] = f"{self.dir}/candidates"
@@ -267,7 +300,13 @@ class Run:
 
     @property
     def done(self) -> bool:
-        """Its checkpoint is there and the run that wrote it finished (:func:`lq.conf.resolver.finished`)."""
+        """Its checkpoint is there and the run that wrote it finished (:func:`lq.conf.resolver.finished`); the dataset,
+        its manifest. The calibration and the spaces' vectors are found by their key
+        (:func:`lq.experiments.running.prepared`)."""
+        if self.stage == "data":
+            return Path(self.outputs["manifest"]).is_file()
+        if self.stage in ("calibrate", "spaces", "baselines"):
+            raise ValueError(f"{self!r}: its file is found by a key of the models (lq.experiments.running.prepared)")
         return finished(self.checkpoint)
 
     # -- what it reads -------------------------------------------------------------------------------------------
@@ -294,29 +333,60 @@ class Run:
 
     @property
     def threads(self) -> int:
-        return config_threads(self.config)
+        """torch's CPU threads of the run (a preparation job's: its module's run's)."""
+        return config_threads((self.module if self.stage in PREPARATION[1:] else self).config)
 
     def needs(self) -> list[Run]:
-        """The runs this one needs before it, in order: ``general`` before ``adaptive`` (initialised from it), the
-        partner and the DM before the agents, an agent's pretrained encoder, and the BC agent of the same
-        configuration and seed that an RL agent starts from (``init_from: bc``)."""
-        common = {"profile": self.profile, "protocol": self.protocol, "data": self.data, "root": self.root}
-        needed: list[Run] = []
-        if self.encoder == "adaptive" and self.stage in ("pretrain", *AGENT_STAGES):
+        """The runs this one needs before it, in order: the dataset; ``general`` before ``adaptive`` (initialised from
+        it, of the same folder when pretraining); the partner and the DM, and the partner's calibration, before the
+        agents and the baselines; an agent's pretrained encoder and its vectors of the agents' spaces; and the BC agent
+        of the same configuration and seed that an RL agent starts from (``init_from: bc``)."""
+        if self.stage == "data":
+            return []
+        common = {"profile": self.profile, "data": self.data, "root": self.root}
+        needed = [Run("data", data=self.data, root=self.root)]
+        if self.stage == "pretrain" and self.encoder == "adaptive":
+            needed.append(replace(self, encoder="general", extra=()))
+        if self.stage in AGENT_STAGES and self.encoder == "adaptive":
             needed.append(Run("pretrain", "general", **common))
-        if self.stage in AGENT_STAGES:
+        if self.stage in (*AGENT_STAGES, "calibrate", "baselines"):
             needed += [self.env_run(s) for s in ENV_STAGES]
-            if self.encoder != "scratch":
-                needed.append(Run("pretrain", self.encoder, **common))
+        if self.stage in (*AGENT_STAGES, "baselines"):
+            needed.append(Run("calibrate", protocol=self.protocol, **common))
+        if self.stage in (*AGENT_STAGES, "spaces") and self.encoder != "scratch":
+            needed.append(Run("pretrain", self.encoder, **common))
+        if self.stage in AGENT_STAGES and self.encoder != "scratch":
+            needed.append(Run("spaces", self.encoder, protocol=self.protocol, **common))
         if self.stage == "rl" and starts_from_bc(self.config):
-            needed.append(replace(self, stage="bc", objective="lq", folder="", extra=()))
+            needed.append(replace(self, stage="bc", folder="", extra=()))
         return needed
+
+    @property
+    def module(self) -> Run:
+        """The RL run whose agent module a preparation job builds (its environment, spaces and evaluation)."""
+        if self.stage not in ("calibrate", "spaces", "baselines"):
+            raise ValueError(f"{self!r}: only the calibration, the spaces' vectors and the baselines build a module")
+        return replace(self, stage="rl")
 
     # -- how it is run ---------------------------------------------------------------------------------------------
 
     @property
+    def identity(self) -> list[str]:
+        """The options of ``lq experiment`` that name this run (its module's extra arguments as ``--args``)."""
+        flags = ["--profile", self.profile, "--protocol", self.protocol, "--objective", self.objective]
+        flags += ["--data", self.data] + (["--outputs", self.root] if self.root != outputs_for(self.data) else [])
+        flags += ["--encoders", self.encoder, "--ability", self.ability, "--switch", self.switch]
+        flags += ["--seeds", str(self.seed)]
+        return flags + (["--args", shlex.join(self.extra)] if self.extra else [])
+
+    @property
     def args(self) -> list[str]:
-        """Its command line, ``STAGE fit ...`` (what ``lq`` takes after its name)."""
+        """Its command line, ``STAGE fit ...`` (what ``lq`` takes after its name); a preparation job's, ``data
+        generate DATA`` or ``experiment calibrate|spaces|baselines`` and its :attr:`identity`."""
+        if self.stage == "data":
+            return ["data", "generate", self.data]
+        if self.stage in PREPARATION:
+            return ["experiment", self.stage, *self.identity]
         args = [self.stage, "fit", *(a for f in self.configs for a in ("--config", str(f)))]
         out_dir = self.stage_dir()
         args += ["--seed_everything", str(self.seed), "--out_dir", out_dir]
@@ -396,11 +466,6 @@ class Resolver:
 
     def agent_checkpoint(self, stage: str, encoder: str, ability: str, switch: str, seed: int) -> str:
         return self.run(stage, encoder, ability, switch, seed).checkpoint
-
-    def needs(self, stage: str, encoder: str) -> list[tuple[str, str]]:
-        """The (stage, encoder) of the poly-encoder runs a run of ``stage`` with ``encoder`` needs before it, in order
-        (:meth:`Run.needs`, less an RL agent's BC start)."""
-        return [(r.stage, r.encoder) for r in self.run(stage, encoder).needs() if r.stage not in AGENT_STAGES]
 
     def stage_args(self, stage: str, encoder: str, seed: int = 0, ability: str = "act_speech",
                    switch: str = "hardcoded", out_dir: str | None = None) -> list[str]:  # fmt: skip

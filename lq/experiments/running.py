@@ -6,7 +6,6 @@ from __future__ import annotations
 
 import dataclasses
 import json
-import shlex
 import time
 from collections.abc import Callable, Iterator, Mapping, Sequence
 from contextlib import contextmanager
@@ -18,6 +17,7 @@ from lq.conf.resolver import (
     AGENT_STAGES,
     ENV_STAGES,
     Resolver,
+    Run,
     agent_dir,
     config_threads,
     finished,
@@ -28,23 +28,39 @@ from lq.experiments.launchers import JobFailed, shown
 from lq.experiments.parents import _child_runs, end_dead_runs, log_best_model, open_parent
 from lq.experiments.reporting import _client, _print, build_tables, experiment_id
 from lq.experiments.setup import Setup
-from lq.experiments.specs import ENCODERS, Config, Experiment
+from lq.experiments.specs import Config, Experiment
 from lq.lit.cli import run_tags
 
 
-def stage_args(config: Config, setup: Setup, seed: int, out_dir: str | None = None) -> list[str]:
-    """The command line of one stage run (``lq STAGE fit ...``) of ``config`` with ``seed``: the resolver's, logging
-    to the setup's store, with its extra arguments."""
+def run_of(config: Config, setup: Setup, seed: int, out_dir: str | None = None) -> Run:
+    """The :class:`Run` of ``config`` with ``seed`` under the setup: a stage's logs to the setup's store and takes the
+    setup's extra arguments for it; a deviation-table row has its own folder, objective or arguments; the baselines'
+    module takes the RL stage's extra arguments (:func:`prep`)."""
+    if config.stage == "baselines":
+        return prep("baselines", setup, ability=config.ability, switch=config.switch, seed=seed)
     resolver = setup
     if config.variant:  # a row of the deviation table: its own folder, its objective or its arguments
         out_dir = out_dir or f"{setup.stage_dir(config.stage)}/{config.variant}"
         if config.objective:
             resolver = Resolver(setup.profile, setup.protocol, config.objective, setup.data_dir, setup.outputs)
-    args = resolver.stage_args(config.stage, config.encoder, seed, config.ability, config.switch, out_dir)
-    args += ["--trainer.logger.init_args.tracking_uri", setup.tracking_uri]
+    run = resolver.run(config.stage, config.encoder, config.ability, config.switch, seed, out_dir)
+    extra = ["--trainer.logger.init_args.tracking_uri", setup.tracking_uri]
     if config.stage in AGENT_STAGES:
-        args += ["--eval_seeds", str(setup.eval_seeds)]
-    return args + [*setup.extra_args.get("*", ()), *setup.extra_args.get(config.stage, ()), *config.extra_args]
+        extra += ["--eval_seeds", str(setup.eval_seeds)]
+    extra += [*setup.extra_args.get("*", ()), *setup.extra_args.get(config.stage, ()), *config.extra_args]
+    return dataclasses.replace(run, extra=tuple(extra))
+
+
+def prep(stage: str, setup: Setup, encoder: str = "", **identity) -> Run:
+    """A preparation job of the setup (``calibrate``, ``spaces``, ``baselines``: :data:`lq.conf.resolver.PREPARATION`)
+    whose agent module takes the RL stage's extra arguments."""
+    extra = (*setup.extra_args.get("*", ()), *setup.extra_args.get("rl", ()))
+    return dataclasses.replace(setup.run(stage, encoder), **identity, extra=extra)
+
+
+def stage_args(config: Config, setup: Setup, seed: int, out_dir: str | None = None) -> list[str]:
+    """The command line of one stage run (``lq STAGE fit ...``) of ``config`` with ``seed`` (:func:`run_of`)."""
+    return run_of(config, setup, seed, out_dir).args
 
 
 @dataclass(frozen=True)
@@ -72,65 +88,72 @@ class Step:
 Wave = tuple[list[Step], int]  # jobs independent of each other, and how many the local launcher runs at once
 
 
+def layered(runs: Sequence[Run], needs: Callable[[Run], Sequence[Run]] = Run.needs) -> list[list[Run]]:
+    """``runs`` and what they need (``needs``), in layers each after the one before: a run goes in the layer just
+    before the first of the runs that need it (as late as it can), the runs asked for in the last; within a layer, in
+    the order they were first met."""
+    height: dict[Run, int] = {}
+
+    def visit(run: Run, h: int) -> None:
+        if height.get(run, -1) >= h:
+            return
+        height[run] = h
+        for need in needs(run):
+            visit(need, h + 1)
+
+    for run in runs:
+        visit(run, 0)
+    top = max(height.values(), default=-1)
+    return [[run for run, h in height.items() if h == level] for level in range(top, -1, -1)]
+
+
+def waves_of(layers: Sequence[Sequence[Run]], step: Callable[[Run], Step], jobs: int) -> list[Wave]:
+    """Layers of runs as waves of steps: within a layer, the pretraining runs one at a time (each on every core), the
+    dataset, then the environment's models and the preparation a core each, two at once, then the agents and the
+    baselines ``jobs`` at a time."""
+    kinds = ((("pretrain",), 1), (("data",), 1), ((*ENV_STAGES, "calibrate", "spaces"), 2),
+             ((*AGENT_STAGES, "baselines"), jobs))  # fmt: skip
+    waves = [([step(r) for r in layer if r.stage in stages], n) for layer in layers for stages, n in kinds]
+    return [(steps, n) for steps, n in waves if steps]
+
+
 def preparation(configs: Sequence[Config], setup: Setup) -> list[Wave]:
-    """What the configurations need before their children, in waves each after the one before: the data; the
-    pretrained encoders (``general`` before ``adaptive``, each on every core); then, a core each, the partner and the
-    DM; then, a core each, the partner's calibration (once per environment models, data and settings; agents side by
-    side would each fit it) and each pretrained encoder's vectors of the agents' action and utterance spaces (each
-    agent would otherwise encode them at its start); then, ``setup.jobs`` at a time, the BC agents that RL agents
-    starting from BC (:func:`starts_from_bc`) need and the configurations do not train themselves, where missing or
-    trained unlike the RL agent (another protocol, size or environment)."""
-    waves: list[Wave] = [([_data_step(setup)], 1)]
-    agents = [c for c in configs if c.stage in AGENT_STAGES]
-    needed = {n for c in agents for n in setup.needs(c.stage, c.encoder) if n[0] == "pretrain"}
-    # the paper's encoders in their order (general before adaptive), then any other
-    encoders = sorted({e for _, e in needed}, key=lambda e: (ENCODERS.index(e) if e in ENCODERS else len(ENCODERS), e))
-    for group in ([e for e in encoders if e != "adaptive"], [e for e in encoders if e == "adaptive"]):
-        if group:  # the agents read the checkpoint only; Table 4/5 is make pretrain's and the table45 experiment's
-            waves.append(([_pretrain_step(e, setup) for e in group], 1))
-    if agents:
-        env = [trained(stage, stage_args(Config(stage, setup.env_encoder), setup, 0), setup.checkpoint(stage))
-               for stage in ENV_STAGES]  # fmt: skip
-        spaces = [
-            Step(
-                f"{e} vectors of the agents' spaces",
-                ["experiment", "spaces", "--module-args", shlex.join(args)],
-                check=lambda args=args: spaces_encoded(args),
-            )
-            for e in encoders
-            if any(c.encoder == e for c in agents)  # not general for adaptive's sake alone
-            for args in [_module_args(Config("rl", e), setup, 0)]
-        ]
-        module_args = _module_args(Config("rl"), setup, 0)
-        calibration = ["experiment", "calibrate", "--module-args", shlex.join(module_args)]
-        check = lambda: calibrated(module_args)  # noqa: E731 (asked when the wave runs: the models exist by then)
-        # the calibration beside the spaces' vectors: it needs the partner and the DM, they only the encoders
-        waves += [(env, 2), ([Step("the partner's calibration", calibration, check=check), *spaces], 2)]
-    # the BC agents the RL agents start from, where the configurations do not train them (an experiment's BC
-    # children go before its RL children: child_waves)
-    cloned = {c for c in configs if c.stage == "bc"}
-    # one per BC configuration and seed, whichever RL variants start from it
-    needed = dict.fromkeys(
-        bc
-        for c in agents
-        if c.stage == "rl"
-        and (bc := dataclasses.replace(c, stage="bc", variant="")) not in cloned
-        and starts_from_bc(c, setup)
-    )
-    starts = [
-        Step(f"bc {bc.key[3:]} s{seed} (the RL agent's start)", stage_args(bc, setup, seed), _bc_start(bc, setup, seed))
-        for bc in needed
-        for seed in setup.seeds
-    ]
-    if starts:
-        waves.append((starts, setup.jobs))
-    return waves
+    """What the configurations' runs need and do not train themselves, in waves each after the one before: the layers
+    of their :meth:`Run.needs` (:func:`layered`, :func:`waves_of`): the data; the pretrained encoders (``general``
+    before ``adaptive``); the partner and the DM; the partner's calibration (once per environment models, data and
+    settings: agents side by side would each fit it) and each pretrained encoder's vectors of the agents' action and
+    utterance spaces (each agent would otherwise encode them at its start); and the BC agents that RL agents starting
+    from BC (:func:`starts_from_bc`) need, where missing or trained unlike the RL agent (another protocol, size or
+    environment)."""
+    return _preparation([run_of(c, setup, seed) for c in configs for seed in setup.seeds], setup)
+
+
+def _preparation(runs: Sequence[Run], setup: Setup) -> list[Wave]:
+    needed = [setup.run("data"), *(n for r in runs for n in r.needs() if n not in runs)]
+    return waves_of(layered(needed), lambda run: _prep_step(run, setup), setup.jobs)
+
+
+def _prep_step(run: Run, setup: Setup) -> Step:
+    """The step of a run that the configurations need: done when its output is there."""
+    if run.stage == "data":
+        return _data_step(setup)
+    if run.stage == "pretrain":
+        return _pretrain_step(run.encoder, setup)
+    if run.stage in ENV_STAGES:
+        return trained(run.stage, stage_args(Config(run.stage, run.encoder), setup, 0), run.checkpoint)
+    if run.stage == "bc":  # an RL agent's start that the configurations do not train
+        config = Config("bc", run.encoder, run.ability, run.switch)
+        label = f"bc {config.key[3:]} s{run.seed} (the RL agent's start)"
+        return Step(label, stage_args(config, setup, run.seed), _bc_start(config, setup, run.seed))
+    run = prep(run.stage, setup, run.encoder)
+    label = "the partner's calibration" if run.stage == "calibrate" else f"{run.encoder} vectors of the agents' spaces"
+    return Step(label, run.args, check=lambda: prepared(run))  # asked when the wave runs: the models exist by then
 
 
 def starts_from_bc(config: Config, setup: Setup) -> bool:
     """Whether the RL agents of ``config`` start from the BC agent of their configuration and seed (``init_from: bc``,
-    conf/rl.yaml's default, unless the setup's extra arguments say otherwise)."""
-    return starts_from_bc_config(merged_config(_module_args(config, setup, setup.seeds[0])))  # no CLI parsed
+    the lq objective's, unless the setup's extra arguments say otherwise): read from the run's config, no CLI parsed."""
+    return starts_from_bc_config(run_of(_rl(config), setup, setup.seeds[0]).config)
 
 
 def _bc_start(config: Config, setup: Setup, seed: int) -> str | None:
@@ -140,7 +163,7 @@ def _bc_start(config: Config, setup: Setup, seed: int) -> str | None:
     checkpoint = setup.agent_checkpoint("bc", config.encoder, config.ability, config.switch, seed)
     if not finished(checkpoint):
         return None
-    return checkpoint if _trained_alike(checkpoint, rl_module(_module_args(config, setup, seed)).hparams) else None
+    return checkpoint if _trained_alike(checkpoint, rl_hparams(_module_args(config, setup, seed))) else None
 
 
 def trained(label: str, args: Sequence[str], checkpoint: str) -> Step:
@@ -210,10 +233,9 @@ def stage_waves(
         raise ValueError(f"compare: the RL stage's agents are compared with BC's and the baselines, not {stage}'s")
     setup.configs(stage, encoder)  # an unknown stage or encoder named now, with the choices
     config = Config(stage, encoder, ability, switch)
-    waves = preparation([config], setup)  # an agent's needs; a pretraining run's (adaptive: general) below
-    if stage == "pretrain":
-        waves += [([_pretrain_step(e, setup)], 1) for _, e in setup.needs(stage, encoder)]
-    waves.append(([Step(label, args) for label, args in stage_runs(config, setup)], 1))  # always trained
+    runs = stage_runs(config, setup)
+    waves = _preparation([run for _, run in runs], setup)
+    waves.append(([Step(label, run.args) for label, run in runs], 1))  # always trained
     if not compare:
         return waves
     seeds = setup.seeds
@@ -283,26 +305,39 @@ def _trained_alike(bc_checkpoint: str, rl: str | Mapping) -> bool:
     return hparams_at(theirs, keys) == hparams_at(ours, keys)
 
 
-def stage_runs(config: Config, setup: Setup) -> list[tuple[str, list[str]]]:
-    """The runs of one stage: one per seed for the agents, the first seed's alone for a poly-encoder stage."""
+def stage_runs(config: Config, setup: Setup) -> list[tuple[str, Run]]:
+    """The runs of one stage, labelled: one per seed for the agents, the first seed's alone for a poly-encoder stage."""
     seeds = setup.seeds if config.stage in AGENT_STAGES else setup.seeds[:1]
-    return [(f"{config.stage} s{seed}", stage_args(config, setup, seed)) for seed in seeds]
+    return [(f"{config.stage} s{seed}", run_of(config, setup, seed)) for seed in seeds]
+
+
+def _rl(config: Config) -> Config:
+    """The RL configuration of ``config``'s encoder (scratch for the baselines), ability, switch and variant."""
+    variant = config.variant if config.stage == "rl" else ""
+    return Config("rl", config.encoder or "scratch", config.ability, config.switch, variant)
 
 
 def _module_args(config: Config, setup: Setup, seed: int) -> list[str]:
-    """The RL stage's arguments for ``config``'s encoder, ability and switch (after ``rl fit``): what builds the agent
-    module the baselines and the spaces' vectors are computed with."""
-    variant = config.variant if config.stage == "rl" else ""
-    rl = Config("rl", config.encoder or "scratch", config.ability, config.switch, variant)
-    return stage_args(rl, setup, seed)[2:]
+    """The RL stage's arguments for ``config``'s encoder, ability and switch (after ``rl fit``)."""
+    return stage_args(_rl(config), setup, seed)[2:]
+
+
+def _rl_cli(module_args: Sequence[str]):
+    from lq.lit.cli import STAGES, stage_classes
+
+    return STAGES["rl"](*stage_classes("rl"), args=list(module_args), parse_only=True)
 
 
 def rl_module(module_args: Sequence[str]):
     """The RL stage's agent module built from its command line (not set up: nothing built yet)."""
-    from lq.lit.cli import STAGES, stage_classes
-
-    cli = STAGES["rl"](*stage_classes("rl"), args=list(module_args), parse_only=True)
+    cli = _rl_cli(module_args)
     return cli.parser.instantiate(cli.config).model
+
+
+def rl_hparams(module_args: Sequence[str]) -> dict:
+    """The hyperparameters an RL agent of this command line is built with (its CLI's defaults under its configs and
+    arguments), read without building it: what its checkpoint's ``hyper_parameters`` hold."""
+    return _rl_cli(module_args).config.model.as_dict()
 
 
 @contextmanager
@@ -319,90 +354,66 @@ def stage_threads(module_args: Sequence[str]) -> Iterator[None]:
         torch.set_num_threads(before)
 
 
-def calibrate_environment(module_args: Sequence[str]) -> None:
-    """The environment's partner calibrated on the demonstrations (:mod:`lq.envs.calibration`) and kept beside its
-    checkpoint, for the agents built from ``module_args`` and any other that share its partner, DM and data (at the
-    agents' threads)."""
+def run_preparation(run: Run) -> None:
+    """Compute a preparation job's file, at the agents' threads: ``calibrate``, the environment's partner calibrated
+    on the demonstrations (:mod:`lq.envs.calibration`) and kept beside its checkpoint, for every agent that shares its
+    partner, DM and data; ``spaces``, a pretrained encoder's vectors of the agents' action and utterance spaces, stored
+    beside its checkpoint (a store already there with the same weights and texts is read, not encoded again)."""
+    module_args = run.module.args[2:]
     with stage_threads(module_args):
-        rl_module(module_args).eval_env("valid")
+        module = rl_module(module_args)
+        if run.stage == "calibrate":
+            module.eval_env("valid")
+        elif run.stage == "spaces":
+            module.build_agent()
+        else:
+            raise ValueError(f"{run!r}: not a calibration or the spaces' vectors")
 
 
-def calibrated(module_args: Sequence[str]) -> str | None:
-    """The file of the calibration :func:`calibrate_environment` fits (one per environment models, data and settings:
-    :meth:`lq.envs.spec.EnvSpec.calibration_file`), or None while its data or models are missing."""
-    spec = rl_module(module_args).env_spec
-    if not Path(spec.data_dir, "manifest.json").exists() or not all(
-        finished(m) for m in (spec.partner_checkpoint, spec.dm_checkpoint)
-    ):
+def prepared(run: Run) -> str | None:
+    """The file that :func:`run_preparation` writes, found by its key (the calibration's: one per environment models,
+    data and settings, :meth:`lq.envs.spec.EnvSpec.calibration_file`; the spaces': the last of
+    :meth:`lq.lit.agent.AgentModule.space_stores`), or None while its data or models are missing."""
+    needed = [n for n in run.needs() if n.stage != "data"]
+    if not Path(run.data, "manifest.json").exists() or not all(n.done for n in needed):
         return None
-    return str(spec.calibration_file())
-
-
-def spaces_encoded(module_args: Sequence[str]) -> str | None:
-    """The last file :func:`encode_agent_spaces` writes (:meth:`lq.lit.agent.AgentModule.space_stores`), or None while
-    its data or pretrained encoder is missing."""
-    module = rl_module(module_args)
-    if not Path(module.data_dir, "manifest.json").exists() or not finished(module.hparams.pretrained_checkpoint):
-        return None
-    return str(module.space_stores()[-1])
-
-
-def encode_agent_spaces(module_args: Sequence[str]) -> None:
-    """A pretrained encoder's vectors of the agents' action and utterance spaces, stored beside its checkpoint (a
-    store already there with the same weights and texts is read, not encoded again), at the agents' threads."""
-    with stage_threads(module_args):
-        rl_module(module_args).build_agent()
+    module = rl_module(run.module.args[2:])
+    return str(module.env_spec.calibration_file() if run.stage == "calibrate" else module.space_stores()[-1])
 
 
 def child_waves(experiment: Experiment, setup: Setup, pid: str, done: set[tuple[str, str]] = frozenset()) -> list[Wave]:
-    """The parent's children that have not finished, in waves each after the one before: pretraining children (the
-    adaptive encoder after the general one of its seed's folder, which it starts from; one at a time on every core),
-    then, ``setup.jobs`` at a time, the BC agents (the RL agents' start, where they start from BC) and the baselines,
-    then the RL agents. Within a wave, every configuration's first seed comes before any configuration's second."""
-    waves: list[list[Step]] = [[], [], [], []]
-    # seed-major: a table cut short (a session's end, a killed job) has every row at its first seeds
-    for seed in setup.seeds:
+    """The parent's children that have not finished, in the layers of what they need of each other
+    (:func:`layered`: an RL agent after the BC agent it starts from, the adaptive encoder after the general one of its
+    seed's folder) and waves of them (:func:`waves_of`: pretraining one at a time on every core, the agents and the
+    baselines ``setup.jobs`` at a time). Within a wave, the longest first, so that the slots end together (a pretrained
+    encoder's agents before scratch's, the baselines last), and every configuration's first seed before any
+    configuration's second."""
+    children: dict[Run, tuple[Config, int]] = {}
+    for seed in setup.seeds:  # seed-major: a table cut short (a session's end, a killed job) has every row
         for config in experiment.configs:
             if (config.key, str(seed)) in done:
                 continue
-            tags = {"mlflow.parentRunId": pid, "lq.config": config.key, "lq.seed": str(seed)}
-            tags.update({"lq.variant": config.variant} if config.variant else {})
-            label = f"{config.key} s{seed}"
-            if config.stage == "baselines":
-                args = [
-                    "experiment",
-                    "baselines",
-                    experiment.name,
-                    "--config",
-                    config.key,
-                    "--seeds",
-                    str(seed),
-                    "--parent",
-                    pid,
-                    "--tracking-uri",
-                    setup.tracking_uri,
-                    "--module-args",
-                    shlex.join(_module_args(config, setup, seed)),
-                ]
-                waves[2].append(Step(label, args, config=config))  # beside the BC agents: they need none
-                continue
             # one encoder per seed, kept apart from the agents' encoders
-            out_dir = (
-                f"{setup.outputs}/experiments/{experiment.name}/seed-{seed}" if config.stage == "pretrain" else None
-            )
-            args = [
-                *stage_args(config, setup, seed, out_dir),
-                "--trainer.logger.init_args.experiment_name",
-                f"lq-{experiment.name}",
-                "--trainer.logger.init_args.tags",
-                json.dumps(tags),
-            ]
-            wave = {"rl": 3, "bc": 2}.get(config.stage, 1 if config.encoder == "adaptive" else 0)
-            waves[wave].append(Step(label, args, config=config))
-    # the longest first, so that the slots end together: a pretrained encoder before scratch, the baselines last
-    for wave in waves[2:]:
-        wave.sort(key=lambda s: (s.config.stage == "baselines", s.config.encoder == "scratch"))
-    return [(steps, setup.jobs if i >= 2 else 1) for i, steps in enumerate(waves) if steps]
+            pretrained = config.stage == "pretrain"
+            folder = f"{setup.outputs}/experiments/{experiment.name}/seed-{seed}" if pretrained else None
+            children[run_of(config, setup, seed, folder)] = (config, seed)
+
+    def step(run: Run) -> Step:
+        config, seed = children[run]
+        tags = {"mlflow.parentRunId": pid, "lq.config": config.key, "lq.seed": str(seed)}
+        tags.update({"lq.variant": config.variant} if config.variant else {})
+        if config.stage == "baselines":
+            args = [*run.args[:2], experiment.name, *run.args[2:], "--parent", pid]
+            return Step(f"{config.key} s{seed}", [*args, "--tracking-uri", setup.tracking_uri], config=config)
+        logged = ["--trainer.logger.init_args.experiment_name", f"lq-{experiment.name}"]
+        args = [*run.args, *logged, "--trainer.logger.init_args.tags", json.dumps(tags)]
+        return Step(f"{config.key} s{seed}", args, config=config)
+
+    layers = layered(list(children), lambda run: [n for n in run.needs() if n in children])
+    waves = waves_of(layers, step, setup.jobs)
+    for steps, _ in waves:
+        steps.sort(key=lambda s: (s.config.stage == "baselines", s.config.encoder == "scratch"))
+    return waves
 
 
 def plan(experiment: Experiment, setup: Setup, resume: bool = False) -> list[str]:
@@ -458,13 +469,15 @@ def run_experiment(
     return pid, tables
 
 
-def run_baselines(client, experiment: str, config: Config, module_args: Sequence[str], seed: int, pid: str) -> str:
-    """A child of parent run ``pid`` with the baselines and the ceiling of ``config``'s ability and switch: the RL
-    stage's agent module built from ``module_args`` (its environment, switch, spaces and evaluation), each rule in
-    place of the agent (``baselines/<rule>/<goal>_rate``); returns its run id."""
+def run_baselines(client, experiment: str, run: Run, pid: str) -> str:
+    """A child of parent run ``pid`` with the baselines and the ceiling of the ``baselines`` run ``run`` (an ability,
+    a switch and a seed): its RL agent module (:attr:`Run.module`: its environment, switch, spaces and evaluation),
+    each rule in place of the agent (``baselines/<rule>/<goal>_rate``); returns its run id."""
     from lq.lit.checkpoints import agent_baselines
 
+    module_args, seed = run.module.args[2:], run.seed
     module = rl_module(module_args)
+    config = Config("baselines", "", run.ability, run.switch)
     tags = {"mlflow.parentRunId": pid, "lq.config": config.key, "lq.seed": str(seed), "lq.stage": "baselines"}
     exp_id = experiment_id(client, experiment)
     run_id = client.create_run(exp_id, run_name=f"{config.key}-s{seed}", tags={**tags, **run_tags()}).info.run_id

@@ -1,5 +1,6 @@
 """The resolver: one place for a stage's config files, their order and every checkpoint path."""
 
+import dataclasses
 from pathlib import Path
 
 import pytest
@@ -47,14 +48,50 @@ def test_every_checkpoint_path_comes_from_one_place():
 
 def test_what_a_stage_needs_first():
     tiny = Resolver()
-    assert tiny.needs("rl", "adaptive") == [
+
+    def needs(stage, encoder):
+        return [(r.stage, r.encoder) for r in tiny.run(stage, encoder).needs()]
+
+    assert needs("rl", "adaptive") == [
+        ("data", ""),
         ("pretrain", "general"),
         ("partner", "small"),
         ("dm", "small"),
+        ("calibrate", "scratch"),  # the partner's calibration: built with any encoder's module, scratch's
         ("pretrain", "adaptive"),
+        ("spaces", "adaptive"),
+        ("bc", "adaptive"),
     ]
-    assert tiny.needs("bc", "scratch") == [("partner", "small"), ("dm", "small")]
-    assert tiny.needs("pretrain", "light") == [] and tiny.needs("partner", "small") == []
+    assert needs("bc", "scratch") == [("data", ""), ("partner", "small"), ("dm", "small"), ("calibrate", "scratch")]
+    assert needs("pretrain", "light") == needs("partner", "small") == [("data", "")]
+    assert needs("pretrain", "adaptive") == [("data", ""), ("pretrain", "general")]
+    assert needs("spaces", "light") == [("data", ""), ("pretrain", "light")]
+    assert needs("calibrate", "") == [("data", ""), ("partner", "small"), ("dm", "small")]
+    assert needs("data", "") == []
+
+
+def test_a_preparation_job_is_a_run_named_by_its_identity_and_equal_whoever_needs_it(tmp_path):
+    """The calibration and the spaces' vectors are runs: one per environment (or encoder), whichever agent, seed or
+    objective needs them; their command line names the run, not the module's arguments."""
+    from lq.conf.resolver import Run
+
+    bc = Run("bc", "light", "act", seed=1, objective="paper", root=str(tmp_path))
+    rl = Run("rl", "light", seed=2, objective="paper", root=str(tmp_path))
+    assert bc.objective == "lq"  # only RL's runs differ by objective
+    calibrate = {r for r in (*bc.needs(), *rl.needs()) if r.stage == "calibrate"}
+    spaces = {r for r in (*bc.needs(), *rl.needs()) if r.stage == "spaces"}
+    assert len(calibrate) == len(spaces) == 1
+    [job] = spaces
+    assert job.args == ["experiment", "spaces", "--profile", "tiny", "--protocol", "paper", "--objective", "lq",
+                        "--data", "data/default", "--outputs", str(tmp_path), "--encoders", "light", "--ability",
+                        "act_speech", "--switch", "hardcoded", "--seeds", "0"]  # fmt: skip
+    assert job.outputs == {"candidates": f"{tmp_path}/pretrain/light/candidates"}
+    assert job.module.stage == "rl" and job.module.args[:2] == ["rl", "fit"]
+    with_args = dataclasses.replace(job, extra=("--model.env.objects", "false"))
+    assert with_args == job and with_args.args[-2:] == ["--args", "--model.env.objects false"]
+    assert Run("data", data="d").args == ["data", "generate", "d"] and Run("data", data="d").needs() == []
+    with pytest.raises(ValueError, match="found by a key of the models"):
+        assert job.done
 
 
 def test_an_overlay_without_a_file_for_a_stage_shares_its_bases_runs(tmp_path, monkeypatch):
@@ -123,7 +160,8 @@ def test_a_run_is_a_value_that_knows_its_configs_outputs_needs_and_whether_it_is
     assert run.threads == 1
     # what it needs first: general before adaptive, the environment's models, its encoder, its BC start
     needs = [(r.stage, r.encoder) for r in run.needs()]
-    assert needs == [("pretrain", "general"), ("partner", "small"), ("dm", "small"), ("pretrain", "adaptive"),
+    assert needs == [("data", ""), ("pretrain", "general"), ("partner", "small"), ("dm", "small"),
+                     ("calibrate", "scratch"), ("pretrain", "adaptive"), ("spaces", "adaptive"),
                      ("bc", "adaptive")]  # fmt: skip
     assert run.needs()[-1].dir == f"{tmp_path}/quick/bc/adaptive/act-ratio/seed-2"
     paper = Run("rl", "scratch", objective="paper", root=str(tmp_path))
@@ -136,7 +174,7 @@ def test_a_run_is_a_value_that_knows_its_configs_outputs_needs_and_whether_it_is
     assert not run.done  # a checkpoint alone: its run did not finish
     mark_finished(run.checkpoint)
     assert run.done
-    with pytest.raises(ValueError, match="unknown stage fit: choose from pretrain, partner, dm, rl, bc"):
+    with pytest.raises(ValueError, match="unknown stage fit: choose from pretrain, partner, dm, rl, bc, data"):
         Run("fit", "scratch")
 
 

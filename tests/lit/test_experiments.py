@@ -169,7 +169,7 @@ def test_resume_trains_only_the_children_an_interrupted_parent_lacks(tmp_path, m
         mark_finished(outputs / name / "small" / "best.ckpt")
     calibration = outputs / "partner" / "small" / "candidates" / "partner-calibration-completions-0123.pt"
     calibration.touch()  # the file of its key (found by hashing the models' weights: these are empty files)
-    monkeypatch.setattr(X.running, "calibrated", lambda module_args: str(calibration))
+    monkeypatch.setattr(X.running, "prepared", lambda run: str(calibration))
     (tmp_path / "data").mkdir()
     (tmp_path / "data" / "manifest.json").touch()
     launcher = Recorder()
@@ -193,12 +193,12 @@ def test_resume_trains_only_the_children_an_interrupted_parent_lacks(tmp_path, m
     with pytest.raises(ValueError, match="ran seeds '0 1', not '0 1 2': resume with the same seeds"):
         X.run_experiment(experiment, X.Setup(**{**setup.__dict__, "seeds": (0, 1, 2)}), log=print, resume=True)
     assert X.run_experiment(experiment, setup, log=lambda _: None, resume=True)[0] == pid
-    # nothing to prepare (the environment's models and the data are there); the BC children and the baselines, then
-    # RL's (it starts from BC)
-    cloned, children = launcher.waves
-    trained = [(a[0], a[a.index("--seed_everything") + 1]) for a in cloned + children if a[0] != "experiment"]
-    assert trained == [("bc", "0"), ("bc", "1"), ("rl", "1")]
-    baselines = [a for a in cloned if a[:2] == ["experiment", "baselines"]]
+    # nothing to prepare (the environment's models and the data are there); the BC child that the RL child left
+    # starts from, then the RL child, beside the other BC child and the baselines (they need nothing of the others)
+    start, children = launcher.waves
+    trained = [[(a[0], a[a.index("--seed_everything") + 1]) for a in w if a[0] != "experiment"] for w in launcher.waves]
+    assert trained == [[("bc", "1")], [("bc", "0"), ("rl", "1")]]
+    baselines = [a for a in children if a[:2] == ["experiment", "baselines"]]
     assert [a[a.index("--seeds") + 1] for a in baselines] == ["0", "1"]  # their children had not finished either
     assert all(a[a.index("--parent") + 1] == pid for a in baselines)
     assert client.get_run(dead.info.run_id).info.status == "KILLED"
@@ -654,7 +654,7 @@ def test_prepare_encodes_the_agents_spaces_once_for_every_agent_of_a_pretrained_
     setup = X.Setup(seeds=(0,), data_dir=str(setup_dir / "data"), outputs=str(outputs), extra_args={"*": TINY_AGENT})
     X.prepare(X.table1(["general_light"]).configs, setup)
     out = capsys.readouterr().out
-    assert " experiment spaces --module-args " in out and " fit " not in out
+    assert " experiment spaces --profile tiny " in out and " --encoders general_light " in out and " fit " not in out
     stores = outputs / "pretrain" / "general_light" / "candidates"
     assert sorted(p.name.rsplit("-", 1)[0] for p in stores.iterdir()) == ["agent-actions", "agent-utterances"]
     assert X.preparation(X.table1(["general_light"]).configs, setup)[3][0][-1].done  # found by its key
@@ -724,16 +724,16 @@ def test_the_plan_of_table1_names_every_preparation_step_and_child_as_a_command(
     steps = [line for line in lines[1:] if line.startswith("# step")]
     assert steps == [
         "# step 1 of 8: data",
-        "# step 2 of 8: pretrain general, pretrain light, pretrain general_light",
-        "# step 3 of 8: pretrain adaptive",
+        "# step 2 of 8: pretrain general",  # adaptive starts from it
+        "# step 3 of 8: pretrain light, pretrain general_light, pretrain adaptive",
         "# step 4 of 8: partner, dm",
         "# step 5 of 8: the partner's calibration, general vectors of the agents' spaces, light vectors of the agents' "
         "spaces, general_light vectors of the agents' spaces, adaptive vectors of the agents' spaces",
         "# step 6 of 8: bc-general-act_speech-hardcoded, bc-light-act_speech-hardcoded, "
-        "bc-general_light-act_speech-hardcoded, bc-adaptive-act_speech-hardcoded, bc-scratch-act_speech-hardcoded, "
-        "baselines-act_speech-hardcoded",
+        "bc-general_light-act_speech-hardcoded, bc-adaptive-act_speech-hardcoded, bc-scratch-act_speech-hardcoded",
         "# step 7 of 8: rl-general-act_speech-hardcoded, rl-light-act_speech-hardcoded, "
-        "rl-general_light-act_speech-hardcoded, rl-adaptive-act_speech-hardcoded, rl-scratch-act_speech-hardcoded",
+        "rl-general_light-act_speech-hardcoded, rl-adaptive-act_speech-hardcoded, rl-scratch-act_speech-hardcoded, "
+        "baselines-act_speech-hardcoded",  # beside the RL agents: they need no BC agent
         "# step 8 of 8: tables",
     ]
     commands = [shlex.split(line.split("  # done")[0]) for line in lines if not line.startswith("#")]
