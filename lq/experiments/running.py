@@ -91,7 +91,8 @@ Wave = tuple[list[Step], int]  # jobs independent of each other, and how many th
 def layered(runs: Sequence[Run], needs: Callable[[Run], Sequence[Run]] = Run.needs) -> list[list[Run]]:
     """``runs`` and what they need (``needs``), in layers each after the one before: a run goes in the layer just
     before the first of the runs that need it (as late as it can), the runs asked for in the last; within a layer, in
-    the order they were first met."""
+    the order they were first met. Runs are equal by identity, not by their extra arguments: a run asked for comes out
+    as given."""
     height: dict[Run, int] = {}
 
     def visit(run: Run, h: int) -> None:
@@ -104,7 +105,8 @@ def layered(runs: Sequence[Run], needs: Callable[[Run], Sequence[Run]] = Run.nee
     for run in runs:
         visit(run, 0)
     top = max(height.values(), default=-1)
-    return [[run for run, h in height.items() if h == level] for level in range(top, -1, -1)]
+    given = {run: run for run in runs}  # a run asked for as given (its extra arguments), not as another needs it
+    return [[given.get(run, run) for run, h in height.items() if h == level] for level in range(top, -1, -1)]
 
 
 def waves_of(layers: Sequence[Sequence[Run]], step: Callable[[Run], Step], jobs: int) -> list[Wave]:

@@ -800,8 +800,8 @@ def test_a_table_gives_the_same_cells_whatever_the_job_count_launcher_or_plan(se
     assert [c.split()[1:3] for c in commands] == [
         ["experiment", "calibrate"],  # a calibration is kept beside the partner it was fit for, not copied with it
         ["bc", "fit"],
-        ["experiment", "baselines"],
         ["rl", "fit"],  # after the BC agent it starts from
+        ["experiment", "baselines"],  # beside the RL agent: they need nothing of each other
         ["experiment", "tables"],
     ]  # the data, partner and DM are there: their lines say "done"
     assert sum("# done: " in line for line in lines) == 3
@@ -1061,6 +1061,20 @@ def test_a_tables_rl_children_run_seed_by_seed_so_a_table_cut_short_has_every_ro
     rows = len({step.config.key for steps, _ in waves for step in steps if step.config.stage == "rl"})
     assert seeds == sorted(seeds) and seeds.count(0) == rows - 1 and seeds.count(2) == rows
     assert rl[0] != "rl-scratch-act_speech-hardcoded s0"  # the finished child is not trained again
+
+
+def test_a_child_that_another_needs_keeps_its_own_arguments(tmp_path):
+    """An RL child needs the BC child it starts from (one run, whoever names it): the BC child's command line is its
+    own, with the setup's extra arguments, whichever of the two the layers meet first."""
+    setup = X.Setup(seeds=(0,), outputs=str(tmp_path / "o"), extra_args={"*": ["--model.candidate_dim=16"]})
+    experiment = X.table1(["scratch"])
+    experiment.configs = [c for c in experiment.configs if c.stage == "rl"] + [
+        c for c in experiment.configs if c.stage != "rl"
+    ]
+    waves = X.running.child_waves(experiment, setup, "pid")
+    [bc] = [s for steps, _ in waves for s in steps if s.config.stage == "bc"]
+    assert "--model.candidate_dim=16" in bc.args and "--eval_seeds" in bc.args
+    assert [s.config.stage for s in waves[0][0]] == ["bc"]  # before the RL agent that starts from it
 
 
 def test_the_deviation_tables_reading_marks_which_departure_moves_which_column():
