@@ -131,7 +131,9 @@ def preparation(configs: Sequence[Config], setup: Setup) -> list[Wave]:
 
 
 def _preparation(runs: Sequence[Run], setup: Setup) -> list[Wave]:
-    needed = [setup.run("data"), *(n for r in runs for n in r.needs() if n not in runs)]
+    """The waves of what ``runs`` need, less ``runs`` themselves (an RL child's BC start that is a child too)."""
+    asked = set(runs)
+    needed = [setup.run("data"), *(n for r in runs for n in r.needs() if n not in asked)]
     return waves_of(layered(needed), lambda run: _prep_step(run, setup), setup.jobs)
 
 

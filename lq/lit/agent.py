@@ -9,7 +9,7 @@ checkpoints (``lq eval``).
 from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
-from dataclasses import asdict, dataclass
+from dataclasses import MISSING, asdict, dataclass, fields
 from pathlib import Path
 
 import lightning as L
@@ -85,8 +85,12 @@ SAME_AGENT = ("encoder", "pretrained_checkpoint", "agent", "candidate_dim", "con
 
 def hparams_at(hparams: Mapping, keys: Sequence[str]) -> dict:
     """The values of ``keys`` in an agent's hyperparameters (``env.FIELD``: its environment's), those of checkpoints
-    from before :class:`EnvSpec` read as if nested (:func:`lq.envs.spec.nested`)."""
+    from before :class:`EnvSpec` read as if nested (:func:`lq.envs.spec.nested`), and an ``agent`` saved before a
+    field of :class:`AgentConfig` was added read with that field's default (what it was built with)."""
     h = nested(dict(hparams))
+    if isinstance(agent := h.get("agent"), Mapping):
+        added = {f.name: f.default for f in fields(AgentConfig) if f.default is not MISSING and f.name not in agent}
+        h["agent"] = {**agent, **added}
     env = h.get("env") or {}
     return {k: env.get(k.removeprefix("env.")) if k.startswith("env.") else h.get(k) for k in keys}
 

@@ -46,3 +46,15 @@ def test_overrides_by_their_old_names_reach_the_env():
     assert out["eval_max_steps"] == 4 and out["env"]["objects"] is False
     assert out["env"]["protocol"] == PROTOCOLS["restricted"].as_dict() and out["context_length"] == 128
     assert h["env"].get("objects") is None  # the saved ones are left as they were
+
+
+def test_an_agent_saved_before_a_field_was_added_reads_as_built_with_its_default():
+    """A BC agent trained before ``head_temperature`` existed is the same agent as one built now without it: an RL
+    run may start from it, and a table's BC start is not trained again."""
+    from lq.lit.agent import SAME_AGENT, hparams_at
+
+    now = {"agent": {"gru_hidden": 16, "head_temperature": False}, "env": {"data_dir": "d"}}
+    before = {"agent": {"gru_hidden": 16}, "data_dir": "d"}  # flat environment keys, no head_temperature
+    assert hparams_at(before, SAME_AGENT) == hparams_at(now, SAME_AGENT)
+    assert hparams_at(before, SAME_AGENT) != hparams_at({**now, "agent": {"gru_hidden": 16, "head_temperature": True}},
+                                                       SAME_AGENT)  # fmt: skip
