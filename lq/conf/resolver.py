@@ -219,8 +219,8 @@ class Run:
     partner's calibration in the agents' environment), ``spaces`` (``encoder``'s vectors of the agents' spaces) and
     ``baselines`` (the rules played in the environment of an agent of ``ability`` and ``switch``); the last three
     build an RL agent module of their identity (:attr:`module`) and ``extra`` is that module's arguments. What a run
-    does not depend on is set to one value (the objective of any run but RL's, the protocol of a poly-encoder's), so
-    that two runs that write the same files are equal."""
+    does not depend on is set to one value (the objective of any run but RL's and the baselines', the protocol of a
+    poly-encoder's), so that two runs that write the same files are equal."""
 
     stage: str
     encoder: str = ""
@@ -377,7 +377,7 @@ class Run:
         flags += ["--data", self.data] + (["--outputs", self.root] if self.root != outputs_for(self.data) else [])
         flags += ["--encoders", self.encoder, "--ability", self.ability, "--switch", self.switch]
         flags += ["--seeds", str(self.seed)]
-        return flags + (["--args", shlex.join(self.extra)] if self.extra else [])
+        return flags + ([f"--args={shlex.join(self.extra)}"] if self.extra else [])  # one token: it may start with --
 
     @property
     def args(self) -> list[str]:

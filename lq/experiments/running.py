@@ -16,6 +16,7 @@ from lq.conf.resolver import (
     AGENT_CHECKPOINT,
     AGENT_STAGES,
     ENV_STAGES,
+    PREPARATION,
     Resolver,
     Run,
     agent_dir,
@@ -23,7 +24,6 @@ from lq.conf.resolver import (
     finished,
     merged_config,
 )
-from lq.conf.resolver import starts_from_bc as starts_from_bc_config
 from lq.experiments.launchers import JobFailed, shown
 from lq.experiments.parents import _child_runs, end_dead_runs, log_best_model, open_parent
 from lq.experiments.reporting import _client, _print, build_tables, experiment_id
@@ -44,18 +44,32 @@ def run_of(config: Config, setup: Setup, seed: int, out_dir: str | None = None) 
         if config.objective:
             resolver = Resolver(setup.profile, setup.protocol, config.objective, setup.data_dir, setup.outputs)
     run = resolver.run(config.stage, config.encoder, config.ability, config.switch, seed, out_dir)
-    extra = ["--trainer.logger.init_args.tracking_uri", setup.tracking_uri]
-    if config.stage in AGENT_STAGES:
-        extra += ["--eval_seeds", str(setup.eval_seeds)]
-    extra += [*setup.extra_args.get("*", ()), *setup.extra_args.get(config.stage, ()), *config.extra_args]
-    return dataclasses.replace(run, extra=tuple(extra))
+    return with_extras(run, setup, config.extra_args)
+
+
+def with_extras(run: Run, setup: Setup, more: Sequence[str] = ()) -> Run:
+    """``run`` with the setup's arguments for it (``more`` after them): a stage's, logging to the setup's store and
+    its extra arguments (``*``, then the stage's); a preparation job's module, the RL stage's."""
+    if run.stage in PREPARATION:
+        extra = [*setup.extra_args.get("*", ()), *setup.extra_args.get("rl", ())]
+    else:
+        extra = ["--trainer.logger.init_args.tracking_uri", setup.tracking_uri]
+        extra += ["--eval_seeds", str(setup.eval_seeds)] if run.stage in AGENT_STAGES else []
+        extra += [*setup.extra_args.get("*", ()), *setup.extra_args.get(run.stage, ())]
+    return dataclasses.replace(run, extra=(*extra, *more))
+
+
+def child_run(config: Config, setup: Setup, seed: int, experiment: str = "") -> Run:
+    """The run of ``config`` and ``seed`` as a child of ``experiment`` (:func:`run_of`): a pretraining child in its
+    seed's folder, one encoder per seed kept apart from the agents' encoders."""
+    pretrained = config.stage == "pretrain" and experiment
+    return run_of(config, setup, seed, f"{setup.outputs}/experiments/{experiment}/seed-{seed}" if pretrained else None)
 
 
 def prep(stage: str, setup: Setup, encoder: str = "", **identity) -> Run:
     """A preparation job of the setup (``calibrate``, ``spaces``, ``baselines``: :data:`lq.conf.resolver.PREPARATION`)
     whose agent module takes the RL stage's extra arguments."""
-    extra = (*setup.extra_args.get("*", ()), *setup.extra_args.get("rl", ()))
-    return dataclasses.replace(setup.run(stage, encoder), **identity, extra=extra)
+    return with_extras(dataclasses.replace(setup.run(stage, encoder), **identity), setup)
 
 
 def stage_args(config: Config, setup: Setup, seed: int, out_dir: str | None = None) -> list[str]:
@@ -72,6 +86,7 @@ class Step:
     args: Sequence[str]
     output: str | None = None
     config: Config | None = None  # a child's
+    seed: int | None = None  # a child's
     check: Callable[[], str | None] | None = None  # in place of output: the file once done, found when asked
 
     @property
@@ -90,9 +105,9 @@ Wave = tuple[list[Step], int]  # jobs independent of each other, and how many th
 
 def layered(runs: Sequence[Run], needs: Callable[[Run], Sequence[Run]] = Run.needs) -> list[list[Run]]:
     """``runs`` and what they need (``needs``), in layers each after the one before: a run goes in the layer just
-    before the first of the runs that need it (as late as it can), the runs asked for in the last; within a layer, in
-    the order they were first met. Runs are equal by identity, not by their extra arguments: a run asked for comes out
-    as given."""
+    before the first of the runs that need it (as late as it can; a run that nothing needs, in the last); within a
+    layer, in the order they were first met. Runs are equal by identity, not by their extra arguments: a run asked
+    for comes out as given."""
     height: dict[Run, int] = {}
 
     def visit(run: Run, h: int) -> None:
@@ -119,15 +134,16 @@ def waves_of(layers: Sequence[Sequence[Run]], step: Callable[[Run], Step], jobs:
     return [(steps, n) for steps, n in waves if steps]
 
 
-def preparation(configs: Sequence[Config], setup: Setup) -> list[Wave]:
+def preparation(configs: Sequence[Config], setup: Setup, experiment: str = "") -> list[Wave]:
     """What the configurations' runs need and do not train themselves, in waves each after the one before: the layers
     of their :meth:`Run.needs` (:func:`layered`, :func:`waves_of`): the data; the pretrained encoders (``general``
     before ``adaptive``); the partner and the DM; the partner's calibration (once per environment models, data and
     settings: agents side by side would each fit it) and each pretrained encoder's vectors of the agents' action and
     utterance spaces (each agent would otherwise encode them at its start); and the BC agents that RL agents starting
-    from BC (:func:`starts_from_bc`) need, where missing or trained unlike the RL agent (another protocol, size or
-    environment)."""
-    return _preparation([run_of(c, setup, seed) for c in configs for seed in setup.seeds], setup)
+    from BC (``init_from: bc``) need, where missing or trained unlike the RL agent (another protocol, size or
+    environment). ``experiment``: the experiment whose children the configurations are (its pretraining children's
+    folders)."""
+    return _preparation([child_run(c, setup, seed, experiment) for c in configs for seed in setup.seeds], setup)
 
 
 def _preparation(runs: Sequence[Run], setup: Setup) -> list[Wave]:
@@ -138,26 +154,21 @@ def _preparation(runs: Sequence[Run], setup: Setup) -> list[Wave]:
 
 
 def _prep_step(run: Run, setup: Setup) -> Step:
-    """The step of a run that the configurations need: done when its output is there."""
+    """The step of a run that the configurations need (with the setup's arguments for it): done when its output is
+    there."""
     if run.stage == "data":
         return _data_step(setup)
+    run = with_extras(run, setup)
     if run.stage == "pretrain":
-        return _pretrain_step(run.encoder, setup)
+        return _pretrain_step(run)
     if run.stage in ENV_STAGES:
-        return trained(run.stage, stage_args(Config(run.stage, run.encoder), setup, 0), run.checkpoint)
+        return trained(run.stage, run.args, run.checkpoint)
     if run.stage == "bc":  # an RL agent's start that the configurations do not train
         config = Config("bc", run.encoder, run.ability, run.switch)
         label = f"bc {config.key[3:]} s{run.seed} (the RL agent's start)"
-        return Step(label, stage_args(config, setup, run.seed), _bc_start(config, setup, run.seed))
-    run = prep(run.stage, setup, run.encoder)
+        return Step(label, run.args, _bc_start(config, setup, run.seed))
     label = "the partner's calibration" if run.stage == "calibrate" else f"{run.encoder} vectors of the agents' spaces"
     return Step(label, run.args, check=lambda: prepared(run))  # asked when the wave runs: the models exist by then
-
-
-def starts_from_bc(config: Config, setup: Setup) -> bool:
-    """Whether the RL agents of ``config`` start from the BC agent of their configuration and seed (``init_from: bc``,
-    the lq objective's, unless the setup's extra arguments say otherwise): read from the run's config, no CLI parsed."""
-    return starts_from_bc_config(run_of(_rl(config), setup, setup.seeds[0]).config)
 
 
 def _bc_start(config: Config, setup: Setup, seed: int) -> str | None:
@@ -187,14 +198,14 @@ def _data_step(setup: Setup) -> Step:
     return Step("data", ["data", "generate", setup.data_dir], manifest)
 
 
-def _pretrain_step(encoder: str, setup: Setup) -> Step:
-    args = [*stage_args(Config("pretrain", encoder), setup, 0), "--tables.enabled", "false"]
-    return trained(f"pretrain {encoder}", args, setup.checkpoint("pretrain", encoder))
+def _pretrain_step(run: Run) -> Step:
+    """A pretraining run that agents or other encoders need (Table 4/5 is make pretrain's and table45's to write)."""
+    return trained(f"pretrain {run.encoder}", [*run.args, "--tables.enabled", "false"], run.checkpoint)
 
 
-def prepare(configs: Sequence[Config], setup: Setup) -> None:
+def prepare(configs: Sequence[Config], setup: Setup, experiment: str = "") -> None:
     """Make what the configurations need and the outputs lack (:func:`preparation`), through the setup's launcher."""
-    _run_waves(preparation(configs, setup), setup)
+    _run_waves(preparation(configs, setup, experiment), setup)
 
 
 def _run_waves(waves: Sequence[Wave], setup: Setup) -> None:
@@ -389,18 +400,15 @@ def child_waves(experiment: Experiment, setup: Setup, pid: str, done: set[tuple[
     """The parent's children that have not finished, in the layers of what they need of each other
     (:func:`layered`: an RL agent after the BC agent it starts from, the adaptive encoder after the general one of its
     seed's folder) and waves of them (:func:`waves_of`: pretraining one at a time on every core, the agents and the
-    baselines ``setup.jobs`` at a time). Within a wave, the longest first, so that the slots end together (a pretrained
-    encoder's agents before scratch's, the baselines last), and every configuration's first seed before any
-    configuration's second."""
+    baselines ``setup.jobs`` at a time). Within a wave, every configuration's first seed before any configuration's
+    second (a table cut short has every row), and within a seed the longest first, so that the slots end together (a
+    pretrained encoder's agents before scratch's, the baselines last)."""
     children: dict[Run, tuple[Config, int]] = {}
     for seed in setup.seeds:  # seed-major: a table cut short (a session's end, a killed job) has every row
         for config in experiment.configs:
             if (config.key, str(seed)) in done:
                 continue
-            # one encoder per seed, kept apart from the agents' encoders
-            pretrained = config.stage == "pretrain"
-            folder = f"{setup.outputs}/experiments/{experiment.name}/seed-{seed}" if pretrained else None
-            children[run_of(config, setup, seed, folder)] = (config, seed)
+            children[child_run(config, setup, seed, experiment.name)] = (config, seed)
 
     def step(run: Run) -> Step:
         config, seed = children[run]
@@ -408,15 +416,18 @@ def child_waves(experiment: Experiment, setup: Setup, pid: str, done: set[tuple[
         tags.update({"lq.variant": config.variant} if config.variant else {})
         if config.stage == "baselines":
             args = [*run.args[:2], experiment.name, *run.args[2:], "--parent", pid]
-            return Step(f"{config.key} s{seed}", [*args, "--tracking-uri", setup.tracking_uri], config=config)
+            return Step(
+                f"{config.key} s{seed}", [*args, "--tracking-uri", setup.tracking_uri], config=config, seed=seed
+            )
         logged = ["--trainer.logger.init_args.experiment_name", f"lq-{experiment.name}"]
         args = [*run.args, *logged, "--trainer.logger.init_args.tags", json.dumps(tags)]
-        return Step(f"{config.key} s{seed}", args, config=config)
+        return Step(f"{config.key} s{seed}", args, config=config, seed=seed)
 
     layers = layered(list(children), lambda run: [n for n in run.needs() if n in children])
     waves = waves_of(layers, step, setup.jobs)
+    seeds = {s: i for i, s in enumerate(setup.seeds)}
     for steps, _ in waves:
-        steps.sort(key=lambda s: (s.config.stage == "baselines", s.config.encoder == "scratch"))
+        steps.sort(key=lambda s: (seeds[s.seed], s.config.stage == "baselines", s.config.encoder == "scratch"))
     return waves
 
 
@@ -432,7 +443,7 @@ def plan(experiment: Experiment, setup: Setup, resume: bool = False) -> list[str
         f"{' '.join(map(str, setup.seeds))}; parent run {pid} in MLflow experiment lq-{experiment.name} "
         f"({setup.tracking_uri})"
     ]
-    waves = [*preparation(experiment.configs, setup), *child_waves(experiment, setup, pid, done)]
+    waves = [*preparation(experiment.configs, setup, experiment.name), *child_waves(experiment, setup, pid, done)]
     finish = ["experiment", "tables", experiment.name, "--parent", pid, "--tracking-uri", setup.tracking_uri]
     finish += ["--out", f"{setup.outputs}/tables"]
     waves.append(([Step("tables", finish)], 1))
@@ -447,7 +458,7 @@ def run_experiment(
     continue the newest unfinished parent of this experiment and profile (an interrupted run, whichever launcher
     ran it), training only the children that did not finish."""
     started = time.monotonic()
-    prepare(experiment.configs, setup)
+    prepare(experiment.configs, setup, experiment.name)
     prepared = time.monotonic()
     client = _client(setup.tracking_uri)
     pid, done = open_parent(client, experiment, setup, resume, log)

@@ -88,7 +88,11 @@ def test_a_preparation_job_is_a_run_named_by_its_identity_and_equal_whoever_need
     assert job.outputs == {"candidates": f"{tmp_path}/pretrain/light/candidates"}
     assert job.module.stage == "rl" and job.module.args[:2] == ["rl", "fit"]
     with_args = dataclasses.replace(job, extra=("--model.env.objects", "false"))
-    assert with_args == job and with_args.args[-2:] == ["--args", "--model.env.objects false"]
+    assert with_args == job and with_args.args[-1] == "--args=--model.env.objects false"
+    from lq.cli import build_parser
+
+    parsed = build_parser().parse_args(dataclasses.replace(job, extra=("--model.lr=1e-3",)).args)
+    assert parsed.args == "--model.lr=1e-3" and parsed.encoders == ["light"]  # one token, read as --args' value
     assert Run("data", data="d").args == ["data", "generate", "d"] and Run("data", data="d").needs() == []
     with pytest.raises(ValueError, match="found by a key of the models"):
         assert job.done

@@ -1077,6 +1077,20 @@ def test_a_child_that_another_needs_keeps_its_own_arguments(tmp_path):
     assert [s.config.stage for s in waves[0][0]] == ["bc"]  # before the RL agent that starts from it
 
 
+def test_table45_of_adaptive_alone_pretrains_the_general_encoder_of_each_seeds_folder(tmp_path):
+    """The adaptive encoder starts from the general one of its seed's folder: where the table has no general row,
+    preparing it trains that one per seed (its seed, its folder), not the agents' general encoder."""
+    setup = X.Setup(seeds=(0, 1), outputs=str(tmp_path / "o"))
+    experiment = X.EXPERIMENTS["table45"](["adaptive"])
+    waves = X.preparation(experiment.configs, setup, experiment.name)
+    pretrained = [s.args for steps, _ in waves for s in steps if s.label == "pretrain general"]
+    assert [(a[a.index("--out_dir") + 1], a[a.index("--seed_everything") + 1]) for a in pretrained] == [
+        (f"{tmp_path}/o/experiments/table45/seed-{seed}", str(seed)) for seed in (0, 1)
+    ]
+    children = X.running.child_waves(experiment, setup, "pid")
+    assert [s.label for steps, _ in children for s in steps] == ["pretrain-adaptive s0", "pretrain-adaptive s1"]
+
+
 def test_the_deviation_tables_reading_marks_which_departure_moves_which_column():
     from lq.experiments.claims import departure_matrix
 
