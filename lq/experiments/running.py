@@ -421,6 +421,8 @@ def child_waves(experiment: Experiment, setup: Setup, pid: str, done: set[tuple[
             )
         logged = ["--trainer.logger.init_args.experiment_name", f"lq-{experiment.name}"]
         args = [*run.args, *logged, "--trainer.logger.init_args.tags", json.dumps(tags)]
+        if last := resumable(run):  # an RL child killed mid-training goes on from its last epoch, to the same figures
+            args += ["--ckpt_path", last]
         return Step(f"{config.key} s{seed}", args, config=config, seed=seed)
 
     layers = layered(list(children), lambda run: [n for n in run.needs() if n in children])
@@ -429,6 +431,25 @@ def child_waves(experiment: Experiment, setup: Setup, pid: str, done: set[tuple[
     for steps, _ in waves:
         steps.sort(key=lambda s: (seeds[s.seed], s.config.stage == "baselines", s.config.encoder == "scratch"))
     return waves
+
+
+def resumable(run: Run) -> str | None:
+    """The last checkpoint of an RL run that was stopped mid-training (killed, interrupted: no done marker), where it
+    is this run's (the same hyperparameters, read without building the module) and holds its rollout: resumed from it
+    (``--ckpt_path``), the run goes on as the uninterrupted one would have (``tests/lit/test_rl.py``). Else None."""
+    last = Path(run.outputs["last"]) if run.stage == "rl" else None
+    if last is None or run.done or not last.is_file():
+        return None
+    from lq.lit.agent import read_checkpoint
+
+    saved = read_checkpoint(str(last))
+
+    def plain(hparams: Mapping) -> object:  # as a checkpoint keeps them: lists for tuples, no CLI bookkeeping
+        return json.loads(json.dumps({k: v for k, v in hparams.items() if not k.startswith("_")}, default=str))
+
+    if saved.get("lq_rollout") is None or plain(saved.get("hyper_parameters", {})) != plain(rl_hparams(run.args[2:])):
+        return None
+    return str(last)
 
 
 def plan(experiment: Experiment, setup: Setup, resume: bool = False) -> list[str]:

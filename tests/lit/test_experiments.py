@@ -831,9 +831,10 @@ def test_a_child_killed_mid_training_is_marked_killed_and_resuming_gives_the_uni
     monkeypatch.chdir(ROOT)
     experiment = X.table1(["scratch"])
 
-    def setup(name: str, flag: Path) -> X.Setup:
+    def setup(name: str, flag: Path, rl_flag: Path | None = None) -> X.Setup:
         bc = [*TINY_TABLE["bc"], "--trainer.max_epochs=2", stop_once(flag, 9)]  # the flag there: nothing stops
-        return _tiny_setup(setup_dir, tmp_path / name, seeds=(0,), extra_args={**TINY_TABLE, "bc": bc})
+        rl = [*TINY_TABLE["rl"], "--trainer.max_epochs=2", stop_once(rl_flag or tmp_path / "never", 9)]
+        return _tiny_setup(setup_dir, tmp_path / name, seeds=(0,), extra_args={**TINY_TABLE, "bc": bc, "rl": rl})
 
     (tmp_path / "never").write_text("")
     whole = setup("whole", tmp_path / "never")
@@ -857,6 +858,15 @@ def test_a_child_killed_mid_training_is_marked_killed_and_resuming_gives_the_uni
     pid = X.run_experiment(experiment, killed, log=lambda _: None, resume=True)[0]
     assert pid == parent.info.run_id and finished(bc)
     assert _outcomes(killed, pid) == expected
+
+    # an RL child killed after its first epoch goes on from its last checkpoint, to the uninterrupted figures
+    stopped = setup("rl-killed", tmp_path / "never", tmp_path / "kill-rl")
+    with pytest.raises(launchers.JobFailed, match="rl-scratch-act_speech-hardcoded s0 was killed by SIGKILL"):
+        X.run_experiment(experiment, stopped, log=lambda _: None)
+    pid = X.run_experiment(experiment, stopped, log=lambda _: None, resume=True)[0]
+    log = (tmp_path / "rl-killed" / "outputs" / "logs" / "rl-scratch-act_speech-hardcoded_s0.log").read_text()
+    assert "Restoring states from the checkpoint path at " in log  # Lightning's: it went on, not from the start
+    assert _outcomes(stopped, pid) == expected
 
 
 @pytest.mark.slow
@@ -1089,6 +1099,33 @@ def test_table45_of_adaptive_alone_pretrains_the_general_encoder_of_each_seeds_f
     ]
     children = X.running.child_waves(experiment, setup, "pid")
     assert [s.label for steps, _ in children for s in steps] == ["pretrain-adaptive s0", "pretrain-adaptive s1"]
+
+
+def test_an_rl_child_stopped_mid_training_resumes_from_its_own_last_checkpoint_only(tmp_path):
+    """A killed RL child's last.ckpt is resumed from (``--ckpt_path``) where it holds the rollout and the very
+    hyperparameters the child would be built with; another run's, one without its rollout or a finished run's is not."""
+    setup = X.Setup(seeds=(0,), outputs=str(tmp_path / "o"))
+    experiment = X.table1(["scratch"])
+    run = X.running.run_of(X.Config("rl", "scratch"), setup, 0)
+    last = Path(run.outputs["last"])
+    last.parent.mkdir(parents=True)
+    hparams = X.running.rl_hparams(run.args[2:])
+
+    def rl_step() -> list[str]:
+        waves = X.running.child_waves(experiment, setup, "pid")
+        [step] = [s for steps, _ in waves for s in steps if s.config.stage == "rl"]
+        return list(step.args)
+
+    torch.save({"hyper_parameters": hparams, "lq_rollout": torch.zeros(1)}, last)
+    assert X.running.resumable(run) == str(last) and rl_step()[-2:] == ["--ckpt_path", str(last)]
+    torch.save({"hyper_parameters": {**hparams, "lr": 1.0}, "lq_rollout": torch.zeros(1)}, last)
+    assert X.running.resumable(run) is None and "--ckpt_path" not in rl_step()  # another run's: trained anew
+    torch.save({"hyper_parameters": hparams}, last)
+    assert X.running.resumable(run) is None  # no rollout to go on from: it would not give the same figures
+    torch.save({"hyper_parameters": hparams, "lq_rollout": torch.zeros(1)}, last)
+    (last.parent / "agent.ckpt").touch()
+    mark_finished(last.parent / "agent.ckpt")
+    assert X.running.resumable(run) is None  # finished: nothing to resume
 
 
 def test_the_deviation_tables_reading_marks_which_departure_moves_which_column():
