@@ -20,9 +20,7 @@ from lq.conf.resolver import (
     Resolver,
     Run,
     agent_dir,
-    config_threads,
     finished,
-    merged_config,
 )
 from lq.experiments.launchers import JobFailed, shown
 from lq.experiments.parents import _child_runs, end_dead_runs, log_best_model, open_parent
@@ -356,13 +354,13 @@ def rl_hparams(module_args: Sequence[str]) -> dict:
 
 
 @contextmanager
-def stage_threads(module_args: Sequence[str]) -> Iterator[None]:
-    """Within: torch's CPU threads those of the RL stage's run (``--threads``), as for the agents that read what is
-    computed here; the caller's after."""
+def stage_threads(run: Run) -> Iterator[None]:
+    """Within: torch's CPU threads those of a preparation job's RL run (:attr:`Run.threads`, ``--threads``), as for
+    the agents that read what is computed here; the caller's after."""
     import torch
 
     before = torch.get_num_threads()
-    torch.set_num_threads(config_threads(merged_config(module_args)))
+    torch.set_num_threads(run.threads)
     try:
         yield
     finally:
@@ -374,9 +372,8 @@ def run_preparation(run: Run) -> None:
     on the demonstrations (:mod:`lq.envs.calibration`) and kept beside its checkpoint, for every agent that shares its
     partner, DM and data; ``spaces``, a pretrained encoder's vectors of the agents' action and utterance spaces, stored
     beside its checkpoint (a store already there with the same weights and texts is read, not encoded again)."""
-    module_args = run.module.args[2:]
-    with stage_threads(module_args):
-        module = rl_module(module_args)
+    with stage_threads(run):
+        module = rl_module(run.module.args[2:])
         if run.stage == "calibrate":
             module.eval_env("valid")
         elif run.stage == "spaces":
@@ -518,7 +515,7 @@ def run_baselines(client, experiment: str, run: Run, pid: str) -> str:
     exp_id = experiment_id(client, experiment)
     run_id = client.create_run(exp_id, run_name=f"{config.key}-s{seed}", tags={**tags, **run_tags()}).info.run_id
     try:
-        with stage_threads(module_args):
+        with stage_threads(run):
             results = agent_baselines(module, "test", [seed])
         for key, [result] in results.items():
             for name, value in result.metrics(f"baselines/{key}/").items():
