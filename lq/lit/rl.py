@@ -28,6 +28,7 @@ from lq.rl.switch import RatioSwitch
 # the agent's scalar gains, which learn at gain_lr_scale times the learning rate: the exact-match feature's weight and
 # the heads' temperatures (AgentConfig.head_temperature)
 GAINS = ("speech_match_weight", "head_log_temperature")
+TEMPERATURES = "agent.head_log_temperature"  # their state-dict key
 
 
 class RLModule(AgentModule):
@@ -137,6 +138,10 @@ class RLModule(AgentModule):
         if saved.get("lq_stage") not in ("bc", "rl"):
             raise ValueError(f"model.init_from: {checkpoint} is not an lq agent checkpoint (from lq bc or lq rl)")
         theirs, ours = hparams_at(theirs, SAME_AGENT), hparams_at(self.hparams, SAME_AGENT)
+        # an agent without head temperatures is the agent with both at 1: this run's may learn them from there
+        added = ours["agent"]["head_temperature"] and not theirs["agent"]["head_temperature"]
+        if added:
+            theirs["agent"] = {**theirs["agent"], "head_temperature": True}
         differ = [k for k in SAME_AGENT if theirs[k] != ours[k]]
         if differ:
             raise ValueError(
@@ -144,6 +149,8 @@ class RLModule(AgentModule):
                 f"({', '.join(f'{k}={theirs[k]!r}' for k in differ)}); start from one trained with this run's"
             )
         state = saved["state_dict"]
+        if added:
+            state = {**state, TEMPERATURES: torch.zeros(2)}
         self.build_agent(state.get(VOCABULARY))
         self.load_state_dict(state)
 

@@ -213,6 +213,13 @@ def test_rl_starts_from_a_behaviour_cloned_agent_of_the_same_sizes(trained_agent
         wider.start_from(str(trained_agent))
     with pytest.raises(FileNotFoundError, match="model.init_from: .*nothing.ckpt: no such checkpoint"):
         wider.start_from(str(trained_agent.parent / "nothing.ckpt"))
+    # an agent without head temperatures is the agent with both at 1: one that learns them starts from it there
+    agent = {**same["agent"], "head_temperature": True}
+    sharper = RLModule(**{**same, "agent": agent})
+    sharper.start_from(str(trained_agent))
+    state = sharper.state_dict()
+    assert torch.equal(state["agent.head_log_temperature"], torch.zeros(2))
+    assert all(torch.equal(state[k], v) for k, v in saved["state_dict"].items())
     # {seed}: the BC agent of the run's own seed (make rl's seeds from make bc's)
     per_seed = str(trained_agent).replace("seed-0", "seed-{seed}")
     RLModule(**{**same, "seed": 0}).start_from(per_seed)
