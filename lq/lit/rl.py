@@ -232,11 +232,23 @@ class RLModule(AgentModule):
         picks = torch.randint(n, (min(self.settings.imitation_batch, n),)).tolist()
         return self.cloning_loss([self.demo_episodes[i] for i in picks])["loss"]
 
+    def gains(self) -> dict[str, float]:
+        """The agent's scalar gains as they stand: the exact-match weight and, where learned, each head's
+        temperature (their curves say whether their own learning rate lets them move)."""
+        out = {}
+        if (weight := getattr(self.agent, "speech_match_weight", None)) is not None:
+            out["speech_match_weight"] = weight.item()
+        if (log_t := getattr(self.agent, "head_log_temperature", None)) is not None:
+            out["action_temperature"], out["speech_temperature"] = log_t.exp().tolist()
+        return out
+
     def log_training(self, losses, rollout) -> None:
         n = self.hparams.num_envs
         for name, value in vars(losses).items():
             self.log(f"losses/{name}", value.detach(), batch_size=n)
         self.log("rl/reward_per_step", rollout.rewards.mean(), batch_size=n)
+        for name, gain in self.gains().items():
+            self.log(f"agent/{name}", gain, batch_size=n)
         if self.recent:
             m = len(self.recent)
             self.log("rl/act_goal_rate", sum(e["act_goal"] for e in self.recent) / m, prog_bar=True, batch_size=m)

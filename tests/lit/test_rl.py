@@ -299,6 +299,7 @@ def test_the_exact_match_gain_can_learn_in_its_own_parameter_group(setup_dir):
     plain.build_agent()
     assert len(plain.configure_optimizers().param_groups) == 1
     assert not hasattr(plain.agent, "head_log_temperature")  # off by default: no parameter, no figure moves
+    assert plain.gains() == {"speech_match_weight": 1.0}  # logged each update (agent/...): where the gains stand
 
 
 def test_a_learned_temperature_per_head_scales_its_logits_and_learns_with_the_gains(setup_dir):
@@ -320,3 +321,6 @@ def test_a_learned_temperature_per_head_scales_its_logits_and_learns_with_the_ga
         after = module.agent(ids, mask, hidden, acted)
     assert torch.allclose(after.action_logits, before.action_logits / 2, atol=1e-5)
     assert torch.allclose(after.speech_logits, before.speech_logits * 2, atol=1e-5)
+    assert module.gains() == pytest.approx(
+        {"speech_match_weight": 1.0, "action_temperature": 2.0, "speech_temperature": 0.5}
+    )
