@@ -347,6 +347,11 @@ def rl_module(module_args: Sequence[str]):
     return cli.parser.instantiate(cli.config).model
 
 
+def prep_module(run: Run):
+    """The agent module a preparation job builds (:attr:`Run.module`'s command line after ``rl fit``)."""
+    return rl_module(run.module.args[2:])
+
+
 def rl_hparams(module_args: Sequence[str]) -> dict:
     """The hyperparameters an RL agent of this command line is built with (its CLI's defaults under its configs and
     arguments), read without building it: what its checkpoint's ``hyper_parameters`` hold."""
@@ -373,7 +378,7 @@ def run_preparation(run: Run) -> None:
     partner, DM and data; ``spaces``, a pretrained encoder's vectors of the agents' action and utterance spaces, stored
     beside its checkpoint (a store already there with the same weights and texts is read, not encoded again)."""
     with stage_threads(run):
-        module = rl_module(run.module.args[2:])
+        module = prep_module(run)
         if run.stage == "calibrate":
             module.eval_env("valid")
         elif run.stage == "spaces":
@@ -389,7 +394,7 @@ def prepared(run: Run) -> str | None:
     needed = [n for n in run.needs() if n.stage != "data"]
     if not Path(run.data, "manifest.json").exists() or not all(n.done for n in needed):
         return None
-    module = rl_module(run.module.args[2:])
+    module = prep_module(run)
     return str(module.env_spec.calibration_file() if run.stage == "calibrate" else module.space_stores()[-1])
 
 
@@ -508,8 +513,8 @@ def run_baselines(client, experiment: str, run: Run, pid: str) -> str:
     each rule in place of the agent (``baselines/<rule>/<goal>_rate``); returns its run id."""
     from lq.lit.checkpoints import agent_baselines
 
-    module_args, seed = run.module.args[2:], run.seed
-    module = rl_module(module_args)
+    seed = run.seed
+    module = prep_module(run)
     config = Config("baselines", "", run.ability, run.switch)
     tags = {"mlflow.parentRunId": pid, "lq.config": config.key, "lq.seed": str(seed), "lq.stage": "baselines"}
     exp_id = experiment_id(client, experiment)
