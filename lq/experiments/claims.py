@@ -158,8 +158,8 @@ def section(client, experiment: Experiment, parent_id: str) -> list[str]:
     for table in experiment.tables:
         md, _ = render(table, values[table.name], protocol)
         lines += [md.rstrip("\n"), ""]
-    if experiment.name == "deviations":
-        lines += departure_matrix(experiment, values["deviations"])
+    if experiment.name in ONE_AT_A_TIME:
+        lines += departure_matrix(experiment, values[experiment.name])
     marked = orderings(experiment)
     if marked:
         lines += ["The paper's orderings (one standard error of the difference; mean ± sample std over seeds):", ""]
@@ -170,6 +170,8 @@ def section(client, experiment: Experiment, parent_id: str) -> list[str]:
     return lines
 
 
+# the experiments whose rows each add one change to their first: a matrix of which change moves which column
+ONE_AT_A_TIME = ("deviations", "candidates")
 SIGNS = {"holds": "+", "does not hold": "−", "within noise": "·", "not tested (one seed)": "?", "not run": ""}
 
 
@@ -205,8 +207,8 @@ def results_page(tracking_uri: str, profile: str, protocol: str, names: Sequence
     ]
     missing = []
     for name in names:
-        # Tables 4/5 train no RL; the deviation table departs from the paper objective
-        for objective in {"table45": [None], "deviations": ["paper"]}.get(name, objectives()):
+        # Tables 4/5 train no RL; the deviation table departs from the paper objective, the candidates from lq's
+        for objective in {"table45": [None], "deviations": ["paper"], "candidates": ["lq"]}.get(name, objectives()):
             parent = latest_parent(tracking_uri, name, profile, protocol, objective)
             label = f"{name} ({objective} objective)" if objective else name
             if parent is None:

@@ -261,10 +261,37 @@ def deviations(encoders: Sequence[str] = ("scratch",), objective: str = "paper")
     return _with_baselines("deviations", title, rows, encoders, objective)
 
 
+# the sharper-agent changes of the deviation table that are candidates for lq's objective (issue 41): each added to
+# it alone, chosen on the validation quests
+CANDIDATES = ("gain_lr", "temperature", "valid_positives")
+
+
+def candidates(encoders: Sequence[str] = ("scratch",), objective: str = "lq") -> Experiment:
+    """lq's candidate defaults: its objective, then each of :data:`CANDIDATES` added to it alone (a row of
+    :data:`DEPARTURES`, its own folder), validation and test columns, BC and the baselines beside. The validation
+    columns choose lq's default; the test columns are reported beside, never used to choose. Run under
+    ``--objective lq`` (its base)."""
+    _check_encoders(encoders)
+    if objective != "lq":
+        raise ValueError(f"the candidates table adds to lq's objective: run it with --objective lq, not {objective}")
+    columns = (*VALIDATION_GOALS, *GOALS)
+    rows = []
+    for e in encoders:
+        who = f"{ENCODER_TITLES[e]}, " if len(encoders) > 1 else ""
+        rows.append((f"{who}{RL_TITLES['lq']}", {t: Cell(Config("rl", e), m) for t, m in columns}))
+        for variant in CANDIDATES:
+            title = DEPARTURES[variant][0]
+            rows.append((f"{who}{title}", {t: Cell(Config("rl", e, variant=variant), m) for t, m in columns}))
+        rows.append((f"{who}BC", {t: Cell(Config("bc", e), m) for t, m in columns}))
+    title = "lq's candidate defaults: its objective and each sharper-agent change to it, chosen on validation"
+    return _with_baselines("candidates", title, rows, encoders, objective)
+
+
 EXPERIMENTS: dict[str, Callable[..., Experiment]] = {
     "table1": table1,
     "table2": table2,
     "table7": table7,
     "table45": table45,
     "deviations": deviations,
+    "candidates": candidates,
 }

@@ -1060,6 +1060,35 @@ def test_the_deviation_table_adds_each_of_lqs_departures_to_the_paper_objective_
         X.EXPERIMENTS["deviations"](objective="lq")
 
 
+def test_the_candidates_table_adds_each_sharper_agent_change_to_lqs_objective_alone(tmp_path):
+    """lq's default is chosen among its objective and each candidate added to it (its own folder under lq's RL
+    folder); each row parses to lq's settings but for what its candidate names; BC and the baselines beside."""
+    setup = X.Setup(seeds=(0,), objective="lq", outputs=str(tmp_path / "o"))
+    experiment = X.EXPERIMENTS["candidates"]()
+    rows = [row for row, _ in experiment.tables[0].rows]
+    assert (
+        rows[0] == "RL from BC + imitation (lq objective)"
+        and rows[-1] == "BC"
+        and len(rows) == 2 + len(X.specs.CANDIDATES)
+    )
+    assert list(experiment.tables[0].rows[0][1])[:3] == ["Val act goals", "Val speech goals", "Val act & speech"]
+    lq = dict(X.running.rl_module(X.running._module_args(X.Config("rl", "scratch"), setup, 0)).hparams)
+    changed = {}
+    for config in (c for c in experiment.configs if c.stage == "rl"):
+        hparams = dict(X.running.rl_module(X.running._module_args(config, setup, 0)).hparams)
+        changed[config.variant] = {k: hparams[k] for k in hparams if hparams[k] != lq[k]}
+        args = X.stage_args(config, setup, 0)
+        assert args[args.index("--out_dir") + 1] == f"{tmp_path}/o/rl" + f"/{config.variant}" * bool(config.variant)
+    assert changed == {
+        "": {},
+        "gain_lr": {"gain_lr_scale": 30.0},
+        "temperature": {"gain_lr_scale": 30.0, "agent": {**lq["agent"], "head_temperature": True}},
+        "valid_positives": {"valid_reduction": "positives"},
+    }
+    with pytest.raises(ValueError, match="run it with --objective lq, not paper"):
+        X.EXPERIMENTS["candidates"](objective="paper")
+
+
 def test_a_tables_rl_children_run_seed_by_seed_so_a_table_cut_short_has_every_row(tmp_path):
     """Every configuration's first seed is trained before any configuration's second: a table stopped half-way (a
     session's end) has every row at one seed rather than some rows at three and others at none."""
@@ -1170,7 +1199,7 @@ def _printed_jobs(out: str) -> list[str]:
         ),
         ["stage", "rl", "--encoder", "general", "--compare"],
         ["stage", "rl", "--encoder", "scratch", "--compare", "--objective", "paper"],
-        *(["experiment", name] for name in X.EXPERIMENTS if name != "deviations"),
+        *(["experiment", name] for name in X.EXPERIMENTS if name != "deviations"),  # candidates: lq's, the default
         ["experiment", "deviations", "--objective", "paper"],  # its tables name the paper objective
     ],
     ids=" ".join,
