@@ -203,7 +203,8 @@ def _cmd_eval(args: argparse.Namespace) -> int:
         from lq.envs.protocol import protocol_of
 
         overrides["protocol"] = protocol_of(args.protocol)
-    rows = evaluate_checkpoints(args.checkpoints, args.baselines, args.split, sampled=not args.greedy_only, **overrides)
+    sampled = {"sampled": not args.greedy_only, "temperature": args.temperature}
+    rows = evaluate_checkpoints(args.checkpoints, args.baselines, args.split, **sampled, **overrides)
     markdown, csv = results_table(rows)
     print(f"\nZero-shot evaluation on the {args.split} quests (one episode per quest; mean ± std over seeds)")
     print(markdown)
@@ -453,6 +454,13 @@ def build_parser() -> argparse.ArgumentParser:
         "ceiling",
     )
     ev.add_argument("--greedy-only", action="store_true", help="skip the sampled (temperature 1) evaluation")
+    ev.add_argument(
+        "--temperature",
+        type=float,
+        default=1.0,
+        help="sample at this temperature (default 1: the agent's own distribution, as the protocols sample; another "
+        "says how much sharper the agent could be, a diagnostic, never a table's row)",
+    )
     ev.add_argument(
         "--protocol",
         help="evaluate under this protocol (paper, restricted) instead of the one each agent trained under",

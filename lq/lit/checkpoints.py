@@ -82,11 +82,16 @@ def evaluate_checkpoints(
     split: str = "test",
     log: Callable[[str], None] = print,
     sampled: bool = True,
+    temperature: float = 1.0,
     **overrides,
 ) -> list[tuple[str, list[EvalResult]]]:
     """Zero-shot results of trained agents, grouped by configuration (one checkpoint per seed), greedy and (with
-    ``sampled``) sampled at temperature 1; then the baselines through the same actor and environment over
+    ``sampled``) sampled at ``temperature`` (1: the agent's own distribution, what the protocols sample; another is
+    a diagnostic of how sharp the agent is); then the baselines through the same actor and environment over
     ``baseline_runs`` seeds (the first agent's switch, ability and spaces), and the ceiling."""
+    if temperature <= 0:
+        raise ValueError(f"--temperature {temperature}: sample at a temperature above 0 (greedy is the argmax)")
+    at = f" at temperature {temperature:g}" if temperature != 1 else ""
     rows: dict[str, list[EvalResult]] = {}
     first = None
     for path in checkpoints:
@@ -94,7 +99,9 @@ def evaluate_checkpoints(
         first = first or module
         env = module.eval_env(split, module.hparams.seed)
         order = ("greedy", "sampled") if sampled else ("greedy",)
-        for decoding, result in decodings(env, module.make_actor(), module.hparams.seed, order).items():
+        actor = module.make_actor(temperature)
+        for decoding, result in decodings(env, actor, module.hparams.seed, order).items():
+            decoding += at if decoding == "sampled" else ""
             log(
                 f"{path} ({decoding}): act goals {result.act_goal_rate:.3f}, speech goals {result.speech_goal_rate:.3f}"
             )

@@ -111,3 +111,20 @@ def test_export_refuses_to_clobber_and_leaves_nothing_half_written(trained_agent
     with pytest.raises(FileNotFoundError, match=r"incomplete bundle, partner.safetensors missing: re-export it with "
                                                 rf"`lq export CHECKPOINT {bundle} --overwrite`"):  # fmt: skip
         load_agent(bundle)
+
+
+def test_eval_samples_at_a_temperature_as_a_diagnostic(trained_agent):
+    """``lq eval --temperature T`` samples from the agent's distribution sharpened by T (its rows say so); near 0 it
+    plays what greedy decoding plays, and a temperature of 0 or below is refused with the fix."""
+    from lq.lit.checkpoints import evaluate_checkpoints
+
+    rows = dict(evaluate_checkpoints([trained_agent], split="valid", temperature=1e-6, log=lambda _: None))
+    [greedy] = rows["BC scratch act_speech hardcoded (greedy)"]
+    [sharp] = rows["BC scratch act_speech hardcoded (sampled at temperature 1e-06)"]
+    assert [e["transcript"] for e in sharp.episodes] == [e["transcript"] for e in greedy.episodes]
+    [plain] = dict(evaluate_checkpoints([trained_agent], split="valid", log=lambda _: None))[
+        "BC scratch act_speech hardcoded (sampled)"
+    ]
+    assert [e["transcript"] for e in plain.episodes] != [e["transcript"] for e in greedy.episodes]
+    with pytest.raises(ValueError, match="--temperature 0: sample at a temperature above 0"):
+        evaluate_checkpoints([trained_agent], temperature=0)
