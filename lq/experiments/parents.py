@@ -69,7 +69,9 @@ def _reopen(client, pid: str, experiment: Experiment, setup: Setup) -> set[tuple
     finished."""
     run = client.get_run(pid)
     params, tags = run.data.params, run.data.tags
-    for key, wanted in (("seeds", " ".join(map(str, setup.seeds))), ("encoders", " ".join(experiment.encoders))):
+    recorded = [("seeds", " ".join(map(str, setup.seeds))), ("encoders", " ".join(experiment.encoders))]
+    recorded += [("variants", " ".join(experiment.variants))] if "variants" in params else []
+    for key, wanted in recorded:
         if params.get(key) != wanted:
             raise ValueError(
                 f"parent run {pid} ran {key} '{params.get(key)}', not '{wanted}': resume with the same "
@@ -139,4 +141,6 @@ def open_parent(client, experiment: Experiment, setup: Setup, resume: bool, log:
     client.log_param(pid, "seeds", " ".join(map(str, setup.seeds)))
     client.log_param(pid, "encoders", " ".join(experiment.encoders))
     client.log_param(pid, "configurations", len(experiment.configs))
+    if experiment.variants:  # its rows, as they were when it ran (the tables read them back from here)
+        client.log_param(pid, "variants", " ".join(experiment.variants))
     return pid, set()

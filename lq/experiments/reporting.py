@@ -229,15 +229,18 @@ def latest_parent(
 
 
 def experiment_for(client, parent_id: str) -> Experiment:
-    """The experiment a parent run ran, with the encoders its children used and its RL objective (a parent from
-    before objectives were tagged: lq's, the default then)."""
+    """The experiment a parent run ran, with the encoders its children used, its RL objective (a parent from
+    before objectives were tagged: lq's, the default then) and its rows' variants as they were when it ran (a parent
+    from before they were recorded: today's)."""
     run = client.get_run(parent_id)
     name = run.data.tags.get("lq.experiment")
     if name not in EXPERIMENTS:
         raise ValueError(f"run {parent_id} is not an lq experiment's parent run (tag lq.experiment={name!r})")
-    encoders = run.data.params.get("encoders")
+    params = run.data.params
+    encoders = params.get("encoders")
+    recorded = {"variants": params["variants"].split()} if "variants" in params else {}
     objective = run.data.tags.get("lq.objective", "lq")
-    return EXPERIMENTS[name](*([encoders.split()] if encoders else []), objective=objective)
+    return EXPERIMENTS[name](*([encoders.split()] if encoders else []), objective=objective, **recorded)
 
 
 def write_local(tables: dict[str, tuple[str, str]], out_dir: str | Path) -> None:

@@ -128,6 +128,7 @@ class Experiment:
     tables: list[Table]
     encoders: Sequence[str] = ()
     objective: str = "lq"  # RL's (conf/objective/): the parent's identity, and its tables' RL columns
+    variants: Sequence[str] = ()  # its rows' variants, where it has (the deviation and candidates tables)
     configs: list[Config] = field(init=False)
 
     def __post_init__(self) -> None:
@@ -152,10 +153,19 @@ def baselines_table(name: str, configs: Sequence[Config]) -> Table:
     return Table(name, title, rows)
 
 
-def _with_baselines(name: str, title: str, rows: list, encoders: Sequence[str], objective: str) -> Experiment:
+def _with_baselines(
+    name: str, title: str, rows: list, encoders: Sequence[str], objective: str, variants: Sequence[str] = ()
+) -> Experiment:
     """An agent experiment: its table ``name`` and the baselines of its configurations (``<name>_baselines``)."""
     table = Table(name, title, rows)
-    return Experiment(name, title, [table, baselines_table(f"{name}_baselines", table.configs)], encoders, objective)
+    tables = [table, baselines_table(f"{name}_baselines", table.configs)]
+    return Experiment(name, title, tables, encoders, objective, tuple(variants))
+
+
+def _check_variants(variants: Sequence[str]) -> None:
+    unknown = [v for v in variants if v not in DEPARTURES]
+    if unknown:
+        raise ValueError(f"unknown variant {', '.join(unknown)}: choose from {', '.join(DEPARTURES)}")
 
 
 def _check_encoders(encoders: Sequence[str]) -> None:
@@ -240,11 +250,14 @@ def table45(
 VALIDATION_GOALS = tuple((f"Val {title.lower()}", metric.replace("test/", "val/")) for title, metric in GOALS)
 
 
-def deviations(encoders: Sequence[str] = ("scratch",), objective: str = "paper") -> Experiment:
+def deviations(
+    encoders: Sequence[str] = ("scratch",), objective: str = "paper", variants: Sequence[str] = tuple(DEPARTURES)
+) -> Experiment:
     """lq's departures from the paper objective measured one at a time (issue 41): the paper objective, then each
     departure added to it alone (:data:`DEPARTURES`; two are removals of lq's own features), then lq's objective;
     validation and test columns, BC and the baselines beside. Run under ``--objective paper`` (its base)."""
     _check_encoders(encoders)
+    _check_variants(variants)
     if objective != "paper":
         raise ValueError(f"the deviation table departs from the paper objective: run it with --objective paper, "
                          f"not {objective}")  # fmt: skip
@@ -253,12 +266,13 @@ def deviations(encoders: Sequence[str] = ("scratch",), objective: str = "paper")
     for e in encoders:
         who = f"{ENCODER_TITLES[e]}, " if len(encoders) > 1 else ""
         rows.append((f"{who}RL (paper objective)", {t: Cell(Config("rl", e), m) for t, m in columns}))
-        for variant, (title, _) in DEPARTURES.items():
+        for variant in variants:
+            title = DEPARTURES[variant][0]
             rows.append((f"{who}{title}", {t: Cell(Config("rl", e, variant=variant), m) for t, m in columns}))
         rows.append((f"{who}{RL_TITLES['lq']}", {t: Cell(Config("rl", e, variant="lq"), m) for t, m in columns}))
         rows.append((f"{who}BC", {t: Cell(Config("bc", e), m) for t, m in columns}))
     title = "The deviation table: lq's departures from the paper objective, one at a time"
-    return _with_baselines("deviations", title, rows, encoders, objective)
+    return _with_baselines("deviations", title, rows, encoders, objective, variants)
 
 
 # the sharper-agent changes of the deviation table that are candidates for lq's objective (issue 41): each added to
@@ -266,12 +280,15 @@ def deviations(encoders: Sequence[str] = ("scratch",), objective: str = "paper")
 CANDIDATES = ("gain_lr", "temperature", "valid_positives")
 
 
-def candidates(encoders: Sequence[str] = ("scratch",), objective: str = "lq") -> Experiment:
+def candidates(
+    encoders: Sequence[str] = ("scratch",), objective: str = "lq", variants: Sequence[str] = CANDIDATES
+) -> Experiment:
     """lq's candidate defaults: its objective, then each of :data:`CANDIDATES` added to it alone (a row of
     :data:`DEPARTURES`, its own folder), validation and test columns, BC and the baselines beside. The validation
     columns choose lq's default; the test columns are reported beside, never used to choose. Run under
     ``--objective lq`` (its base)."""
     _check_encoders(encoders)
+    _check_variants(variants)
     if objective != "lq":
         raise ValueError(f"the candidates table adds to lq's objective: run it with --objective lq, not {objective}")
     columns = (*VALIDATION_GOALS, *GOALS)
@@ -279,12 +296,12 @@ def candidates(encoders: Sequence[str] = ("scratch",), objective: str = "lq") ->
     for e in encoders:
         who = f"{ENCODER_TITLES[e]}, " if len(encoders) > 1 else ""
         rows.append((f"{who}{RL_TITLES['lq']}", {t: Cell(Config("rl", e), m) for t, m in columns}))
-        for variant in CANDIDATES:
+        for variant in variants:
             title = DEPARTURES[variant][0]
             rows.append((f"{who}{title}", {t: Cell(Config("rl", e, variant=variant), m) for t, m in columns}))
         rows.append((f"{who}BC", {t: Cell(Config("bc", e), m) for t, m in columns}))
     title = "lq's candidate defaults: its objective and each sharper-agent change to it, chosen on validation"
-    return _with_baselines("candidates", title, rows, encoders, objective)
+    return _with_baselines("candidates", title, rows, encoders, objective, variants)
 
 
 EXPERIMENTS: dict[str, Callable[..., Experiment]] = {

@@ -1089,6 +1089,30 @@ def test_the_candidates_table_adds_each_sharper_agent_change_to_lqs_objective_al
         X.EXPERIMENTS["candidates"](objective="paper")
 
 
+def test_a_parent_keeps_its_rows_variants_so_its_table_reads_back_as_it_ran(tmp_path):
+    """The candidates and deviation tables' rows change as defaults are chosen: a parent records the variants it ran
+    (param ``variants``), its tables are read back with those rows whatever today's list, and it resumes only with
+    the same ones."""
+    from mlflow import MlflowClient
+
+    uri = f"sqlite:///{tmp_path / 'm.db'}"
+    client = MlflowClient(uri)
+    setup = X.Setup(seeds=(0,), objective="lq", tracking_uri=uri, outputs=str(tmp_path / "o"))
+    ran = X.EXPERIMENTS["candidates"](variants=["temperature"])
+    pid, _ = X.parents.open_parent(client, ran, setup, False, print)
+    assert client.get_run(pid).data.params["variants"] == "temperature"
+    rows = [row for row, _ in X.experiment_for(client, pid).tables[0].rows]
+    assert rows == [
+        "RL from BC + imitation (lq objective)",
+        "+ a learned temperature per head, with the gain, at 30 times the learning rate",
+        "BC",
+    ]
+    with pytest.raises(ValueError, match="ran variants 'temperature', not 'gain_lr temperature valid_positives'"):
+        X.parents.open_parent(client, X.EXPERIMENTS["candidates"](), setup, True, print)
+    with pytest.raises(ValueError, match="unknown variant sharper: choose from bc_start"):
+        X.EXPERIMENTS["candidates"](variants=["sharper"])
+
+
 def test_a_tables_rl_children_run_seed_by_seed_so_a_table_cut_short_has_every_row(tmp_path):
     """Every configuration's first seed is trained before any configuration's second: a table stopped half-way (a
     session's end) has every row at one seed rather than some rows at three and others at none."""
