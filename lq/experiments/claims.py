@@ -160,6 +160,8 @@ def section(client, experiment: Experiment, parent_id: str) -> list[str]:
         lines += [md.rstrip("\n"), ""]
     if experiment.name in ONE_AT_A_TIME:
         lines += departure_matrix(experiment, values[experiment.name])
+    if experiment.name == "candidates":
+        lines += [choice(experiment, values["candidates"]), ""]
     marked = orderings(experiment)
     if marked:
         lines += ["The paper's orderings (one standard error of the difference; mean ± sample std over seeds):", ""]
@@ -187,6 +189,37 @@ def departure_matrix(experiment: Experiment, values: dict[tuple[str, str], list[
     ]
     head = f"Against the first row ({base}): + above it, − below it, · within one standard error of the difference."
     return [head, "", *markdown_table(["", *columns], rows), ""]
+
+
+CHOSEN_ON = "Val act & speech"  # the candidates table's rule (docs/experiments.md, fixed before it ran)
+
+
+def choice(experiment: Experiment, values: dict[tuple[str, str], list[float]]) -> str:
+    """The candidates table's choice, by its rule: among the rows that add a candidate, those above the first row in
+    validation act & speech goals by more than one standard error of the difference and below it in no validation
+    column by more than one; of them, the highest in validation act & speech goals."""
+    (base, cells), *others = experiment.tables[0].rows
+    validation = [c for c in cells if c.startswith("Val ")]
+    rows = [row for row, cells in others if any(c.config.variant in experiment.variants for c in cells.values())]
+    verdicts = {
+        row: {c: verdict(values.get((row, c), []), values.get((base, c), [])) for c in validation} for row in rows
+    }
+    undecided = [row for row in rows if verdicts[row][CHOSEN_ON] in ("not run", "not tested (one seed)")]
+    if undecided:
+        return (
+            f"**Chosen on validation:** not yet: {len(undecided)} of {len(rows)} candidates have fewer than two seeds."
+        )
+    passing = [
+        row for row in rows
+        if verdicts[row][CHOSEN_ON] == "holds" and "does not hold" not in verdicts[row].values()
+    ]  # fmt: skip
+    if not passing:
+        return f"**Chosen on validation:** none: no candidate is above {base} by the rule; its objective stays."
+    best = max(passing, key=lambda row: statistics.fmean(values[(row, CHOSEN_ON)]))
+    return (
+        f"**Chosen on validation:** {best} ({CHOSEN_ON.lower()} {_mean_std(values[(best, CHOSEN_ON)])} against "
+        f"{_mean_std(values[(base, CHOSEN_ON)])}; the rule: [experiments.md](../experiments.md), the candidates table)."
+    )
 
 
 def results_page(tracking_uri: str, profile: str, protocol: str, names: Sequence[str] = tuple(EXPERIMENTS)) -> str:

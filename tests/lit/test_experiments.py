@@ -1198,6 +1198,29 @@ def test_the_deviation_tables_reading_marks_which_departure_moves_which_column()
     ]  # act goals up, speech goals within noise, act & speech down
 
 
+def test_the_candidates_table_names_its_choice_by_the_rule_fixed_before_it_ran():
+    """The candidate above lq's objective in validation act & speech goals by one standard error, and below it in no
+    validation column, is chosen; of two, the higher; none while a candidate has one seed; none if none passes."""
+    from lq.experiments.claims import choice
+
+    experiment = X.EXPERIMENTS["candidates"]()
+    base, gain, temperature, positives, bc = (row for row, _ in experiment.tables[0].rows)
+    flat = [0.20, 0.22, 0.24]
+    values = {(row, c): flat for row in (base, gain, temperature, positives, bc) for c in
+              ("Val act goals", "Val speech goals", "Val act & speech")}  # fmt: skip
+    values[(bc, "Val act & speech")] = [0.9, 0.91, 0.92]  # BC is no candidate
+    assert choice(experiment, values).endswith("none: no candidate is above RL from BC + imitation (lq objective) "
+                                               "by the rule; its objective stays.")  # fmt: skip
+    values[(gain, "Val act & speech")] = [0.30, 0.32, 0.34]
+    values[(temperature, "Val act & speech")] = [0.40, 0.42, 0.44]
+    values[(temperature, "Val act goals")] = [0.10, 0.11, 0.12]  # above in act & speech, below in act goals
+    assert f"** {gain} (val act & speech 0.320 ± 0.020 against 0.220 ± 0.020;" in choice(experiment, values)
+    values[(temperature, "Val act goals")] = flat
+    assert f"** {temperature} (val act & speech 0.420" in choice(experiment, values)
+    values[(positives, "Val act & speech")] = [0.5]
+    assert choice(experiment, values).endswith("not yet: 1 of 3 candidates have fewer than two seeds.")
+
+
 RUN_ID = re.compile(r"\b[0-9a-f]{32}\b")
 
 
