@@ -305,8 +305,9 @@ ENVIRONMENT = ("env.protocol", "env.context_length", "env.partner_calibration", 
 def _trained_alike(bc_checkpoint: str, rl: str | Mapping) -> bool:
     """Whether a BC agent is there and has the sizes, data, encoder, protocol and environment of an RL agent (its
     checkpoint, or the hyperparameters of one about to be trained): else ``compare`` and the RL agents' BC starts
-    train it again (a BC agent of another profile or context length would not compare, nor be a start)."""
-    from lq.lit.agent import SAME_AGENT, hparams_at, read_checkpoint
+    train it again (a BC agent of another profile or context length would not compare, nor be a start; one without
+    head temperatures is the start of an RL agent that learns them: :func:`lq.lit.agent.start_differences`)."""
+    from lq.lit.agent import SAME_AGENT, read_checkpoint, start_differences
 
     if not finished(bc_checkpoint):  # missing, or its run was killed before the end
         return False
@@ -314,8 +315,7 @@ def _trained_alike(bc_checkpoint: str, rl: str | Mapping) -> bool:
         return True
     ours = read_checkpoint(rl).get("hyper_parameters", {}) if isinstance(rl, str) else rl
     theirs = read_checkpoint(bc_checkpoint).get("hyper_parameters", {})
-    keys = (*SAME_AGENT, *ENVIRONMENT)
-    return hparams_at(theirs, keys) == hparams_at(ours, keys)
+    return not start_differences(theirs, ours, (*SAME_AGENT, *ENVIRONMENT))
 
 
 def stage_runs(config: Config, setup: Setup) -> list[tuple[str, Run]]:

@@ -95,6 +95,17 @@ def hparams_at(hparams: Mapping, keys: Sequence[str]) -> dict:
     return {k: env.get(k.removeprefix("env.")) if k.startswith("env.") else h.get(k) for k in keys}
 
 
+def start_differences(theirs: Mapping, ours: Mapping, keys: Sequence[str] = SAME_AGENT) -> dict[str, object]:
+    """Where an agent's hyperparameters ``theirs`` differ from those of an agent ``ours`` that would start from it, at
+    ``keys``: their values. An agent without head temperatures is the agent with both at 1, so one that learns them
+    starts from it as it is."""
+    a, b = hparams_at(theirs, keys), hparams_at(ours, keys)
+    if isinstance(a.get("agent"), Mapping) and isinstance(b.get("agent"), Mapping):
+        if b["agent"].get("head_temperature") and not a["agent"].get("head_temperature"):
+            a["agent"] = {**a["agent"], "head_temperature": True}
+    return {k: a[k] for k in keys if a[k] != b[k]}
+
+
 # a scratch encoder's embedding rows (the word-piece ids they stand for) in an agent module's state dict
 VOCABULARY = "agent.encoder.vocabulary.ids"
 

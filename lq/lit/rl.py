@@ -19,7 +19,7 @@ from torch.utils.data import DataLoader
 from lq.conf.resolver import DONE, finished
 from lq.data.dataset import load_dataset
 from lq.envs.episode import instances_from_data
-from lq.lit.agent import SAME_AGENT, VOCABULARY, AgentModule, hparams_at, read_checkpoint
+from lq.lit.agent import VOCABULARY, AgentModule, read_checkpoint, start_differences
 from lq.rl.a2c import RolloutState, a2c_losses, collect
 from lq.rl.losses import A2CSettings, LossCoefficients, SwitchLosses, weighted
 from lq.rl.priority import PrioritySampler
@@ -137,19 +137,14 @@ class RLModule(AgentModule):
         theirs = saved.get("hyper_parameters", {})
         if saved.get("lq_stage") not in ("bc", "rl"):
             raise ValueError(f"model.init_from: {checkpoint} is not an lq agent checkpoint (from lq bc or lq rl)")
-        theirs, ours = hparams_at(theirs, SAME_AGENT), hparams_at(self.hparams, SAME_AGENT)
-        # an agent without head temperatures is the agent with both at 1: this run's may learn them from there
-        added = ours["agent"]["head_temperature"] and not theirs["agent"]["head_temperature"]
-        if added:
-            theirs["agent"] = {**theirs["agent"], "head_temperature": True}
-        differ = [k for k in SAME_AGENT if theirs[k] != ours[k]]
+        differ = start_differences(theirs, self.hparams)
         if differ:
             raise ValueError(
                 f"model.init_from: {checkpoint} is an agent of another {', '.join(differ)} "
-                f"({', '.join(f'{k}={theirs[k]!r}' for k in differ)}); start from one trained with this run's"
+                f"({', '.join(f'{k}={v!r}' for k, v in differ.items())}); start from one trained with this run's"
             )
         state = saved["state_dict"]
-        if added:
+        if self.agent_config.head_temperature and TEMPERATURES not in state:  # both at 1: the agent it was
             state = {**state, TEMPERATURES: torch.zeros(2)}
         self.build_agent(state.get(VOCABULARY))
         self.load_state_dict(state)

@@ -233,6 +233,20 @@ def test_rl_starts_from_a_behaviour_cloned_agent_of_the_same_sizes(trained_agent
         RLModule(init_from="bc", **same).setup("validate")
 
 
+def test_an_agent_that_learns_head_temperatures_starts_from_one_without_them():
+    """A BC agent (no head temperatures) is the start of an RL agent that learns them, at 1; not the other way round
+    (a learned temperature scales the logits), and any other difference still refuses it. The RL module's start and
+    the experiments' BC starts (``_trained_alike``) read this one rule."""
+    from lq.lit.agent import start_differences
+
+    bc = {"encoder": "scratch", "agent": {"gru_hidden": 128}}  # saved before head_temperature existed: off
+    rl = {"encoder": "scratch", "agent": {"gru_hidden": 128, "head_temperature": True}}
+    assert start_differences(bc, rl) == {}
+    assert list(start_differences(rl, bc)) == ["agent"]
+    assert start_differences(bc, {**rl, "encoder": "general"}) == {"encoder": "scratch"}
+    assert list(start_differences(bc, {**rl, "agent": {"gru_hidden": 64, "head_temperature": True}})) == ["agent"]
+
+
 def test_the_environment_reads_at_the_partner_and_dm_length_the_agent_at_its_own(setup_dir):
     module = _module(setup_dir, env=env_spec(setup_dir, context_length=32))
     env = module.eval_env("test")
