@@ -276,8 +276,9 @@ def deviations(
 
 
 # the sharper-agent changes of the deviation table that are candidates for lq's objective (issue 41): each added to
-# it alone, chosen on the validation quests
-CANDIDATES = ("gain_lr", "temperature", "valid_positives")
+# it alone, chosen on the validation quests. On 2026-11-26 the table chose `temperature` (with the gain's learning
+# rate, so `gain_lr` too) of gain_lr, temperature and valid_positives: conf/objective/lq.yaml has them since
+CANDIDATES = ("valid_positives",)
 
 
 def candidates(
