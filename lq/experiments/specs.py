@@ -250,29 +250,42 @@ def table45(
 VALIDATION_GOALS = tuple((f"Val {title.lower()}", metric.replace("test/", "val/")) for title, metric in GOALS)
 
 
+def _one_at_a_time(
+    name: str,
+    title: str,
+    encoders: Sequence[str],
+    objective: str,
+    base: str,
+    variants: Sequence[str],
+    last: tuple[str, str] | None = None,
+) -> Experiment:
+    """A table whose rows each add one of ``variants`` (:data:`DEPARTURES`) to its first, ``base`` (RL under the
+    objective), then ``last`` (title, variant) where given, then BC; validation and test columns, the baselines
+    beside."""
+    _check_encoders(encoders)
+    _check_variants(variants)
+    columns = (*VALIDATION_GOALS, *GOALS)
+    rows = []
+    for e in encoders:
+        who = f"{ENCODER_TITLES[e]}, " if len(encoders) > 1 else ""
+        for row, variant in [(base, ""), *((DEPARTURES[v][0], v) for v in variants), *([last] if last else [])]:
+            rows.append((f"{who}{row}", {t: Cell(Config("rl", e, variant=variant), m) for t, m in columns}))
+        rows.append((f"{who}BC", {t: Cell(Config("bc", e), m) for t, m in columns}))
+    return _with_baselines(name, title, rows, encoders, objective, variants)
+
+
 def deviations(
     encoders: Sequence[str] = ("scratch",), objective: str = "paper", variants: Sequence[str] = tuple(DEPARTURES)
 ) -> Experiment:
     """lq's departures from the paper objective measured one at a time (issue 41): the paper objective, then each
     departure added to it alone (:data:`DEPARTURES`; two are removals of lq's own features), then lq's objective;
     validation and test columns, BC and the baselines beside. Run under ``--objective paper`` (its base)."""
-    _check_encoders(encoders)
-    _check_variants(variants)
     if objective != "paper":
         raise ValueError(f"the deviation table departs from the paper objective: run it with --objective paper, "
                          f"not {objective}")  # fmt: skip
-    columns = (*VALIDATION_GOALS, *GOALS)
-    rows = []
-    for e in encoders:
-        who = f"{ENCODER_TITLES[e]}, " if len(encoders) > 1 else ""
-        rows.append((f"{who}RL (paper objective)", {t: Cell(Config("rl", e), m) for t, m in columns}))
-        for variant in variants:
-            title = DEPARTURES[variant][0]
-            rows.append((f"{who}{title}", {t: Cell(Config("rl", e, variant=variant), m) for t, m in columns}))
-        rows.append((f"{who}{RL_TITLES['lq']}", {t: Cell(Config("rl", e, variant="lq"), m) for t, m in columns}))
-        rows.append((f"{who}BC", {t: Cell(Config("bc", e), m) for t, m in columns}))
     title = "The deviation table: lq's departures from the paper objective, one at a time"
-    return _with_baselines("deviations", title, rows, encoders, objective, variants)
+    lq = (RL_TITLES["lq"], "lq")
+    return _one_at_a_time("deviations", title, encoders, objective, "RL (paper objective)", variants, lq)
 
 
 # the sharper-agent changes of the deviation table that are candidates for lq's objective (issue 41): each added to
@@ -288,21 +301,10 @@ def candidates(
     :data:`DEPARTURES`, its own folder), validation and test columns, BC and the baselines beside. The validation
     columns choose lq's default; the test columns are reported beside, never used to choose. Run under
     ``--objective lq`` (its base)."""
-    _check_encoders(encoders)
-    _check_variants(variants)
     if objective != "lq":
         raise ValueError(f"the candidates table adds to lq's objective: run it with --objective lq, not {objective}")
-    columns = (*VALIDATION_GOALS, *GOALS)
-    rows = []
-    for e in encoders:
-        who = f"{ENCODER_TITLES[e]}, " if len(encoders) > 1 else ""
-        rows.append((f"{who}{RL_TITLES['lq']}", {t: Cell(Config("rl", e), m) for t, m in columns}))
-        for variant in variants:
-            title = DEPARTURES[variant][0]
-            rows.append((f"{who}{title}", {t: Cell(Config("rl", e, variant=variant), m) for t, m in columns}))
-        rows.append((f"{who}BC", {t: Cell(Config("bc", e), m) for t, m in columns}))
     title = "lq's candidate defaults: its objective and each sharper-agent change to it, chosen on validation"
-    return _with_baselines("candidates", title, rows, encoders, objective, variants)
+    return _one_at_a_time("candidates", title, encoders, objective, RL_TITLES["lq"], variants)
 
 
 EXPERIMENTS: dict[str, Callable[..., Experiment]] = {
