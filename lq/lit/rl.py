@@ -144,9 +144,9 @@ class RLModule(AgentModule):
                 f"({', '.join(f'{k}={v!r}' for k, v in differ.items())}); start from one trained with this run's"
             )
         state = saved["state_dict"]
-        if self.agent_config.head_temperature and TEMPERATURES not in state:  # both at 1: the agent it was
-            state = {**state, TEMPERATURES: torch.zeros(2)}
         self.build_agent(state.get(VOCABULARY))
+        if self.agent_config.head_temperature and TEMPERATURES not in state:  # at the agent's start: the agent it was
+            state = {**state, TEMPERATURES: self.state_dict()[TEMPERATURES]}
         self.load_state_dict(state)
 
     def train_dataloader(self) -> DataLoader:
