@@ -20,6 +20,7 @@ from lq.eval import markdown_table
 from lq.experiments.reporting import (
     _client,
     children,
+    cpu_seconds,
     experiment_for,
     latest_parent,
     protocol_line,
@@ -153,6 +154,8 @@ def section(client, experiment: Experiment, parent_id: str) -> list[str]:
         + f", data `{tags.get('lq.data', '?')}`, seeds {params.get('seeds', '?')}, commit "
         f"`{tags.get('lq.commit', 'unknown')[:12]}`.",
         "",
+        cost_line(client, parent_id),
+        "",
     ]
     protocol = protocol_line(tags.get("lq.protocol"))
     for table in experiment.tables:
@@ -170,6 +173,26 @@ def section(client, experiment: Experiment, parent_id: str) -> list[str]:
             lines.append(f"- {o.claim}: {_mean_std(better)} against {_mean_std(worse)}: **{verdict(better, worse)}**")
         lines.append("")
     return lines
+
+
+def cost_line(client, parent_id: str) -> str:
+    """What a parent's child runs cost in CPU time: the sum of their ``time/cpu_s`` (each process's own CPU time, so
+    neither a pause nor a second job beside it counts), over every child, a killed one to its last epoch's end and the
+    run that resumed it from there. The preparation (data, environment models, encoders) is not a child."""
+    runs = children(client, parent_id, finished=False)
+    seconds = [s for s in (cpu_seconds(client, run) for run in runs) if s is not None]
+    if not seconds:
+        return f"Cost: not measured (its {len(runs)} child runs ran before lq logged their CPU time, `time/cpu_s`)."
+    hours = sum(seconds) / 3600
+    spent = f"{hours:.1f} CPU hours" if hours >= 1 else f"{hours * 60:.0f} CPU minutes"
+    ended = sum(run.info.status != "FINISHED" for run in runs)
+    parts = [f"Cost: {spent} in its {len(runs)} child runs"]
+    parts += [f" ({ended} of them killed or failed before the end, their configurations run again)"] * bool(ended)
+    parts += [", the CPU time of their processes (`time/cpu_s`); preparing data, models and encoders not counted"]
+    missing = len(runs) - len(seconds)
+    if missing:  # run before lq logged it, or stopped before its first epoch ended
+        parts += [f"; {missing} of them logged no CPU time and {'is' if missing == 1 else 'are'} not counted"]
+    return "".join(parts) + "."
 
 
 # the experiments whose rows each add one change to their first: a matrix of which change moves which column

@@ -57,12 +57,6 @@ def end_dead_runs(client, runs, gone: bool = False) -> list:
     return dead
 
 
-def _child_runs(client, pid: str) -> list:
-    """Every child run of parent ``pid``, whatever its status."""
-    run = client.get_run(pid)
-    return client.search_runs([run.info.experiment_id], filter_string=f"tags.mlflow.parentRunId = '{pid}'")
-
-
 def _reopen(client, pid: str, experiment: Experiment, setup: Setup) -> set[tuple[str, str]]:
     """Reopen an unfinished parent: check it ran the same seeds and encoders and that none of its children still runs
     here, mark its children that died unfinished as KILLED, and return the (configuration, seed) pairs whose children
@@ -84,7 +78,7 @@ def _reopen(client, pid: str, experiment: Experiment, setup: Setup) -> set[tuple
                 f"and these would not compare; resume it with {key.removeprefix('lq.').upper()}={tags.get(key)}, or "
                 "run without --resume for a new parent"
             )
-    kids = _child_runs(client, pid)
+    kids = children(client, pid, finished=False)
     running = [r for r in kids if r.info.status == "RUNNING" and alive(r)]
     if running:  # a driver killed alone leaves its children running: they would be trained twice at once
         first = running[0].data.tags

@@ -48,11 +48,19 @@ def parent_runs(client, name: str, where: str = "") -> list:
     )
 
 
-def children(client, parent_id: str) -> list:
+def children(client, parent_id: str, finished: bool = True) -> list:
+    """The child runs of parent ``parent_id`` that finished (``finished=False``: all, whatever their status)."""
     exp_id = client.get_run(parent_id).info.experiment_id
-    return client.search_runs(
-        [exp_id], filter_string=f"tags.mlflow.parentRunId = '{parent_id}' and attributes.status = 'FINISHED'"
-    )
+    where = f"tags.mlflow.parentRunId = '{parent_id}'" + (" and attributes.status = 'FINISHED'" if finished else "")
+    return client.search_runs([exp_id], filter_string=where)
+
+
+def cpu_seconds(client, run) -> float | None:
+    """The CPU time a run's process spent (``time/cpu_s``, growing over its epochs: the largest logged), None where
+    the run logged none (it ran before lq logged it, or died before its first epoch ended)."""
+    if "time/cpu_s" not in run.data.metrics:
+        return None
+    return max(m.value for m in client.get_metric_history(run.info.run_id, "time/cpu_s"))
 
 
 def cell_values(client, runs: Sequence, cell: Cell) -> list[float]:

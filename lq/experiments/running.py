@@ -23,8 +23,8 @@ from lq.conf.resolver import (
     finished,
 )
 from lq.experiments.launchers import JobFailed, shown
-from lq.experiments.parents import _child_runs, end_dead_runs, log_best_model, open_parent
-from lq.experiments.reporting import _client, _print, build_tables, experiment_id
+from lq.experiments.parents import end_dead_runs, log_best_model, open_parent
+from lq.experiments.reporting import _client, _print, build_tables, children, experiment_id
 from lq.experiments.setup import Setup
 from lq.experiments.specs import Config, Experiment
 from lq.lit.cli import run_tags
@@ -500,7 +500,9 @@ def run_experiment(
         )
     except BaseException as error:
         # the children the launcher saw end badly (a kill -9 leaves its run RUNNING), then the parent
-        end_dead_runs(client, _child_runs(client, pid), gone=isinstance(error, (JobFailed, KeyboardInterrupt)))
+        end_dead_runs(
+            client, children(client, pid, finished=False), gone=isinstance(error, (JobFailed, KeyboardInterrupt))
+        )
         client.set_terminated(pid, "KILLED" if isinstance(error, KeyboardInterrupt) else "FAILED")
         raise
     client.set_terminated(pid, "FINISHED")
@@ -513,7 +515,7 @@ def run_baselines(client, experiment: str, run: Run, pid: str) -> str:
     each rule in place of the agent (``baselines/<rule>/<goal>_rate``); returns its run id."""
     from lq.lit.checkpoints import agent_baselines
 
-    seed = run.seed
+    seed, started = run.seed, time.process_time()
     module = prep_module(run)
     config = Config("baselines", "", run.ability, run.switch)
     tags = {"mlflow.parentRunId": pid, "lq.config": config.key, "lq.seed": str(seed), "lq.stage": "baselines"}
@@ -526,6 +528,7 @@ def run_baselines(client, experiment: str, run: Run, pid: str) -> str:
             for name, value in result.metrics(f"baselines/{key}/").items():
                 if value == value:  # the ceiling has no speech columns (NaN)
                     client.log_metric(run_id, name, value)
+        client.log_metric(run_id, "time/cpu_s", time.process_time() - started)  # what a stage run logs (StageTimer)
     except BaseException as error:
         client.set_terminated(run_id, "KILLED" if isinstance(error, KeyboardInterrupt) else "FAILED")
         raise

@@ -4,7 +4,9 @@ Lightning's progress bars redraw one terminal line; written to a file (``make qu
 leave either nothing or thousands of carriage returns. :class:`LogProgress` replaces the bar when stdout is
 not a terminal and prints a plain line about every tenth of an epoch. :class:`StageTimer` splits a stage's
 wall time into training, validation and test (and whatever the stage adds after fitting, such as the Table
-4/5 artifacts), logs it as ``time/<part>_s`` and prints it.
+4/5 artifacts), logs it as ``time/<part>_s`` and prints it, with the CPU time the run's process spent (``time/cpu_s``,
+also at each training epoch's end, so that a run killed mid-training leaves what it cost: a table's cost is the sum
+over its children, :func:`lq.experiments.claims.cost_line`).
 """
 
 from __future__ import annotations
@@ -104,12 +106,23 @@ class StageTimer(Callback):
     """Wall seconds spent training, validating and testing (validation during fit is not counted as training).
 
     ``with timer.timed(part):`` books what a stage does after fitting (e.g. ``tables``). :meth:`report` logs
-    ``time/<part>_s`` to the trainer's loggers, prints a line and returns those metrics.
+    ``time/<part>_s`` to the trainer's loggers, prints a line and returns those metrics. ``time/cpu_s``: the CPU
+    seconds of the process (all its threads) since the timer was made, as the run is set up; logged again at each
+    training epoch's end (growing: its largest value is the run's cost so far), which a paused or waiting process
+    does not inflate as it does wall time.
     """
 
     def __init__(self) -> None:
         self.seconds: dict[str, float] = {"train": 0.0, "validation": 0.0, "test": 0.0}
         self._fit = self._val = self._test = 0.0
+        self._cpu = time.process_time()
+
+    def cpu_seconds(self) -> float:
+        return time.process_time() - self._cpu
+
+    def on_train_epoch_end(self, trainer: L.Trainer, pl_module: L.LightningModule) -> None:
+        for logger in trainer.loggers:
+            logger.log_metrics({"time/cpu_s": self.cpu_seconds()}, step=trainer.global_step)
 
     def add(self, part: str, seconds: float) -> None:
         self.seconds[part] = self.seconds.get(part, 0.0) + seconds
@@ -142,10 +155,11 @@ class StageTimer(Callback):
         self.add("test", _clock() - self._test)
 
     def report(self, trainer: L.Trainer) -> dict[str, float]:
-        metrics = {f"time/{part}_s": s for part, s in self.seconds.items()}
+        metrics = {f"time/{part}_s": s for part, s in self.seconds.items()} | {"time/cpu_s": self.cpu_seconds()}
         for logger in trainer.loggers:
-            logger.log_metrics(metrics)
+            logger.log_metrics(metrics, step=trainer.global_step)
         parts = ", ".join(f"{part} {s:.1f} s" for part, s in self.seconds.items() if s > 0)  # logged all the same
         if trainer.is_global_zero:
-            print(f"wall time: {parts} (total {sum(self.seconds.values()):.1f} s)", flush=True)
+            total, cpu = sum(self.seconds.values()), metrics["time/cpu_s"]
+            print(f"wall time: {parts} (total {total:.1f} s); CPU time {cpu:.1f} s", flush=True)
         return metrics

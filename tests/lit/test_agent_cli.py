@@ -118,7 +118,13 @@ def test_bc_and_rl_fit_evaluate_and_compare(setup_dir, tmp_path, capsys):
         assert tags["lq.configs"].split(",")[-1] == ("objective/lq.yaml" if stage == "rl" else "encoder/scratch.yaml")
         assert len(tags["lq.commit"].removesuffix("+dirty")) == 40
         if run.info.run_name.startswith("rl-"):
-            for name in ("test/act_goal_rate", "test/speech_goal_rate", "time/train_s", "time/evaluation_s"):
+            for name in (
+                "test/act_goal_rate",
+                "test/speech_goal_rate",
+                "time/train_s",
+                "time/evaluation_s",
+                "time/cpu_s",
+            ):
                 assert metrics[name] == pytest.approx(run.data.metrics[name]), name
         client = mlflow.tracking.MlflowClient()
         assert "transcripts" in {a.path for a in client.list_artifacts(run.info.run_id)}

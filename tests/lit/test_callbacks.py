@@ -52,9 +52,42 @@ def test_log_progress_prints_a_line_per_tenth_of_an_epoch_and_per_validation(cap
     ]
     metrics = timer.report(trainer)
     assert timer.seconds["train"] > 0 and timer.seconds["validation"] > 0 and timer.seconds["test"] == 0
-    assert metrics == {f"time/{part}_s": s for part, s in timer.seconds.items()}
+    assert metrics.pop("time/cpu_s") > 0 and metrics == {f"time/{part}_s": s for part, s in timer.seconds.items()}
     [line] = capsys.readouterr().out.splitlines()
     assert line.startswith("wall time: train ") and "test" not in line  # a part that did not run is not printed
+    assert "; CPU time " in line
+
+
+class _Logged(L.pytorch.loggers.Logger):
+    """Every metric logged, with its step."""
+
+    def __init__(self):
+        super().__init__()
+        self.logged: list[tuple[dict, int | None]] = []
+
+    name, version = "logged", 0
+
+    def log_metrics(self, metrics, step=None):
+        self.logged.append((dict(metrics), step))
+
+    def log_hyperparams(self, params, *args, **kwargs):
+        pass
+
+
+def test_the_cpu_time_is_logged_at_each_epochs_end_growing_and_last_with_the_wall_times():
+    """A run killed after its first epoch has logged what that epoch cost; the report logs it once more, at the
+    last step, so that its largest value is the whole run's."""
+    timer, logger = StageTimer(), _Logged()
+    trainer = L.Trainer(
+        max_epochs=3, callbacks=[timer], logger=logger, enable_checkpointing=False, enable_progress_bar=False,
+        enable_model_summary=False, num_sanity_val_steps=0, limit_val_batches=0,
+    )  # fmt: skip
+    trainer.fit(_Tiny(), _loader(20))
+    cpu = [(m["time/cpu_s"], step) for m, step in logger.logged if "time/cpu_s" in m and len(m) == 1]
+    assert [step for _, step in cpu] == [20, 40, 60]  # each epoch's end, at its global step
+    assert cpu[0][0] > 0 and [v for v, _ in cpu] == sorted(v for v, _ in cpu)
+    metrics = timer.report(trainer)
+    assert logger.logged[-1] == (metrics, 60) and metrics["time/cpu_s"] >= cpu[-1][0]
 
 
 def test_log_progress_only_where_stdout_is_not_a_terminal():

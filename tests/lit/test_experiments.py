@@ -784,6 +784,7 @@ def test_a_table_gives_the_same_cells_whatever_the_job_count_launcher_or_plan(se
     assert len(agents) == 2 and all(both <= set(expected[k]) for k in agents)
     kids = X.children(MlflowClient(one.tracking_uri), parent)
     assert {r.data.params.get("threads") for r in kids if r.data.tags["lq.stage"] != "baselines"} == {"1"}
+    assert all(r.data.metrics["time/cpu_s"] > 0 for r in kids)  # what the table cost: every child, the baselines too
 
     two = _tiny_setup(setup_dir, tmp_path / "two", one, seeds=(0,), jobs=2)  # the partner calibrated once
     assert _outcomes(two, X.run_experiment(experiment, two, log=lambda _: None)[0]) == expected

@@ -223,7 +223,7 @@ def test_lq_pretrain_end_to_end_logs_to_mlflow(data_dir, tmp_path):
     assert not any("@" in m for m in run.data.metrics)
     # where the wall time went, and the experiment opens on its runs table in MLflow's UI
     parts = {m: v for m, v in run.data.metrics.items() if m.startswith("time/")}
-    assert set(parts) == {"time/train_s", "time/validation_s", "time/test_s", "time/tables_s"}
+    assert set(parts) == {"time/train_s", "time/validation_s", "time/test_s", "time/tables_s", "time/cpu_s"}
     assert all(v > 0 for v in parts.values()), parts
     # fit_pretrain returns what the run logged: the test figures, the Table 4/5 cells, the wall times
     for name in ("test/hits_at_1", "test/seq_timeline/hits_at_5", "table4/short/all_hits_at_1", "time/tables_s"):
