@@ -48,7 +48,7 @@ $(STAMP): pyproject.toml
 QUICK_ENCODERS ?= scratch general_light
 # the quick profile: an overlay of tiny that trains each stage for less, apart from tiny's runs (outputs/quick/)
 QUICK_PROFILE ?= quick
-# agent runs (RL, BC) of an experiment trained side by side, the cores shared among them
+# agent runs (RL, BC) of an experiment or of make bc / make rl trained side by side, the cores shared among them
 JOBS ?= 2
 quickstart: $(STAMP) ## from nothing: data, partner, DM, pretraining, BC and RL, zero-shot Table 1 (scratch vs general_light, 1 seed, QUICK_PROFILE=quick)
 	$(BIN)/lq experiment run table1 --encoders $(QUICK_ENCODERS) --seeds 0 --profile $(QUICK_PROFILE) --data $(DATA) --jobs $(JOBS) $(if $(RESUME),--resume) \
@@ -104,7 +104,7 @@ PROTOCOL ?= paper
 OBJECTIVE ?= lq
 SEEDS ?= 0 1 2
 # one stage as lq's resolver (lq/conf/resolver.py) configures it: config files, checkpoints, what it needs first
-STAGE = $(BIN)/lq stage --profile $(PROFILE) --protocol $(PROTOCOL) --objective $(OBJECTIVE) --data $(DATA) $(if $(ARGS),--args '$(ARGS)')
+STAGE = $(BIN)/lq stage --profile $(PROFILE) --protocol $(PROTOCOL) --objective $(OBJECTIVE) --data $(DATA) --jobs $(JOBS) $(if $(ARGS),--args '$(ARGS)')
 AGENT = --encoder $(ENCODER) --ability $(ABILITY) --switch $(SWITCH) --seeds $(SEEDS)
 
 pretrain: $(STAMP) ## pretrain a poly-encoder: make pretrain ENCODER=general_light [PROFILE=tiny|paper] [ARGS=...] (adaptive: general first)
@@ -116,10 +116,10 @@ partner: $(STAMP) ## train the environment's partner agent: make partner [PROFIL
 dm: $(STAMP) ## train the environment's Dungeon Master: make dm [PROFILE=tiny] (the profile's encoder unless ENCODER=...)
 	$(STAGE) dm $(if $(filter command line,$(origin ENCODER)),--encoder $(ENCODER))
 
-bc: $(STAMP) ## behaviour cloning, one agent per seed: make bc ENCODER=scratch [ABILITY] [SWITCH] [PROFILE] [PROTOCOL=paper|restricted] [SEEDS="0 1 2"]
+bc: $(STAMP) ## behaviour cloning, one agent per seed: make bc ENCODER=scratch [ABILITY] [SWITCH] [PROFILE] [PROTOCOL=paper|restricted] [SEEDS="0 1 2"] [JOBS=2]
 	$(STAGE) bc $(AGENT)
 
-rl: $(STAMP) ## BC agents where missing, RL agents per seed started from them, then RL, BC and the baselines side by side: make rl ENCODER=scratch [ABILITY] [SWITCH] [PROFILE] [PROTOCOL] [OBJECTIVE=lq|paper] [SEEDS]
+rl: $(STAMP) ## BC agents where missing, RL agents per seed started from them, then RL, BC and the baselines side by side: make rl ENCODER=scratch [ABILITY] [SWITCH] [PROFILE] [PROTOCOL] [OBJECTIVE=lq|paper] [SEEDS] [JOBS]
 	$(STAGE) rl $(AGENT) --compare --eval-seeds 0
 
 CKPT ?=

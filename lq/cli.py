@@ -302,7 +302,9 @@ def _cmd_stage(args: argparse.Namespace) -> int:
     from lq import experiments as X
     from lq.experiments.launchers import JobFailed
 
-    setup = _setup(args, args.stage, profile=args.profile, protocol=args.protocol, objective=args.objective)
+    setup = _setup(
+        args, args.stage, profile=args.profile, protocol=args.protocol, objective=args.objective, jobs=args.jobs
+    )
     encoder = args.encoder or (setup.env_encoder if args.stage in ("partner", "dm") else "general_light")
     if args.compare and args.stage != "rl":
         raise UsageError(f"--compare compares RL agents with BC's and the baselines: lq stage rl, not {args.stage}")
@@ -565,6 +567,10 @@ def build_parser() -> argparse.ArgumentParser:
     st.add_argument("--ability", default="act_speech", help="agents: act_speech, act, speech, speech_no_speech_goals")
     st.add_argument("--switch", default="hardcoded", help="agents: hardcoded or ratio")
     st.add_argument("--seeds", type=int, nargs="+", default=[0], help="agents: one run per seed")
+    st.add_argument(
+        "--jobs", type=int, default=1, help="agents: runs trained side by side, the cores shared among them (the "
+        "same figures: each run fixes its own threads)",
+    )  # fmt: skip
     st.add_argument("--eval-seeds", type=int, default=1, help="agents: zero-shot evaluations after fitting")
     st.add_argument("--data", default="data/default", help="dataset folder (data/default is generated if missing)")
     st.add_argument("--tracking-uri", default="sqlite:///mlflow.db", help="MLflow store or tracking server")

@@ -238,7 +238,8 @@ def stage_waves(
 ) -> list[Wave]:
     """Every job of one stage (``make pretrain``, ``partner``, ``dm``, ``bc``, ``rl``), in waves each after the one
     before: what the stage needs (:func:`preparation`; for ``adaptive`` the general encoder; for RL the BC agents it
-    starts from), then one run per seed (poly-encoder stages: the first seed only). ``compare`` (the RL stage): then
+    starts from), then one run per seed (poly-encoder stages: the first seed only; the agents ``setup.jobs`` at a
+    time, as an experiment's children). ``compare`` (the RL stage): then
     the BC agents of the same configuration and seeds, each where missing or trained unlike its RL agent (asked when
     its wave comes, the RL agents trained by then), and all of them evaluated side by side with the baselines
     (``OUTPUTS/eval/``). What :func:`run_stage` runs and ``lq stage --print`` prints."""
@@ -248,7 +249,8 @@ def stage_waves(
     config = Config(stage, encoder, ability, switch)
     runs = stage_runs(config, setup)
     waves = _preparation([run for _, run in runs], setup)
-    waves.append(([Step(label, run.args) for label, run in runs], 1))  # always trained
+    side_by_side = setup.jobs if stage in AGENT_STAGES else 1  # a poly-encoder stage: one run, on every core
+    waves.append(([Step(label, run.args) for label, run in runs], side_by_side))  # always trained
     if not compare:
         return waves
     seeds = setup.seeds
@@ -267,7 +269,7 @@ def stage_waves(
     named = "" if Path(rl_dir) == Path(setup.stage_dir("rl")) else f"{Path(rl_dir).name}-"
     out = f"{Path(rl_dir).parent}/eval/{named}{encoder}-{ability}-{switch}"
     evaluation = Step("eval", ["eval", *rl, *bc, "--baselines", str(len(seeds)), "--out", out])
-    return [*waves, *([(starts, 1)] if starts else []), ([evaluation], 1)]
+    return [*waves, *([(starts, setup.jobs)] if starts else []), ([evaluation], 1)]
 
 
 def run_stage(stage: str, setup: Setup, encoder: str, *choices: str, **options: bool) -> None:

@@ -142,12 +142,13 @@ class Recorder:
     ``bc_hparams``) where the real one would, so that what comes after it finds it."""
 
     def __init__(self, bc_hparams: dict | None = None):
-        self.waves = []
+        self.waves, self.parallel = [], []
         self.bc_hparams = bc_hparams or {}
 
     def run(self, jobs, parallel):
         if jobs:
             self.waves.append([args for _, args in jobs])
+            self.parallel.append(parallel)
         for _, args in jobs:
             if args[:2] == ["bc", "fit"]:
                 where = [args[args.index(f"--{key}") + 1] for key in ("out_dir", "model.ability", "model.switch")]
@@ -238,6 +239,28 @@ def test_a_stage_makes_what_it_needs_first_and_make_rl_compares_with_bc(tmp_path
     assert rl[rl.index("--bc_dir") + 1] == setup.stage_dir("bc")
     assert "--model.num_envs=4" in rl and "--model.num_envs=4" not in bc
     assert launcher.waves[6][0][2] == setup.agent_checkpoint("bc", "adaptive", "act_speech", "hardcoded", 3)
+    assert launcher.parallel == [1, 1, 2, 2, 1, 1, 1]  # the jobs: 1 by default
+
+
+def test_make_rl_trains_its_seeds_jobs_at_a_time_and_pretraining_on_every_core(tmp_path, monkeypatch, capsys):
+    """``lq stage --jobs 2`` (make bc, make rl: ``JOBS``) trains two seeds' agents side by side, as an experiment's
+    children; a pretraining stage stays one run on every core."""
+    (tmp_path / "data").mkdir()
+    (tmp_path / "data" / "manifest.json").touch()
+    setup = X.Setup(seeds=(0, 1, 2), data_dir=str(tmp_path / "data"), tracking_uri=f"sqlite:///{tmp_path / 'm.db'}",
+                    outputs=str(tmp_path / "o"), launcher=Recorder(), jobs=2)  # fmt: skip
+    X.run_stage("rl", setup, "scratch", compare=True)
+    kinds = [wave[0][0] for wave in setup.launcher.waves]
+    assert list(zip(kinds, setup.launcher.parallel, strict=True)) == [
+        ("partner", 2), ("experiment", 2), ("bc", 2), ("rl", 2), ("eval", 1)
+    ]  # fmt: skip
+    assert [len(wave) for wave in setup.launcher.waves][2:4] == [3, 3]
+    pretraining = dataclasses.replace(setup, launcher=Recorder())
+    X.run_stage("pretrain", pretraining, "general")
+    assert pretraining.launcher.parallel == [1]
+    monkeypatch.chdir(tmp_path)
+    assert main(["stage", "rl", "--jobs", "2", "--print", "--data", str(tmp_path / "data")]) == 0
+    assert "lq rl fit" in capsys.readouterr().out
     with pytest.raises(ValueError, match="compare: the RL stage's agents"):
         X.run_stage("bc", setup, "scratch", compare=True)
 
