@@ -203,7 +203,7 @@ def _cmd_eval(args: argparse.Namespace) -> int:
         from lq.envs.protocol import protocol_of
 
         overrides["protocol"] = protocol_of(args.protocol)
-    sampled = {"sampled": not args.greedy_only, "temperature": args.temperature}
+    sampled = {"sampled": not args.greedy_only, "temperature": args.temperature, "seed": args.seed}
     rows = evaluate_checkpoints(args.checkpoints, args.baselines, args.split, **sampled, **overrides)
     markdown, csv = results_table(rows)
     print(f"\nZero-shot evaluation on the {args.split} quests (one episode per quest; mean ± std over seeds)")
@@ -468,6 +468,10 @@ def build_parser() -> argparse.ArgumentParser:
         help="evaluate under this protocol (paper, restricted) instead of the one each agent trained under",
     )
     ev.add_argument("--split", default="test", choices=["train", "valid", "test"])
+    ev.add_argument(
+        "--seed", type=int, default=0, help="the evaluation's seed (environment and sampling), whatever seed trained "
+        "each agent (default 0: what its own run evaluated and logged)",
+    )  # fmt: skip
     ev.add_argument("--max-steps", type=int, help="agent turns per episode (default: the checkpoint's protocol's)")
     ev.add_argument("--out", type=Path, help="also write the table here (.md; a .csv beside it)")
     ev.set_defaults(func=_cmd_eval)

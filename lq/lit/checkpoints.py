@@ -83,12 +83,15 @@ def evaluate_checkpoints(
     log: Callable[[str], None] = print,
     sampled: bool = True,
     temperature: float = 1.0,
+    seed: int = 0,
     **overrides,
 ) -> list[tuple[str, list[EvalResult]]]:
     """Zero-shot results of trained agents, grouped by configuration (one checkpoint per seed), greedy and (with
     ``sampled``) sampled at ``temperature`` (1: the agent's own distribution, what the protocols sample; another is
     a diagnostic of how sharp the agent is); then the baselines through the same actor and environment over
-    ``baseline_runs`` seeds (the first agent's switch, ability and spaces), and the ceiling."""
+    ``baseline_runs`` seeds (the first agent's switch, ability and spaces), and the ceiling. ``seed``: the
+    evaluation's (the environment's and the sampling's), whatever seed trained the agent: 0, as the evaluation each
+    agent run makes after fitting (its ``--eval_seeds``' first), so that an agent scores here what its run logged."""
     if temperature <= 0:
         raise ValueError(f"--temperature {temperature}: sample at a temperature above 0 (greedy is the argmax)")
     at = f" at temperature {temperature:g}" if temperature != 1 else ""
@@ -97,10 +100,10 @@ def evaluate_checkpoints(
     for path in checkpoints:
         module = load_agent(path, **overrides)
         first = first or module
-        env = module.eval_env(split, module.hparams.seed)
+        env = module.eval_env(split, seed)
         order = ("greedy", "sampled") if sampled else ("greedy",)
         actor = module.make_actor(temperature)
-        for decoding, result in decodings(env, actor, module.hparams.seed, order).items():
+        for decoding, result in decodings(env, actor, seed, order).items():
             decoding += at if decoding == "sampled" else ""
             log(
                 f"{path} ({decoding}): act goals {result.act_goal_rate:.3f}, speech goals {result.speech_goal_rate:.3f}"

@@ -4,6 +4,7 @@ import json
 import os
 
 import pytest
+import torch
 import yaml
 
 from lq.cli import main
@@ -111,6 +112,25 @@ def test_export_refuses_to_clobber_and_leaves_nothing_half_written(trained_agent
     with pytest.raises(FileNotFoundError, match=r"incomplete bundle, partner.safetensors missing: re-export it with "
                                                 rf"`lq export CHECKPOINT {bundle} --overwrite`"):  # fmt: skip
         load_agent(bundle)
+
+
+def test_eval_plays_an_agent_as_its_run_evaluated_it_whatever_seed_trained_it(trained_agent, tmp_path):
+    """``lq eval`` evaluates under seed 0 (its ``--seed``), as every agent run does after fitting: the same agent
+    saved as trained by seed 1 plays the same sampled episodes (make rl's table then shows what the runs logged and
+    the tables read), and another evaluation seed plays others."""
+    from lq.lit.checkpoints import evaluate_checkpoints
+
+    saved = torch.load(trained_agent, map_location="cpu", weights_only=False)
+    saved["hyper_parameters"]["seed"] = 1
+    other = tmp_path / "seed-1.ckpt"
+    torch.save(saved, other)
+    name = "BC scratch act_speech hardcoded (sampled)"
+
+    def played(checkpoint, **seed):
+        [result] = dict(evaluate_checkpoints([checkpoint], split="valid", log=lambda _: None, **seed))[name]
+        return [e["transcript"] for e in result.episodes]
+
+    assert played(other) == played(trained_agent) != played(trained_agent, seed=1)
 
 
 def test_eval_samples_at_a_temperature_as_a_diagnostic(trained_agent):
