@@ -248,9 +248,9 @@ def stage_waves(
     setup.configs(stage, encoder)  # an unknown stage or encoder named now, with the choices
     config = Config(stage, encoder, ability, switch)
     runs = stage_runs(config, setup)
-    waves = _preparation([run for _, run in runs], setup)
-    side_by_side = setup.jobs if stage in AGENT_STAGES else 1  # a poly-encoder stage: one run, on every core
-    waves.append(([Step(label, run.args) for label, run in runs], side_by_side))  # always trained
+    labels = {run: label for label, run in runs}
+    waves = _preparation(list(labels), setup)
+    waves += waves_of([list(labels)], lambda run: Step(labels[run], run.args), setup.jobs)  # always trained
     if not compare:
         return waves
     seeds = setup.seeds
