@@ -112,6 +112,7 @@ class Slot:
     goal_open: bool = False  # the goal action is in the action space and valid for the agent now
     goal_open_turns: int = 0  # agent turns played while it was (where the act goals are lost, lq.eval.LOST)
     goal_open_acts: int = 0  # of those, the turns the agent acted
+    serial: int = -1  # the episode's place in the order its environment started episodes (QuestEnv.started)
 
     @property
     def speech_score(self) -> float:

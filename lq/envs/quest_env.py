@@ -82,6 +82,7 @@ class QuestEnv:
         self.rng = random.Random(seed)
         self.sampler = sampler or (lambda rng: rng.randrange(len(self.instances)))
         self.slots: list[Slot] = []
+        self.started = 0  # episodes started so far: the next one's serial (Slot.serial)
 
     # -- episodes ------------------------------------------------------------------------------------
 
@@ -89,9 +90,14 @@ class QuestEnv:
         """Start a batch of episodes (on ``indices`` of the instances, or sampled)."""
         if indices is None:
             indices = [self.sampler(self.rng) for _ in range(self.batch_size)]
-        self.slots = [new_slot(self.instances[i], i) for i in indices]
+        self.slots = [self._start(i) for i in indices]
         self._partner_turns(list(range(len(self.slots))))  # the partner speaks first, as in the demonstrations
         return self._observe([{} for _ in self.slots])
+
+    def _start(self, index: int) -> Slot:
+        slot = new_slot(self.instances[index], index)
+        slot.serial, self.started = self.started, self.started + 1
+        return slot
 
     def context(self, slot: Slot, side: str = "self") -> str:
         return slot_context(slot, side, self.motivations, self.objects)
@@ -181,8 +187,7 @@ class QuestEnv:
         if self.auto_reset:
             finished = [i for i, d in enumerate(dones) if d]
             for i in finished:
-                index = self.sampler(self.rng)
-                self.slots[i] = new_slot(self.instances[index], index)
+                self.slots[i] = self._start(self.sampler(self.rng))
             self._partner_turns(finished)
         obs, infos = self._observe(infos)
         return obs, rewards, dones, infos
@@ -229,6 +234,7 @@ class QuestEnv:
         return {
             "quest_id": slot.instance.quest.quest_id,
             "instance": slot.index,
+            "serial": slot.serial,
             "act_goal": slot.act_goal is not None,
             "act_goal_by": slot.act_goal,
             "speech_goal": self.speech_goal(slot),

@@ -21,6 +21,7 @@ from lq.data.dataset import load_dataset
 from lq.envs.episode import instances_from_data
 from lq.lit.agent import VOCABULARY, AgentModule, read_checkpoint, start_differences
 from lq.rl.a2c import RolloutState, a2c_losses, collect
+from lq.rl.curves import StartedEpisodes
 from lq.rl.losses import A2CSettings, LossCoefficients, SwitchLosses, weighted
 from lq.rl.priority import PrioritySampler
 from lq.rl.switch import RatioSwitch
@@ -95,7 +96,7 @@ class RLModule(AgentModule):
         self.unsolvable = {
             i for i, inst in enumerate(self.env.instances) if inst.quest.goal not in self.env.action_index
         }
-        self.recent: list[dict] = []  # the last ``recent_episodes`` episode summaries, for the training curves
+        self.curve_episodes = StartedEpisodes(h.recent_episodes)  # what the training curves average
         if self.settings.coefficients.imitation > 0:
             quests = load_dataset(self.data_dir).quests.all()
             self.demo_episodes = self.cloning_episodes(instances_from_data(quests, self.demos["train"]))
@@ -180,7 +181,7 @@ class RLModule(AgentModule):
         optimizer.step()
         for episode in rollout.episodes:
             self.sampler.record(episode["instance"], episode["act_goal"])
-        self.recent = (self.recent + rollout.episodes)[-h.recent_episodes :]
+        self.curve_episodes.add(rollout.episodes)
         self.log_training(losses, rollout)
         return losses.total.detach()
 
@@ -244,13 +245,13 @@ class RLModule(AgentModule):
         self.log("rl/reward_per_step", rollout.rewards.mean(), batch_size=n)
         for name, gain in self.gains().items():
             self.log(f"agent/{name}", gain, batch_size=n)
-        if self.recent:
-            m = len(self.recent)
-            self.log("rl/act_goal_rate", sum(e["act_goal"] for e in self.recent) / m, prog_bar=True, batch_size=m)
-            self.log("rl/speech_goal_rate", sum(e["speech_goal"] for e in self.recent) / m, batch_size=m)
-            self.log("rl/return", sum(e["return"] for e in self.recent) / m, batch_size=m)
+        if window := self.curve_episodes.window(slot.serial for slot in self.env.slots):
+            m = len(window)
+            self.log("rl/act_goal_rate", sum(e["act_goal"] for e in window) / m, prog_bar=True, batch_size=m)
+            self.log("rl/speech_goal_rate", sum(e["speech_goal"] for e in window) / m, batch_size=m)
+            self.log("rl/return", sum(e["return"] for e in window) / m, batch_size=m)
             # episodes on quests whose goal is not in the action space: priority sampling must not let them take over
-            unsolvable = sum(e["instance"] in self.unsolvable for e in self.recent) / m
+            unsolvable = sum(e["instance"] in self.unsolvable for e in window) / m
             self.log("rl/unsolvable_share", unsolvable, batch_size=m)
 
     def on_save_checkpoint(self, checkpoint: dict) -> None:
@@ -263,8 +264,8 @@ class RLModule(AgentModule):
 
     def rollout_snapshot(self) -> torch.Tensor:
         """What a resumed run needs to go on exactly where this one is: the episodes in play (their worlds,
-        histories and turns), the last observations and the actor's per-episode state, the recent episodes of the
-        training curves and the random state that samples the actions; pickled into a byte tensor (a checkpoint
+        histories and turns), the last observations and the actor's per-episode state, the episodes of the training
+        curves and the random state that samples the actions; pickled into a byte tensor (a checkpoint
         stays loadable with ``weights_only=True``)."""
         state = self.rollout_state
         snapshot = {
@@ -273,7 +274,8 @@ class RLModule(AgentModule):
             "infos": state.infos,
             "actor": state.actor.map(lambda t: t.detach().cpu()),
             "k_of": state.k_of,
-            "recent": self.recent,
+            "started": self.env.started,
+            "recent": self.curve_episodes.ended,
             "torch_rng": torch.get_rng_state(),
         }
         return torch.frombuffer(bytearray(pickle.dumps(snapshot)), dtype=torch.uint8)
@@ -283,7 +285,8 @@ class RLModule(AgentModule):
         self.env.slots = snapshot["slots"]
         actor = snapshot["actor"].map(lambda t: t.to(self.device))
         self.rollout_state = RolloutState(snapshot["obs"], snapshot["infos"], actor, snapshot["k_of"])
-        self.recent = snapshot["recent"]
+        self.env.started = snapshot.get("started", 0)  # a snapshot from before episodes were numbered: from 0
+        self.curve_episodes.ended = snapshot["recent"] if isinstance(snapshot["recent"], dict) else {}
         torch.set_rng_state(snapshot["torch_rng"])
 
     def on_load_checkpoint(self, checkpoint: dict) -> None:

@@ -274,6 +274,9 @@ def test_auto_reset_starts_a_new_quest(data, batcher):
     env.step(["hello"] * 4)
     obs, rewards, dones, infos = env.step(["hello"] * 4)
     assert dones == [True] * 4 and all("episode" in i and i["steps"] == 0 for i in infos)
+    # episodes are numbered in the order they started: the first four, then the four that replaced them
+    assert [i["episode"]["serial"] for i in infos] == [0, 1, 2, 3]
+    assert [s.serial for s in env.slots] == [4, 5, 6, 7] and env.started == 8
     with pytest.raises(ValueError, match="3 commands for 4"):
         env.step(["hello"] * 3)
 
