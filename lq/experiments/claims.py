@@ -16,7 +16,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
-from lq.eval import markdown_table
+from lq.eval import cell, markdown_table, mean_std_of
 from lq.experiments.reporting import (
     _client,
     children,
@@ -127,11 +127,9 @@ def orderings(experiment: Experiment) -> list[Ordering]:
 
 
 def _mean_std(values: Sequence[float]) -> str:
-    if not values:
-        return "n/a"
-    if len(values) == 1:
-        return f"{values[0]:.3f}"
-    return f"{statistics.fmean(values):.3f} ± {statistics.stdev(values):.3f}"
+    """The seeds' figures as the tables print them (:func:`lq.eval.reports.cell`: mean ± population std), so that a
+    marked line quotes the cells above it."""
+    return cell(*mean_std_of(values), len(values)) if values else "n/a"
 
 
 def section(client, experiment: Experiment, parent_id: str) -> list[str]:
@@ -167,7 +165,7 @@ def section(client, experiment: Experiment, parent_id: str) -> list[str]:
         lines += [choice(experiment, values["candidates"]), ""]
     marked = orderings(experiment)
     if marked:
-        lines += ["The paper's orderings (one standard error of the difference; mean ± sample std over seeds):", ""]
+        lines += ["The paper's orderings (one standard error of the difference; mean ± std over seeds, as above):", ""]
         for o in marked:
             better, worse = (values[t].get((r, c), []) for t, r, c in (o.better, o.worse))
             lines.append(f"- {o.claim}: {_mean_std(better)} against {_mean_std(worse)}: **{verdict(better, worse)}**")
