@@ -57,14 +57,16 @@ quickstart: $(STAMP) ## from nothing: data, partner, DM, pretraining, BC and RL,
 
 EXPERIMENTS ?= table1 table2 table7 table45
 RESUME ?=
+PARENT ?=
 # where the children run: local (JOBS side by side, one GPU each) or submitit (SLURM; LAUNCHER_ARGS="slurm_partition=gpu
 # gpus_per_node=1 timeout_min=240", or cluster=local for submitit's local executor)
 LAUNCHER ?= local
 LAUNCHER_ARGS ?=
 RL_ARGS ?=
 XP_ARGS = --seeds $(SEEDS) --profile $(PROFILE) --protocol $(PROTOCOL) --objective $(OBJECTIVE) --data $(DATA) --jobs $(JOBS) --launcher $(LAUNCHER) \
-	$(if $(LAUNCHER_ARGS),--launcher-args $(LAUNCHER_ARGS)) $(if $(RESUME),--resume) $(if $(RL_ARGS),--rl-args '$(RL_ARGS)')
-ablations: $(STAMP) ## the paper's tables as MLflow parent/child runs: make ablations [PROFILE=tiny] [SEEDS="0 1 2"] [EXPERIMENTS=...] [OBJECTIVE=lq|paper] [LAUNCHER=local|submitit] [RESUME=1] [RL_ARGS=...]
+	$(if $(LAUNCHER_ARGS),--launcher-args $(LAUNCHER_ARGS)) $(if $(RESUME),--resume) $(if $(PARENT),--parent $(PARENT)) \
+	$(if $(RL_ARGS),--rl-args '$(RL_ARGS)')
+ablations: $(STAMP) ## the paper's tables as MLflow parent/child runs: make ablations [PROFILE=tiny] [SEEDS="0 1 2"] [EXPERIMENTS=...] [OBJECTIVE=lq|paper] [LAUNCHER=local|submitit] [RESUME=1 [PARENT=run-id]] [RL_ARGS=...]
 	$(BIN)/lq experiment run $(EXPERIMENTS) $(XP_ARGS)
 
 plan: $(STAMP) ## print every job of the tables as a command line, for any scheduler (opens their parent runs): make plan EXPERIMENTS=table1

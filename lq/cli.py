@@ -346,13 +346,15 @@ def _cmd_experiment(args: argparse.Namespace) -> int:
         log_model=args.log_model, objective=args.objective or "lq", outputs=args.outputs or "",
     )  # fmt: skip
     if args.action in ("run", "plan"):
+        if args.parent and len(names) != 1:
+            raise UsageError(f"experiment {args.action} --parent: name the one experiment the parent run belongs to")
         for name in names:
             experiment = X.EXPERIMENTS[name](*([args.encoders] if args.encoders else []), objective=setup.objective)
             if args.action == "plan":
-                print("\n".join(X.plan(experiment, setup, resume=args.resume)))
+                print("\n".join(X.plan(experiment, setup, resume=args.resume, parent=args.parent)))
                 continue
             try:
-                parent, tables = X.run_experiment(experiment, setup, resume=args.resume)
+                parent, tables = X.run_experiment(experiment, setup, resume=args.resume, parent=args.parent)
             except FileNotFoundError as e:  # a dataset that is not there, a config that does not exist
                 raise UsageError(str(e)) from None
             except JobFailed as e:
@@ -531,7 +533,11 @@ def build_parser() -> argparse.ArgumentParser:
     )
     xp.add_argument("--data", default="data/default", help="dataset folder (generated if missing)")
     xp.add_argument("--tracking-uri", default="sqlite:///mlflow.db", help="MLflow store or tracking server")
-    xp.add_argument("--parent", help="tables: this parent run instead of the latest")
+    xp.add_argument(
+        "--parent",
+        help="tables: this parent run instead of the latest; run, plan with --resume: this unfinished parent run "
+        "instead of the newest",
+    )
     xp.add_argument(
         "--resume",
         action="store_true",

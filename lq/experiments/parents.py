@@ -24,12 +24,17 @@ def parent_identity(setup: Setup) -> dict[str, str]:
     }
 
 
-def resumable_parent(client, experiment: Experiment, setup: Setup) -> str | None:
-    """The newest parent run of ``experiment`` with ``setup``'s identity (profile, protocol, objective, data) that did
-    not finish (None if none)."""
+def unfinished_parents(client, experiment: Experiment, setup: Setup) -> list:
+    """The parent runs of ``experiment`` with ``setup``'s identity (profile, protocol, objective, data) that did not
+    finish, newest first."""
     where = "".join(f" and tags.`{k}` = '{v}'" for k, v in parent_identity(setup).items() if k != "lq.data")
     runs = [r for r in parent_runs(client, experiment.name, where) if r.data.tags.get("lq.data") == str(setup.data_dir)]
-    unfinished = [r for r in runs if r.info.status != "FINISHED"]
+    return [r for r in runs if r.info.status != "FINISHED"]
+
+
+def resumable_parent(client, experiment: Experiment, setup: Setup) -> str | None:
+    """The newest unfinished parent run of ``experiment`` with ``setup``'s identity (None if none)."""
+    unfinished = unfinished_parents(client, experiment, setup)
     return unfinished[0].info.run_id if unfinished else None
 
 
@@ -112,14 +117,30 @@ def log_best_model(client, experiment: Experiment, pid: str, setup: Setup, log: 
     return uri
 
 
-def open_parent(client, experiment: Experiment, setup: Setup, resume: bool, log: Callable[[str], None]):
-    """The parent run of ``experiment`` (a new one, or with ``resume`` the newest unfinished one, reopened) and the
-    (configuration, seed) pairs whose children finished before."""
+def open_parent(
+    client, experiment: Experiment, setup: Setup, resume: bool, log: Callable[[str], None], parent: str | None = None
+):
+    """The parent run of ``experiment`` (a new one, or with ``resume`` the newest unfinished one, or ``parent``,
+    reopened) and the (configuration, seed) pairs whose children finished before. Where several unfinished parents
+    share the identity, the log names the others (``lq experiment plan`` opens one at each call)."""
     exp_id = experiment_id(client, experiment.name)
-    pid = resumable_parent(client, experiment, setup) if resume else None
+    unfinished = unfinished_parents(client, experiment, setup) if resume else []
+    if parent is not None and parent not in [r.info.run_id for r in unfinished]:
+        raise ValueError(
+            f"--parent {parent}: not an unfinished {experiment.name} parent run of profile {setup.profile}, protocol "
+            f"{setup.protocol}, objective {setup.objective} and data {setup.data_dir} in {setup.tracking_uri}"
+            + (" (resume needs --resume)" if not resume else "")
+            + f"; those there: {', '.join(r.info.run_id for r in unfinished) or 'none'}"
+        )
+    pid = parent or (unfinished[0].info.run_id if unfinished else None)
     if pid is not None:
         done = _reopen(client, pid, experiment, setup)
         log(f"[{experiment.name}] resuming parent run {pid}: {len(done)} children finished before")
+        others = [r for r in unfinished if r.info.run_id != pid]
+        if others:
+            listed = ", ".join(f"{r.info.run_id} ({len(children(client, r.info.run_id))} finished)" for r in others)
+            log(f"[{experiment.name}] other unfinished parents of this identity, newest first: {listed}; --parent ID "
+                "resumes one of them instead")  # fmt: skip
         return pid, done
     if resume:
         log(f"[{experiment.name}] no unfinished parent run to resume: starting a new one")

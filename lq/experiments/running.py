@@ -456,13 +456,14 @@ def resumable(run: Run) -> str | None:
     return str(last)
 
 
-def plan(experiment: Experiment, setup: Setup, resume: bool = False) -> list[str]:
+def plan(experiment: Experiment, setup: Setup, resume: bool = False, parent: str | None = None) -> list[str]:
     """Every job of ``experiment`` as an ``lq`` command line, for any scheduler: the preparation, the children (under
     a parent run opened now, or the resumed one) and the tables that finish the parent, in numbered steps, each
     after the one before; the lines of one step are independent of each other. A preparation line whose output
-    exists says so in a comment."""
+    exists says so in a comment. ``parent``: with ``resume``, the unfinished parent run to resume (default: the
+    newest)."""
     client = _client(setup.tracking_uri)
-    pid, done = open_parent(client, experiment, setup, resume, lambda _: None)
+    pid, done = open_parent(client, experiment, setup, resume, lambda _: None, parent)
     lines = [
         f"# {experiment.title}: profile {setup.profile}, protocol {setup.protocol}, objective {setup.objective}, seeds "
         f"{' '.join(map(str, setup.seeds))}; parent run {pid} in MLflow experiment lq-{experiment.name} "
@@ -476,17 +477,21 @@ def plan(experiment: Experiment, setup: Setup, resume: bool = False) -> list[str
 
 
 def run_experiment(
-    experiment: Experiment, setup: Setup, log: Callable[[str], None] = _print, resume: bool = False
+    experiment: Experiment,
+    setup: Setup,
+    log: Callable[[str], None] = _print,
+    resume: bool = False,
+    parent: str | None = None,
 ) -> tuple[str, dict[str, tuple[str, str]]]:
     """Train every configuration of ``experiment`` per seed as children of a parent run, through the setup's
     launcher, then build its tables; returns the parent's run id and the tables (Markdown, CSV). ``resume``:
     continue the newest unfinished parent of this experiment and profile (an interrupted run, whichever launcher
-    ran it), training only the children that did not finish."""
+    ran it), training only the children that did not finish; ``parent``: that unfinished parent instead."""
     started = time.monotonic()
     prepare(experiment.configs, setup, experiment.name)
     prepared = time.monotonic()
     client = _client(setup.tracking_uri)
-    pid, done = open_parent(client, experiment, setup, resume, log)
+    pid, done = open_parent(client, experiment, setup, resume, log, parent)
     try:
         waves = child_waves(experiment, setup, pid, done)
         log(f"[{experiment.name}] {sum(len(steps) for steps, _ in waves)} children")

@@ -437,6 +437,34 @@ def test_a_killed_child_ends_the_driver_with_one_line_naming_it_its_log_and_how_
     )
 
 
+def test_resume_names_the_other_unfinished_parents_and_resumes_the_one_parent_names(tmp_path, capsys):
+    """A parent opened by `plan` and never run is newer than the one a killed driver left: resume takes the newest but
+    names the other with its finished children, and --parent resumes that one; a finished or unknown parent is
+    refused by name."""
+    uri = f"sqlite:///{tmp_path / 'mlflow.db'}"
+    client = MlflowClient(uri)
+    experiment = X.table1(["scratch"])
+    setup = X.Setup(seeds=(0, 1), tracking_uri=uri, outputs=str(tmp_path / "o"))
+    worked, _ = X.parents.open_parent(client, experiment, setup, False, print)
+    _log_children(client, worked, experiment, {"test/act_goal_rate": [0.1, 0.2]})
+    client.set_terminated(worked, "KILLED")
+    planned, _ = X.parents.open_parent(client, experiment, setup, False, print)
+    finished, _ = X.parents.open_parent(client, experiment, setup, False, print)
+    client.set_terminated(finished, "FINISHED")
+    logged = []
+    pid, done = X.parents.open_parent(client, experiment, setup, True, logged.append)
+    assert pid == planned and not done
+    n = 2 * len(experiment.configs)
+    assert logged[-1].startswith(f"[table1] other unfinished parents of this identity, newest first: {worked} ({n} ")
+    pid, done = X.parents.open_parent(client, experiment, setup, True, logged.append, parent=worked)
+    assert pid == worked and len(done) == n
+    for other in (finished, "0" * 32):
+        with pytest.raises(ValueError, match=f"--parent {other}: not an unfinished table1 parent run .* those there: "):
+            X.parents.open_parent(client, experiment, setup, True, print, parent=other)
+    argv = ["experiment", "run", "table1", "table2", "--resume", "--parent", worked, "--tracking-uri", uri]
+    assert main(argv) == 2 and "name the one experiment the parent run belongs to" in capsys.readouterr().err
+
+
 def test_a_run_whose_process_is_gone_is_marked_killed_and_one_still_running_blocks_a_resume(tmp_path):
     client = MlflowClient(f"sqlite:///{tmp_path / 'm.db'}")
     exp_id = X.experiment_id(client, "table1")
