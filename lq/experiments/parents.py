@@ -117,13 +117,9 @@ def log_best_model(client, experiment: Experiment, pid: str, setup: Setup, log: 
     return uri
 
 
-def open_parent(
-    client, experiment: Experiment, setup: Setup, resume: bool, log: Callable[[str], None], parent: str | None = None
-):
-    """The parent run of ``experiment`` (a new one, or with ``resume`` the newest unfinished one, or ``parent``,
-    reopened) and the (configuration, seed) pairs whose children finished before. Where several unfinished parents
-    share the identity, the log names the others (``lq experiment plan`` opens one at each call)."""
-    exp_id = experiment_id(client, experiment.name)
+def parents_to_resume(client, experiment: Experiment, setup: Setup, resume: bool, parent: str | None = None) -> list:
+    """With ``resume``, the unfinished parents of ``setup``'s identity (:func:`unfinished_parents`); refuses a
+    ``parent`` that is not one of them (checked before an experiment prepares, which can take long)."""
     unfinished = unfinished_parents(client, experiment, setup) if resume else []
     if parent is not None and parent not in [r.info.run_id for r in unfinished]:
         raise ValueError(
@@ -132,6 +128,17 @@ def open_parent(
             + (" (resume needs --resume)" if not resume else "")
             + f"; those there: {', '.join(r.info.run_id for r in unfinished) or 'none'}"
         )
+    return unfinished
+
+
+def open_parent(
+    client, experiment: Experiment, setup: Setup, resume: bool, log: Callable[[str], None], parent: str | None = None
+):
+    """The parent run of ``experiment`` (a new one, or with ``resume`` the newest unfinished one, or ``parent``,
+    reopened) and the (configuration, seed) pairs whose children finished before. Where several unfinished parents
+    share the identity, the log names the others (``lq experiment plan`` opens one at each call)."""
+    exp_id = experiment_id(client, experiment.name)
+    unfinished = parents_to_resume(client, experiment, setup, resume, parent)
     pid = parent or (unfinished[0].info.run_id if unfinished else None)
     if pid is not None:
         done = _reopen(client, pid, experiment, setup)

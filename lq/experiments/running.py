@@ -23,7 +23,7 @@ from lq.conf.resolver import (
     finished,
 )
 from lq.experiments.launchers import JobFailed, shown
-from lq.experiments.parents import end_dead_runs, log_best_model, open_parent
+from lq.experiments.parents import end_dead_runs, log_best_model, open_parent, parents_to_resume
 from lq.experiments.reporting import _client, _print, build_tables, children, experiment_id
 from lq.experiments.setup import Setup
 from lq.experiments.specs import Config, Experiment
@@ -488,9 +488,10 @@ def run_experiment(
     continue the newest unfinished parent of this experiment and profile (an interrupted run, whichever launcher
     ran it), training only the children that did not finish; ``parent``: that unfinished parent instead."""
     started = time.monotonic()
+    client = _client(setup.tracking_uri)
+    parents_to_resume(client, experiment, setup, resume, parent)  # a wrong --parent before the long preparation
     prepare(experiment.configs, setup, experiment.name)
     prepared = time.monotonic()
-    client = _client(setup.tracking_uri)
     pid, done = open_parent(client, experiment, setup, resume, log, parent)
     try:
         waves = child_waves(experiment, setup, pid, done)

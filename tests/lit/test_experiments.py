@@ -463,6 +463,11 @@ def test_resume_names_the_other_unfinished_parents_and_resumes_the_one_parent_na
             X.parents.open_parent(client, experiment, setup, True, print, parent=other)
     argv = ["experiment", "run", "table1", "table2", "--resume", "--parent", worked, "--tracking-uri", uri]
     assert main(argv) == 2 and "name the one experiment the parent run belongs to" in capsys.readouterr().err
+    # refused before the preparation (which would generate the missing dataset first)
+    argv = ["experiment", "run", "table1", "--resume", "--parent", finished, "--tracking-uri", uri, "--data",
+            str(tmp_path / "data")]  # fmt: skip
+    assert main(argv) == 1 and f"--parent {finished}: not an unfinished" in capsys.readouterr().err
+    assert not (tmp_path / "data").exists()
 
 
 def test_a_run_whose_process_is_gone_is_marked_killed_and_one_still_running_blocks_a_resume(tmp_path):
