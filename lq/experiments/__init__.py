@@ -23,7 +23,7 @@ baselines of its abilities and switches (``<name>_baselines`` table).
 - :mod:`lq.experiments.reporting`: tables, cell metrics, curves and transcripts from the store.
 """
 
-from lq.experiments.parents import open_parent, resumable_parent
+from lq.experiments.parents import open_parent, unfinished_parents
 from lq.experiments.reporting import (
     best_agent,
     build_tables,
@@ -91,7 +91,6 @@ __all__ = [
     "prepare",
     "preparation",
     "render",
-    "resumable_parent",
     "run_baselines",
     "run_experiment",
     "run_stage",
@@ -101,5 +100,6 @@ __all__ = [
     "table2",
     "table7",
     "table45",
+    "unfinished_parents",
     "write_local",
 ]

@@ -32,12 +32,6 @@ def unfinished_parents(client, experiment: Experiment, setup: Setup) -> list:
     return [r for r in runs if r.info.status != "FINISHED"]
 
 
-def resumable_parent(client, experiment: Experiment, setup: Setup) -> str | None:
-    """The newest unfinished parent run of ``experiment`` with ``setup``'s identity (None if none)."""
-    unfinished = unfinished_parents(client, experiment, setup)
-    return unfinished[0].info.run_id if unfinished else None
-
-
 def alive(run) -> bool | None:
     """Whether the process of a run (its ``lq.host`` and ``lq.pid`` tags, :func:`lq.lit.cli.run_tags`) is still
     there: None where that cannot be told here (no such tags, or another host)."""

@@ -336,8 +336,9 @@ def test_parents_of_two_objectives_stay_apart_in_tables_and_resume(tmp_path, cap
     paper_setup = X.Setup(seeds=(0, 1), tracking_uri=uri, outputs=str(tmp_path / "o"), objective="paper")
     client.update_run(parents["paper"], status="RUNNING")
     lq_setup = dataclasses.replace(paper_setup, objective="lq")
-    assert X.parents.resumable_parent(client, X.table1(["scratch"]), lq_setup) is None
-    assert X.parents.resumable_parent(client, X.table1(["scratch"], "paper"), paper_setup) == parents["paper"]
+    assert X.parents.unfinished_parents(client, X.table1(["scratch"]), lq_setup) == []
+    resumable = X.parents.unfinished_parents(client, X.table1(["scratch"], "paper"), paper_setup)
+    assert [r.info.run_id for r in resumable] == [parents["paper"]]
     with pytest.raises(ValueError, match="ran objective 'paper', not 'lq': .*resume it with OBJECTIVE=paper"):
         X.parents._reopen(client, parents["paper"], X.table1(["scratch"]), lq_setup)
     with pytest.raises(ValueError, match="its tables name the paper objective, its runs would train under lq"):
