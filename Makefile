@@ -72,8 +72,12 @@ ablations: $(STAMP) ## the paper's tables as MLflow parent/child runs: make abla
 plan: $(STAMP) ## print every job of the tables as a command line, for any scheduler (opens their parent runs): make plan EXPERIMENTS=table1
 	$(BIN)/lq experiment plan $(EXPERIMENTS) $(XP_ARGS)
 
-tables: $(STAMP) ## rebuild every table and curve from the MLflow store alone (no training) into outputs/tables/, and the results page docs/results/current.md
+# the runs each table of docs/results/current.md is made of, one file per table (lq experiment export/import)
+RECORDS ?= docs/results/runs
+tables: $(STAMP) ## rebuild every table and curve from the MLflow store alone (no training) into outputs/tables/, the results page docs/results/current.md and the records of its runs in docs/results/runs/ (which the store imports first where it lacks them)
+	$(BIN)/lq experiment import --records $(RECORDS)
 	$(BIN)/lq experiment tables $(EXPERIMENTS) --profile $(PROFILE) --protocol $(PROTOCOL) --objective $(OBJECTIVE)
+	$(BIN)/lq experiment export --profile $(PROFILE) --protocol $(PROTOCOL) --records $(RECORDS)
 	$(BIN)/lq experiment report --profile $(PROFILE) --protocol $(PROTOCOL) --page docs/results/current.md
 
 ui-screenshot: $(STAMP) ## screenshots of the MLflow UI by headless chromium (apt-get install chromium): outputs/ui/*.png

@@ -334,6 +334,23 @@ def _cmd_experiment(args: argparse.Namespace) -> int:
         raise UsageError(f"unknown experiment {', '.join(unknown)}; choose from {', '.join(X.EXPERIMENTS)}")
     if args.action in ("spaces", "calibrate", "baselines"):
         return _experiment_job(args, names)
+    if args.action == "import":
+        from lq.experiments.records import import_records
+
+        done = import_records(args.tracking_uri, args.records)
+        made = [(path, parent) for path, parent in done if parent]
+        for path, parent in made:
+            print(f"{path}: imported as parent run {parent}")
+        print(f"{len(made)} of {len(done)} records in {args.records}/ imported into {args.tracking_uri}", end="")
+        print(f" ({len(done) - len(made)} held already)" if len(made) < len(done) else "")
+        return 0
+    if args.action == "export":
+        from lq.experiments.records import export_current
+
+        profile, protocol = args.profile or "tiny", args.protocol or "paper"
+        for path in export_current(args.tracking_uri, profile, protocol, args.records):
+            print(f"wrote {path}")
+        return 0
     if args.action == "report":
         from lq.experiments.claims import write_results_page
 
@@ -503,11 +520,12 @@ def build_parser() -> argparse.ArgumentParser:
     xp = sub.add_parser("experiment", help="the paper's tables: train as MLflow parent/child runs, or rebuild tables")
     xp.add_argument(
         "action",
-        choices=["run", "plan", "tables", "report", "baselines", "spaces", "calibrate"],
+        choices=["run", "plan", "tables", "report", "export", "import", "baselines", "spaces", "calibrate"],
         help="run: train and tabulate; plan: print every job as a command line, for any scheduler; tables: from the "
         "store only (--parent: that parent, finished by it); report: the results page (every experiment and objective "
-        "of --profile and --protocol, the paper's orderings marked) from the store only, to --page; baselines, "
-        "spaces, calibrate: jobs plan prints",
+        "of --profile and --protocol, the paper's orderings marked) from the store only, to --page; export: the runs "
+        "of each parent that page shows, one file each, to --records; import: those files' runs into the store, once; "
+        "baselines, spaces, calibrate: jobs plan prints",
     )
     xp.add_argument("names", nargs="*", help="table1, table2, table7, table45 (default: all)")
     xp.add_argument("--encoders", nargs="+", help="encoder types to include (default: the paper's for that table)")
@@ -556,6 +574,12 @@ def build_parser() -> argparse.ArgumentParser:
     xp.add_argument("--out", type=Path, default=Path("outputs/tables"), help="also write the tables here")
     xp.add_argument(
         "--page", type=Path, default=Path("docs/results/current.md"), help="report: where the results page goes"
+    )
+    xp.add_argument(
+        "--records",
+        type=Path,
+        default=Path("docs/results/runs"),
+        help="export, import: the folder of the runs' records (*.json.gz)",
     )
     _launcher_arguments(xp)
     xp.add_argument(
@@ -747,10 +771,13 @@ def main(argv: Sequence[str] | None = None) -> int:
     resumable = getattr(args, "func", None) in (_cmd_experiment, _cmd_stage) and getattr(args, "action", "run") == "run"
     try:
         return args.func(args)
-    except Stopped as err:  # a line per job; the last says how to go on
-        again = f"; go on with: {_again(argv, args.func is _cmd_experiment)}" if resumable else ""
+    except Stopped as err:  # a line per job (and the end of its log); the last says how to go on
+        again = f"go on with: {_again(argv, args.func is _cmd_experiment)}" if resumable else ""
         for i, failure in enumerate(err.failures, 1):
-            print(f"error: {failure}{again if i == len(err.failures) else ''}", file=sys.stderr)
+            said = f"error: {failure}"
+            if again and i == len(err.failures):
+                said += f"\n{again}" if "\n" in said else f"; {again}"
+            print(said, file=sys.stderr)
         return 1
     except KeyboardInterrupt:
         again = f"; go on with: {_again(argv, args.func is _cmd_experiment)}" if resumable else ""

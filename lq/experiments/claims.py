@@ -17,6 +17,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from lq.eval import cell, markdown_table, mean_std_of
+from lq.experiments.records import ORIGIN
 from lq.experiments.reporting import (
     _client,
     children,
@@ -146,7 +147,7 @@ def section(client, experiment: Experiment, parent_id: str) -> list[str]:
     lines = [
         f"## {experiment.title}" + (f", {rl_title(objective)}" if named else ""),
         "",
-        f"Parent run `{parent_id}` ({day}): profile `{tags.get('lq.profile', '?')}`, protocol "
+        f"Parent run `{tags.get(ORIGIN, parent_id)}` ({day}): profile `{tags.get('lq.profile', '?')}`, protocol "
         f"`{tags.get('lq.protocol', '?')}`"
         + (f", objective `{objective}`" if experiment.objective else "")
         + f", data `{tags.get('lq.data', '?')}`, seeds {params.get('seeds', '?')}, commit "
@@ -245,9 +246,9 @@ def choice(experiment: Experiment, values: dict[tuple[str, str], list[float]]) -
 
 def results_page(tracking_uri: str, profile: str, protocol: str, names: Sequence[str] = tuple(EXPERIMENTS)) -> str:
     """The results page of ``profile`` and ``protocol``: for each experiment and RL objective, the newest finished
-    parent run in the store, as :func:`section` writes it. The same store gives the same page, byte for byte."""
-    from lq.conf.resolver import objectives
-
+    parent run in the store (:func:`current_parents`), as :func:`section` writes it. The same store gives the same
+    page, byte for byte, and so does a store the parents' records were imported into (:mod:`lq.experiments.records`).
+    """
     client = _client(tracking_uri)
     lines = [
         "# Results: the current tables",
@@ -260,18 +261,32 @@ def results_page(tracking_uri: str, profile: str, protocol: str, names: Sequence
         "",
     ]
     missing = []
-    for name in names:
-        # Tables 4/5 train no RL; the deviation table departs from the paper objective, the candidates from lq's
-        for objective in {"table45": [None], "deviations": ["paper"], "candidates": ["lq"]}.get(name, objectives()):
-            parent = latest_parent(tracking_uri, name, profile, protocol, objective)
-            label = f"{name} ({objective} objective)" if objective else name
-            if parent is None:
-                missing.append(label)
-                continue
-            lines += section(client, experiment_for(client, parent), parent)
+    for label, parent in current_parents(tracking_uri, profile, protocol, names):
+        if parent is None:
+            name, _, objective = label.partition("-")
+            missing.append(f"{name} ({objective} objective)" if objective else name)
+            continue
+        lines += section(client, experiment_for(client, parent), parent)
     if missing:
         lines += ["## Not run yet at this profile and protocol", "", *(f"- {m}" for m in missing), ""]
     return "\n".join(lines)
+
+
+def current_parents(
+    tracking_uri: str, profile: str, protocol: str, names: Sequence[str] = tuple(EXPERIMENTS)
+) -> list[tuple[str, str | None]]:
+    """The parents the results page shows, in its order: for each experiment and RL objective
+    (``EXPERIMENT-OBJECTIVE``, or ``EXPERIMENT`` where it trains no RL), the newest finished parent of ``profile`` and
+    ``protocol`` in the store, None if there is none."""
+    from lq.conf.resolver import objectives
+
+    out = []
+    for name in names:
+        # Tables 4/5 train no RL; the deviation table departs from the paper objective, the candidates from lq's
+        for objective in {"table45": [None], "deviations": ["paper"], "candidates": ["lq"]}.get(name, objectives()):
+            label = f"{name}-{objective}" if objective else name
+            out.append((label, latest_parent(tracking_uri, name, profile, protocol, objective)))
+    return out
 
 
 def write_results_page(tracking_uri: str, profile: str, protocol: str, out: str | Path) -> Path:

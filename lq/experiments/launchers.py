@@ -73,7 +73,17 @@ class Failure:
             how = f"failed (exit status {self.status})"
         else:
             how = f"failed ({self.status})"
-        return f"{self.label} {how}" + (f" (its log: {self.log})" if self.log else "")
+        return f"{self.label} {how}" + (f" (its log: {self.log}){self._tail()}" if self.log else "")
+
+    def _tail(self, lines: int = 8) -> str:
+        """The last non-empty lines of the log, where it can be read: the error that ended the job, shown where the
+        failure is reported (a CI log, a terminal that scrolled) without opening the file."""
+        try:
+            text = Path(self.log).read_text(errors="replace").splitlines()
+        except OSError:
+            return ""
+        tail = [line for line in text if line.strip()][-lines:]
+        return ", which ends:\n" + "\n".join(f"    {line}" for line in tail) if tail else ""
 
 
 class JobFailed(RuntimeError):

@@ -412,7 +412,7 @@ def test_lq_stage_refuses_bad_input_with_the_fix(tmp_path, capsys):
     assert not (tmp_path / "none").exists()  # nothing written
 
 
-def test_a_killed_child_ends_the_driver_with_one_line_naming_it_its_log_and_how_to_go_on(monkeypatch, capsys):
+def test_a_killed_child_ends_the_driver_with_one_line_naming_it_its_log_and_how_to_go_on(monkeypatch, capsys, tmp_path):
     def killed(*args, **kwargs):
         raise launchers.JobFailed([launchers.Failure("rl-scratch s1", ["rl", "fit"], -9, "outputs/logs/rl-s1.log")])
 
@@ -426,6 +426,18 @@ def test_a_killed_child_ends_the_driver_with_one_line_naming_it_its_log_and_how_
     monkeypatch.setattr(X, "run_stage", killed)
     assert main(["stage", "rl", "--encoder", "scratch"]) == 1  # a stage's finished steps are kept: the same command
     assert capsys.readouterr().err.endswith("; go on with: lq stage rl --encoder scratch\n")
+    log = tmp_path / "rl-s1.log"
+    log.write_text("Seed set to 1\n\nTraceback (most recent call last):\nValueError: boom\n")
+
+    def failed(*args, **kwargs):  # the end of its log shown, and how to go on on a line of its own
+        raise launchers.JobFailed([launchers.Failure("rl-scratch s1", ["rl", "fit"], 1, str(log))])
+
+    monkeypatch.setattr(X, "run_stage", failed)
+    assert main(["stage", "rl", "--encoder", "scratch"]) == 1
+    assert capsys.readouterr().err == (
+        f"error: rl-scratch s1 failed (exit status 1) (its log: {log}), which ends:\n    Seed set to 1\n"
+        "    Traceback (most recent call last):\n    ValueError: boom\ngo on with: lq stage rl --encoder scratch\n"
+    )
 
     def interrupted(*args, **kwargs):
         raise KeyboardInterrupt
@@ -588,8 +600,9 @@ def test_the_local_launcher_runs_jobs_side_by_side_with_their_output_prefixed_an
         )
     [failure] = failed.value.failures
     assert (failure.label, failure.status, failure.killed) == ("data", 1, False)
-    assert str(failure) == f"data failed (exit status 1) (its log: {logs / 'data.log'})"
+    assert str(failure).startswith(f"data failed (exit status 1) (its log: {logs / 'data.log'}), which ends:\n    ")
     assert "already exists" in (logs / "data.log").read_text()  # the child's own error, kept
+    assert "already exists" in str(failure).splitlines()[-1]  # and shown where the failure is reported
 
 
 def test_the_local_launcher_says_which_child_was_killed_and_by_what(tmp_path, monkeypatch):
@@ -598,7 +611,8 @@ def test_the_local_launcher_says_which_child_was_killed_and_by_what(tmp_path, mo
     with pytest.raises(launchers.JobFailed) as failed:
         Local(str(tmp_path)).run([("rl s0", ["9"])], 1)
     [failure] = failed.value.failures
-    assert failure.killed and str(failure) == f"rl s0 was killed by SIGKILL (its log: {tmp_path / 'rl_s0.log'})"
+    log = tmp_path / "rl_s0.log"
+    assert failure.killed and str(failure) == f"rl s0 was killed by SIGKILL (its log: {log}), which ends:\n    started"
     assert (tmp_path / "rl_s0.log").read_text() == "started\n"
 
 
@@ -903,7 +917,7 @@ def test_a_child_killed_mid_training_is_marked_killed_and_resuming_gives_the_uni
         X.run_experiment(experiment, killed, log=lambda _: None)
     [failure] = failed.value.failures
     log = tmp_path / "killed" / "outputs" / "logs" / "bc-scratch-act_speech-hardcoded_s0.log"
-    assert str(failure) == f"bc-scratch-act_speech-hardcoded s0 was killed by SIGKILL (its log: {log})"
+    assert str(failure).startswith(f"bc-scratch-act_speech-hardcoded s0 was killed by SIGKILL (its log: {log})")
     assert log.read_text().startswith("Seed set to 0\n")  # the child's own output
     client = MlflowClient(killed.tracking_uri)
     [parent] = X.parent_runs(client, "table1")
@@ -1328,3 +1342,64 @@ def test_what_a_plan_prints_is_what_runs(command, tmp_path, monkeypatch, capsys)
     capsys.readouterr()
     launched = [RUN_ID.sub("RUN", launchers.shown(args)) for wave in recorder.waves for args in wave]
     assert printed == launched and launched
+
+
+def test_a_tables_records_rebuild_the_same_page_in_a_new_store_once(tmp_path, capsys):
+    """Export the parents the page shows, import them into an empty store: the same page, byte for byte, and the same
+    records again; a second import makes nothing; a broken record names its file and field and makes nothing."""
+    uri, other = (f"sqlite:///{tmp_path / name}" for name in ("ran.db", "new.db"))
+    client = MlflowClient(uri)
+    experiment = X.table1(["scratch"])
+    setup = X.Setup(seeds=(0, 1, 2), tracking_uri=uri, outputs=str(tmp_path / "o"))
+    pid, _ = X.parents.open_parent(client, experiment, setup, False, print)
+    exp_id = client.get_run(pid).info.experiment_id
+    for config in experiment.configs:
+        for seed in range(3):
+            tags = {"mlflow.parentRunId": pid, "lq.config": config.key, "lq.seed": str(seed)}
+            child = client.create_run(exp_id, tags=tags, run_name=f"{config.key}-s{seed}").info.run_id
+            client.log_param(child, "seed", seed)
+            for step in range(3):  # a curve, and the CPU time growing over epochs
+                client.log_metric(child, "rl/act_goal_rate", 0.1 * step + seed, step=step)
+                client.log_metric(child, "time/cpu_s", 100.0 * (step + 1) + seed, step=step)
+            for metric in ("test/act_and_speech_goal_rate", "baselines/overlap_all/act_and_speech_goal_rate"):
+                client.log_metric(child, metric, 0.2 + 0.1 * seed + (config.stage == "rl") * 0.3)
+            client.set_terminated(child, "KILLED" if (config.stage, seed) == ("rl", 2) else "FINISHED")
+    client.set_terminated(pid, "FINISHED")
+
+    records, again = tmp_path / "records", tmp_path / "again"
+    assert main(["experiment", "export", "--tracking-uri", uri, "--records", str(records)]) == 0
+    [written] = sorted(records.iterdir())
+    assert written.name == "tiny-paper-table1-lq.json.gz"
+    assert main(["experiment", "import", "--tracking-uri", other, "--records", str(records)]) == 0
+    assert f"{written}: imported as parent run " in capsys.readouterr().out
+    [imported] = X.parent_runs(MlflowClient(other), "table1")
+    assert imported.info.run_id != pid and imported.data.tags["lq.origin_run_id"] == pid
+    page, rebuilt = (tmp_path / f"{name}.md" for name in ("page", "rebuilt"))
+    assert main(["experiment", "report", "--tracking-uri", uri, "--page", str(page)]) == 0
+    assert main(["experiment", "report", "--tracking-uri", other, "--page", str(rebuilt)]) == 0
+    assert rebuilt.read_bytes() == page.read_bytes()
+    assert f"Parent run `{pid}`" in page.read_text() and "Cost: " in page.read_text()
+    assert "2 of them killed or failed" not in page.read_text()  # one RL seed killed: said once, as in the store
+    assert "1 of them killed or failed" in page.read_text()
+    assert main(["experiment", "export", "--tracking-uri", other, "--records", str(again)]) == 0
+    assert (again / written.name).read_bytes() == written.read_bytes()  # wherever it is written from
+
+    runs = len(MlflowClient(other).search_runs([imported.info.experiment_id]))
+    assert main(["experiment", "import", "--tracking-uri", other, "--records", str(records)]) == 0
+    assert "0 of 1 records" in capsys.readouterr().out
+    assert main(["experiment", "import", "--tracking-uri", uri, "--records", str(records)]) == 0  # where it ran
+    assert len(MlflowClient(other).search_runs([imported.info.experiment_id])) == runs
+
+    import gzip
+    import json
+
+    data = json.loads(gzip.decompress(written.read_bytes()))
+    del data["children"][3]["status"]
+    broken = tmp_path / "broken"
+    broken.mkdir()
+    (broken / "x.json.gz").write_bytes(gzip.compress(json.dumps(data).encode()))
+    empty = f"sqlite:///{tmp_path / 'empty.db'}"
+    assert main(["experiment", "import", "--tracking-uri", empty, "--records", str(broken)]) == 1
+    err = capsys.readouterr().err
+    assert str(broken / "x.json.gz") in err and "children[3]" in err and "'status'" in err
+    assert X.parent_runs(MlflowClient(empty), "table1") == []

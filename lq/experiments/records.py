@@ -1,0 +1,180 @@
+"""A parent run and its children as a file (``docs/results/runs/*.json.gz``): what the results page is made of, kept
+with the code so that any clone rebuilds the page from a store, and a store that is lost (a machine given back) loses
+no table.
+
+``export`` writes, for each table the page shows, its parent's tags and params and every child's status, times, tags,
+params and metric histories (not the parent's metrics nor any artifact: ``lq experiment tables`` derives those again).
+The bytes depend on the runs alone: the same parent written from the store it ran in, or from a store it was imported
+into, gives the same file. ``import`` makes those runs in a store, once: each run made carries ``lq.origin_run_id``,
+the id it had where it ran, which the page prints and which a second import finds.
+"""
+
+from __future__ import annotations
+
+import gzip
+import io
+import json
+from collections.abc import Iterator
+from pathlib import Path
+
+from lq.data.errors import DataFormatError
+from lq.data.io import atomic_open
+from lq.experiments.reporting import _client, children, experiment_id
+
+FORMAT = "lq-runs/1"
+ORIGIN = "lq.origin_run_id"  # on an imported run: the id it had in the store it ran in
+STRUCTURAL = ("mlflow.parentRunId", ORIGIN)  # tags a store gives its runs, not part of a record
+RECORDS = Path("docs/results/runs")
+
+
+def origin(run) -> str:
+    """The id a run had in the store it ran in (its own where it ran there)."""
+    return run.data.tags.get(ORIGIN, run.info.run_id)
+
+
+def _run(client, run, metrics: bool) -> dict:
+    out = {
+        "run_id": origin(run),
+        "name": run.info.run_name,
+        "status": run.info.status,
+        "start_time": run.info.start_time,
+        "end_time": run.info.end_time,
+        "tags": {k: v for k, v in sorted(run.data.tags.items()) if k not in STRUCTURAL},
+        "params": dict(sorted(run.data.params.items())),
+    }
+    if metrics:
+        out["metrics"] = {
+            key: sorted([m.timestamp, m.step, m.value] for m in client.get_metric_history(run.info.run_id, key))
+            for key in sorted(run.data.metrics)
+        }
+    return out
+
+
+def record(client, parent_id: str) -> dict:
+    """The record of a parent run: its identity, and its children (whatever their status) in a fixed order."""
+    parent = client.get_run(parent_id)
+    kids = sorted(
+        children(client, parent_id, finished=False),
+        key=lambda r: (r.data.tags.get("lq.config", ""), r.data.tags.get("lq.seed", ""), r.info.start_time, origin(r)),
+    )
+    return {
+        "format": FORMAT,
+        "experiment": parent.data.tags.get("lq.experiment"),
+        "parent": _run(client, parent, metrics=False),
+        "children": [_run(client, kid, metrics=True) for kid in kids],
+    }
+
+
+def write_record(client, parent_id: str, path: str | Path) -> Path:
+    """Write :func:`record` as gzipped JSON (no time in the gzip header: the same runs give the same bytes), through
+    a temporary file."""
+    data = json.dumps(record(client, parent_id), sort_keys=True, separators=(",", ":")).encode()
+    buffer = io.BytesIO()
+    with gzip.GzipFile(fileobj=buffer, mode="wb", mtime=0, filename="") as f:
+        f.write(data)
+    with atomic_open(path, "wb") as out:
+        out.write(buffer.getvalue())
+    return Path(path)
+
+
+def record_name(profile: str, protocol: str, label: str) -> str:
+    return f"{profile}-{protocol}-{label}.json.gz"
+
+
+def export_current(tracking_uri: str, profile: str, protocol: str, out_dir: str | Path = RECORDS) -> list[Path]:
+    """Write the record of each parent the results page of ``profile`` and ``protocol`` shows, one file per table
+    and objective (``PROFILE-PROTOCOL-EXPERIMENT[-OBJECTIVE].json.gz``, replaced when a newer parent finishes)."""
+    from lq.experiments.claims import current_parents
+
+    client = _client(tracking_uri)
+    return [
+        write_record(client, parent, Path(out_dir) / record_name(profile, protocol, label))
+        for label, parent in current_parents(tracking_uri, profile, protocol)
+        if parent is not None
+    ]
+
+
+def read_record(path: str | Path) -> dict:
+    """A record file, checked: gzipped JSON of this format with a parent and its children."""
+    path = Path(path)
+    try:
+        with gzip.open(path, "rt", encoding="utf-8") as f:
+            data = json.load(f)
+    except (OSError, EOFError, json.JSONDecodeError, UnicodeDecodeError) as err:
+        raise DataFormatError(
+            path, f"not a gzipped JSON record ({err})", fix="write it with `lq experiment export`"
+        ) from None
+    if not isinstance(data, dict) or data.get("format") != FORMAT:
+        got = data.get("format") if isinstance(data, dict) else type(data).__name__
+        raise DataFormatError(path, f"format {got!r}, not {FORMAT!r}", field="format", fix="write it with this lq")
+    for field, kind in (("experiment", str), ("parent", dict), ("children", list)):
+        if not isinstance(data.get(field), kind):
+            raise DataFormatError(path, f"missing or not a {kind.__name__}", field=field, fix="export it again")
+    runs = [("parent", data["parent"]), *((f"children[{i}]", c) for i, c in enumerate(data["children"]))]
+    for where, run in runs:
+        missing = [k for k in ("run_id", "status", "start_time", "tags", "params") if k not in run]
+        if missing:
+            raise DataFormatError(path, "a run without it", record=where, field=missing[0], fix="export it again")
+    return data
+
+
+def _imported(client, exp_id: str, run_id: str) -> bool:
+    """Whether the store holds the run of id ``run_id`` (where it ran) or a run imported from it."""
+    from mlflow.exceptions import MlflowException
+
+    if client.search_runs([exp_id], filter_string=f"tags.`{ORIGIN}` = '{run_id}'", max_results=1):
+        return True
+    try:
+        client.get_run(run_id)
+    except MlflowException:
+        return False
+    return True
+
+
+def _batches(items: list, size: int) -> Iterator[list]:
+    for start in range(0, len(items), size):
+        yield items[start : start + size]
+
+
+def _make_run(client, exp_id: str, run: dict, parent: str | None) -> str:
+    from mlflow.entities import Metric, Param
+
+    tags = {**run["tags"], ORIGIN: run["run_id"], **({"mlflow.parentRunId": parent} if parent else {})}
+    run_id = client.create_run(exp_id, start_time=run["start_time"], tags=tags, run_name=run.get("name")).info.run_id
+    params = [Param(k, str(v)) for k, v in run["params"].items()]
+    for batch in _batches(params, 100):  # MLflow's limits on one batch
+        client.log_batch(run_id, params=batch)
+    histories = run.get("metrics", {}).items()
+    metrics = [Metric(k, float(v), int(t), int(s)) for k, points in histories for t, s, v in points]
+    for batch in _batches(metrics, 1000):
+        client.log_batch(run_id, metrics=batch)
+    return run_id
+
+
+def import_record(client, path: str | Path) -> str | None:
+    """Make the runs of a record in the store, the children under a new parent that finishes last; returns the new
+    parent's id, or None where the store holds them already. A failure midway deletes what it made."""
+    data = read_record(path)
+    exp_id = experiment_id(client, data["experiment"])
+    if _imported(client, exp_id, data["parent"]["run_id"]):
+        return None
+    made: list[str] = []
+    try:
+        parent = _make_run(client, exp_id, data["parent"], None)
+        made.append(parent)
+        for child in data["children"]:
+            made.append(_make_run(client, exp_id, child, parent))
+            client.set_terminated(made[-1], child["status"], child.get("end_time"))
+        client.set_terminated(parent, data["parent"]["status"], data["parent"].get("end_time"))
+    except BaseException:
+        for run_id in made:
+            client.delete_run(run_id)
+        raise
+    return parent
+
+
+def import_records(tracking_uri: str, records: str | Path = RECORDS) -> list[tuple[Path, str | None]]:
+    """Import every record of the folder ``records`` (``*.json.gz``, in name order): each file and the parent it
+    made (None: the store held it already)."""
+    client = _client(tracking_uri)
+    return [(path, import_record(client, path)) for path in sorted(Path(records).glob("*.json.gz"))]
