@@ -345,8 +345,11 @@ def _cmd_experiment(args: argparse.Namespace) -> int:
         print(f" ({len(done) - len(made)} held already)" if len(made) < len(done) else "")
         return 0
     if args.action == "export":
-        from lq.experiments.records import export_current
+        from lq.experiments.records import export_current, export_parent
 
+        if args.parent:
+            print(f"wrote {export_parent(args.tracking_uri, args.parent, args.records)}")
+            return 0
         profile, protocol = args.profile or "tiny", args.protocol or "paper"
         for path in export_current(args.tracking_uri, profile, protocol, args.records):
             print(f"wrote {path}")
@@ -554,7 +557,7 @@ def build_parser() -> argparse.ArgumentParser:
     xp.add_argument(
         "--parent",
         help="tables: this parent run instead of the latest; run, plan with --resume: this unfinished parent run "
-        "instead of the newest",
+        "instead of the newest; export: this parent run's record alone, finished or not (to resume elsewhere)",
     )
     xp.add_argument(
         "--resume",

@@ -94,6 +94,15 @@ def export_current(tracking_uri: str, profile: str, protocol: str, out_dir: str 
     ]
 
 
+def export_parent(tracking_uri: str, parent_id: str, out_dir: str | Path) -> Path:
+    """Write the record of one parent, finished or not (``EXPERIMENT-PARENT_ID.json.gz``): an unfinished parent's
+    record, imported on another machine, is resumed there (``--resume``: its finished children are not trained
+    again)."""
+    client = _client(tracking_uri)
+    name = client.get_run(parent_id).data.tags.get("lq.experiment")
+    return write_record(client, parent_id, Path(out_dir) / f"{name}-{parent_id}.json.gz")
+
+
 def read_record(path: str | Path) -> dict:
     """A record file, checked: gzipped JSON of this format with a parent and its children."""
     path = Path(path)
@@ -136,6 +145,12 @@ def _batches(items: list, size: int) -> Iterator[list]:
         yield items[start : start + size]
 
 
+def _ended(run: dict) -> str:
+    """The status an imported run ends with: its own, but KILLED for one that was RUNNING (its process was
+    elsewhere)."""
+    return "KILLED" if run["status"] == "RUNNING" else run["status"]
+
+
 def _make_run(client, exp_id: str, run: dict, parent: str | None) -> str:
     from mlflow.entities import Metric, Param
 
@@ -164,8 +179,8 @@ def import_record(client, path: str | Path) -> str | None:
         made.append(parent)
         for child in data["children"]:
             made.append(_make_run(client, exp_id, child, parent))
-            client.set_terminated(made[-1], child["status"], child.get("end_time"))
-        client.set_terminated(parent, data["parent"]["status"], data["parent"].get("end_time"))
+            client.set_terminated(made[-1], _ended(child), child.get("end_time"))
+        client.set_terminated(parent, _ended(data["parent"]), data["parent"].get("end_time"))
     except BaseException:
         for run_id in made:
             client.delete_run(run_id)

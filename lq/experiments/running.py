@@ -7,7 +7,7 @@ from __future__ import annotations
 import dataclasses
 import json
 import time
-from collections.abc import Callable, Iterator, Mapping, Sequence
+from collections.abc import Callable, Iterator, Mapping, Sequence, Set
 from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
@@ -132,7 +132,9 @@ def waves_of(layers: Sequence[Sequence[Run]], step: Callable[[Run], Step], jobs:
     return [(steps, n) for steps, n in waves if steps]
 
 
-def preparation(configs: Sequence[Config], setup: Setup, experiment: str = "") -> list[Wave]:
+def preparation(
+    configs: Sequence[Config], setup: Setup, experiment: str = "", done: Set[tuple[str, str]] = frozenset()
+) -> list[Wave]:
     """What the configurations' runs need and do not train themselves, in waves each after the one before: the layers
     of their :meth:`Run.needs` (:func:`layered`, :func:`waves_of`): the data; the pretrained encoders (``general``
     before ``adaptive``); the partner and the DM; the partner's calibration (once per environment models, data and
@@ -140,8 +142,13 @@ def preparation(configs: Sequence[Config], setup: Setup, experiment: str = "") -
     utterance spaces (each agent would otherwise encode them at its start); and the BC agents that RL agents starting
     from BC (``init_from: bc``) need, where missing or trained unlike the RL agent (another protocol, size or
     environment). ``experiment``: the experiment whose children the configurations are (its pretraining children's
-    folders)."""
-    return _preparation([child_run(c, setup, seed, experiment) for c in configs for seed in setup.seeds], setup)
+    folders); ``done``: the (configuration, seed) pairs whose children finished before (a resumed parent's): they
+    are not children again, but what they made and the others need (an RL child's BC start) is made again where it
+    is missing (a parent imported from another machine's store, :mod:`lq.experiments.records`)."""
+    runs = [
+        child_run(c, setup, seed, experiment) for c in configs for seed in setup.seeds if (c.key, str(seed)) not in done
+    ]
+    return _preparation(runs, setup)
 
 
 def _preparation(runs: Sequence[Run], setup: Setup) -> list[Wave]:
@@ -469,7 +476,7 @@ def plan(experiment: Experiment, setup: Setup, resume: bool = False, parent: str
         f"{' '.join(map(str, setup.seeds))}; parent run {pid} in MLflow experiment lq-{experiment.name} "
         f"({setup.tracking_uri})"
     ]
-    waves = [*preparation(experiment.configs, setup, experiment.name), *child_waves(experiment, setup, pid, done)]
+    waves = [*preparation(experiment.configs, setup, experiment.name, done), *child_waves(experiment, setup, pid, done)]
     finish = ["experiment", "tables", experiment.name, "--parent", pid, "--tracking-uri", setup.tracking_uri]
     finish += ["--out", f"{setup.outputs}/tables"]
     waves.append(([Step("tables", finish)], 1))
@@ -494,6 +501,8 @@ def run_experiment(
     prepared = time.monotonic()
     pid, done = open_parent(client, experiment, setup, resume, log, parent)
     try:
+        if done:  # finished children's outputs that the others need and this machine lacks (a store imported here)
+            _run_waves(preparation(experiment.configs, setup, experiment.name, done), setup)
         waves = child_waves(experiment, setup, pid, done)
         log(f"[{experiment.name}] {sum(len(steps) for steps, _ in waves)} children")
         _run_waves(waves, setup)

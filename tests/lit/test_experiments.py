@@ -1,6 +1,7 @@
 """Experiment drivers: parent and child MLflow runs, tables from the store, learning curves."""
 
 import dataclasses
+import json
 import os
 import re
 import shlex
@@ -206,6 +207,54 @@ def test_resume_trains_only_the_children_an_interrupted_parent_lacks(tmp_path, m
     assert client.get_run(pid).info.status == "FINISHED"
     # nothing left to resume: a new parent
     assert X.run_experiment(experiment, setup, log=lambda _: None, resume=True)[0] != pid
+
+
+def test_resuming_a_parent_from_another_machine_makes_again_the_bc_start_its_rl_child_needs(tmp_path, monkeypatch):
+    """A parent whose BC child finished on another machine and whose RL child did not, its record exported there and
+    imported here (no checkpoint): resumed, the BC agent is trained again as the RL agent's start, not as a child,
+    then the RL child."""
+    uri = f"sqlite:///{tmp_path / 'mlflow.db'}"
+    client = MlflowClient(uri)
+    outputs = tmp_path / "outputs"
+    for name in ("partner", "dm"):
+        (outputs / name / "small").mkdir(parents=True)
+        (outputs / name / "small" / "best.ckpt").touch()
+        mark_finished(outputs / name / "small" / "best.ckpt")
+    (tmp_path / "data").mkdir()
+    monkeypatch.setattr(X.running, "prepared", lambda run: str(tmp_path / "data"))  # the calibration: there
+    (tmp_path / "data" / "manifest.json").touch()
+    launcher = Recorder()
+    setup = X.Setup(seeds=(0,), data_dir=str(tmp_path / "data"), tracking_uri=uri, outputs=str(outputs),
+                    launcher=launcher)  # fmt: skip
+    experiment = X.table1(["scratch"])
+    there = MlflowClient(f"sqlite:///{tmp_path / 'there.db'}")  # the other machine's store
+    exp_id = X.experiment_id(there, "table1")
+    tags = {"lq.experiment": "table1", **X.parents.parent_identity(setup), "lq.role": "parent"}
+    origin = there.create_run(exp_id, tags=tags).info.run_id  # RUNNING when its machine was given back
+    there.log_param(origin, "seeds", "0")
+    there.log_param(origin, "encoders", "scratch")
+    for config in ("bc-scratch-act_speech-hardcoded", "baselines-act_speech-hardcoded"):
+        kid = there.create_run(exp_id, tags={"mlflow.parentRunId": origin, "lq.config": config, "lq.seed": "0"})
+        there.set_terminated(kid.info.run_id, "FINISHED")
+    there.create_run(exp_id, tags={"mlflow.parentRunId": origin, "lq.config": "rl-scratch-act_speech-hardcoded",
+                                   "lq.seed": "0"})  # fmt: skip
+    records = tmp_path / "unfinished"
+    argv = ["experiment", "export", "--parent", origin, "--tracking-uri", there.tracking_uri, "--records", str(records)]
+    assert main(argv) == 0
+    assert main(["experiment", "import", "--tracking-uri", uri, "--records", str(records)]) == 0
+    [imported] = X.parent_runs(client, "table1")
+    pid = imported.info.run_id
+    statuses = sorted(r.info.status for r in X.children(client, pid, finished=False))
+    assert imported.info.status == "KILLED" and statuses == ["FINISHED", "FINISHED", "KILLED"]  # its processes: gone
+
+    assert X.run_experiment(experiment, setup, log=lambda _: None, resume=True)[0] == pid
+    start, child = launcher.waves
+    assert [a[:2] for a in start] == [["bc", "fit"]] and "--trainer.logger.init_args.tags" not in start[0]
+    assert [a[:2] for a in child] == [["rl", "fit"]]  # the one child that had not finished, from that start
+    assert json.loads(child[0][child[0].index("--trainer.logger.init_args.tags") + 1])["mlflow.parentRunId"] == pid
+    assert len(X.children(client, pid)) == 2  # the Recorder logs nothing: no second BC child
+    lines = X.plan(experiment, setup)  # a new parent: the BC agent is its child, not a start
+    assert not [line for line in lines if "the RL agent's start" in line]
 
 
 def test_a_stage_makes_what_it_needs_first_and_make_rl_compares_with_bc(tmp_path):
