@@ -24,7 +24,6 @@ from lq.experiments.reporting import _client, children, experiment_id
 FORMAT = "lq-runs/1"
 ORIGIN = "lq.origin_run_id"  # on an imported run: the id it had in the store it ran in
 STRUCTURAL = ("mlflow.parentRunId", ORIGIN)  # tags a store gives its runs, not part of a record
-RECORDS = Path("docs/results/runs")
 
 
 def origin(run) -> str:
@@ -81,7 +80,7 @@ def record_name(profile: str, protocol: str, label: str) -> str:
     return f"{profile}-{protocol}-{label}.json.gz"
 
 
-def export_current(tracking_uri: str, profile: str, protocol: str, out_dir: str | Path = RECORDS) -> list[Path]:
+def export_current(tracking_uri: str, profile: str, protocol: str, out_dir: str | Path) -> list[Path]:
     """Write the record of each parent the results page of ``profile`` and ``protocol`` shows, one file per table
     and objective (``PROFILE-PROTOCOL-EXPERIMENT[-OBJECTIVE].json.gz``, replaced when a newer parent finishes)."""
     from lq.experiments.claims import current_parents
@@ -188,7 +187,7 @@ def import_record(client, path: str | Path) -> str | None:
     return parent
 
 
-def import_records(tracking_uri: str, records: str | Path = RECORDS) -> list[tuple[Path, str | None]]:
+def import_records(tracking_uri: str, records: str | Path) -> list[tuple[Path, str | None]]:
     """Import every record of the folder ``records`` (``*.json.gz``, in name order): each file and the parent it
     made (None: the store held it already)."""
     client = _client(tracking_uri)
