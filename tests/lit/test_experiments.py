@@ -1452,3 +1452,45 @@ def test_a_tables_records_rebuild_the_same_page_in_a_new_store_once(tmp_path, ca
     err = capsys.readouterr().err
     assert str(broken / "x.json.gz") in err and "children[3]" in err and "'status'" in err
     assert X.parent_runs(MlflowClient(empty), "table1") == []
+
+
+def test_two_runs_logging_one_dataset_at_once_both_get_it(tmp_path):
+    """MLflow inserts a dataset it has not seen without a lock: of two runs starting at once (a table's children side
+    by side), one fails on the datasets table's unique key (a table7 campaign lost a child so). The other's row
+    is there by then: the loser logs again and is linked to it."""
+    from mlflow.exceptions import MlflowException
+
+    from lq.lit.cli import log_dataset
+
+    data = tmp_path / "default"
+    data.mkdir()
+    (data / "manifest.json").write_text('{"counts": {"train": 3}}')
+    client = MlflowClient(f"sqlite:///{tmp_path / 'mlflow.db'}")
+    exp_id = client.create_experiment("lq-x")
+    first, second = (client.create_run(exp_id).info.run_id for _ in range(2))
+
+    class Raced:  # the other run inserts the dataset between this one's look and its insert
+        def __init__(self):
+            self.calls = 0
+
+        def log_inputs(self, run_id, datasets):
+            self.calls += 1
+            if self.calls == 1:
+                client.log_inputs(first, datasets=datasets)
+                raise MlflowException("(sqlite3.IntegrityError) UNIQUE constraint failed: datasets.experiment_id, "
+                                      "datasets.name, datasets.digest")  # fmt: skip
+            client.log_inputs(run_id, datasets=datasets)
+
+    raced = Raced()
+    log_dataset(raced, second, data)
+    assert raced.calls == 2
+    for run_id in (first, second):
+        [got] = client.get_run(run_id).inputs.dataset_inputs
+        assert got.dataset.name == "default"
+
+    class Broken:  # any other error is the caller's
+        def log_inputs(self, run_id, datasets):
+            raise MlflowException("RESOURCE_DOES_NOT_EXIST: run")
+
+    with pytest.raises(MlflowException, match="RESOURCE_DOES_NOT_EXIST"):
+        log_dataset(Broken(), second, data)
