@@ -261,9 +261,8 @@ def results_page(tracking_uri: str, profile: str, protocol: str, names: Sequence
         "",
     ]
     missing = []
-    for label, parent in current_parents(tracking_uri, profile, protocol, names):
+    for name, objective, parent in current_parents(tracking_uri, profile, protocol, names):
         if parent is None:
-            name, _, objective = label.partition("-")
             missing.append(f"{name} ({objective} objective)" if objective else name)
             continue
         lines += section(client, experiment_for(client, parent), parent)
@@ -274,19 +273,18 @@ def results_page(tracking_uri: str, profile: str, protocol: str, names: Sequence
 
 def current_parents(
     tracking_uri: str, profile: str, protocol: str, names: Sequence[str] = tuple(EXPERIMENTS)
-) -> list[tuple[str, str | None]]:
-    """The parents the results page shows, in its order: for each experiment and RL objective
-    (``EXPERIMENT-OBJECTIVE``, or ``EXPERIMENT`` where it trains no RL), the newest finished parent of ``profile`` and
-    ``protocol`` in the store, None if there is none."""
+) -> list[tuple[str, str | None, str | None]]:
+    """The parents the results page shows, in its order: for each experiment and RL objective (None where it trains
+    no RL), the newest finished parent of ``profile`` and ``protocol`` in the store, None if there is none."""
     from lq.conf.resolver import objectives
 
-    out = []
-    for name in names:
-        # Tables 4/5 train no RL; the deviation table departs from the paper objective, the candidates from lq's
-        for objective in {"table45": [None], "deviations": ["paper"], "candidates": ["lq"]}.get(name, objectives()):
-            label = f"{name}-{objective}" if objective else name
-            out.append((label, latest_parent(tracking_uri, name, profile, protocol, objective)))
-    return out
+    # Tables 4/5 train no RL; the deviation table departs from the paper objective, the candidates from lq's
+    chosen = {"table45": [None], "deviations": ["paper"], "candidates": ["lq"]}
+    return [
+        (name, objective, latest_parent(tracking_uri, name, profile, protocol, objective))
+        for name in names
+        for objective in chosen.get(name, objectives())
+    ]
 
 
 def write_results_page(tracking_uri: str, profile: str, protocol: str, out: str | Path) -> Path:

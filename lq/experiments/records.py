@@ -12,7 +12,6 @@ the id it had where it ran, which the page prints and which a second import find
 from __future__ import annotations
 
 import gzip
-import io
 import json
 from collections.abc import Iterator
 from pathlib import Path
@@ -68,16 +67,9 @@ def write_record(client, parent_id: str, path: str | Path) -> Path:
     """Write :func:`record` as gzipped JSON (no time in the gzip header: the same runs give the same bytes), through
     a temporary file."""
     data = json.dumps(record(client, parent_id), sort_keys=True, separators=(",", ":")).encode()
-    buffer = io.BytesIO()
-    with gzip.GzipFile(fileobj=buffer, mode="wb", mtime=0, filename="") as f:
-        f.write(data)
     with atomic_open(path, "wb") as out:
-        out.write(buffer.getvalue())
+        out.write(gzip.compress(data, mtime=0))
     return Path(path)
-
-
-def record_name(profile: str, protocol: str, label: str) -> str:
-    return f"{profile}-{protocol}-{label}.json.gz"
 
 
 def export_current(tracking_uri: str, profile: str, protocol: str, out_dir: str | Path) -> list[Path]:
@@ -86,11 +78,12 @@ def export_current(tracking_uri: str, profile: str, protocol: str, out_dir: str 
     from lq.experiments.claims import current_parents
 
     client = _client(tracking_uri)
-    return [
-        write_record(client, parent, Path(out_dir) / record_name(profile, protocol, label))
-        for label, parent in current_parents(tracking_uri, profile, protocol)
-        if parent is not None
-    ]
+    written = []
+    for name, objective, parent in current_parents(tracking_uri, profile, protocol):
+        if parent is not None:
+            table = f"{name}-{objective}" if objective else name
+            written.append(write_record(client, parent, Path(out_dir) / f"{profile}-{protocol}-{table}.json.gz"))
+    return written
 
 
 def export_parent(tracking_uri: str, parent_id: str, out_dir: str | Path) -> Path:

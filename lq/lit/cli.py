@@ -132,12 +132,15 @@ def log_dataset(client, run_id: str, data_dir: str | Path, context: str = "train
         source=json.dumps({"uri": str(folder)}),
         profile=json.dumps(counts),
     )
+    # MLflow's get-or-create of a dataset is not atomic: of two runs starting at once (an experiment's children side
+    # by side), both insert it and one fails on its unique key; the other's row is there by then, and logging again
+    # links this run to it
     inputs = [DatasetInput(dataset, tags=[InputTag("mlflow.data.context", context)])]
     try:
         client.log_inputs(run_id, datasets=inputs)
-    except Exception as err:  # MLflow's get-or-create of a dataset is not atomic: two runs starting at once (an
-        if "UNIQUE constraint failed: datasets." not in str(err):  # experiment's children side by side) both insert
-            raise  # it, and one fails; once the other's row is there, logging again links this run to it
+    except Exception as err:
+        if "UNIQUE constraint failed: datasets." not in str(err):
+            raise
         client.log_inputs(run_id, datasets=inputs)
 
 
