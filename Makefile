@@ -69,8 +69,8 @@ XP_ARGS = --seeds $(SEEDS) --profile $(PROFILE) --protocol $(PROTOCOL) --objecti
 ablations: $(STAMP) ## the paper's tables as MLflow parent/child runs: make ablations [PROFILE=tiny] [SEEDS="0 1 2"] [EXPERIMENTS=...] [OBJECTIVE=lq|paper] [LAUNCHER=local|submitit] [RESUME=1 [PARENT=run-id]] [RL_ARGS=...]
 	$(BIN)/lq experiment run $(EXPERIMENTS) $(XP_ARGS)
 
-plan: $(STAMP) ## print every job of the tables as a command line, for any scheduler (opens their parent runs): make plan EXPERIMENTS=table1
-	$(BIN)/lq experiment plan $(EXPERIMENTS) $(XP_ARGS)
+plan: $(STAMP) ## print every job of the tables as a command line, for any scheduler (opens their parent runs; DRY=1: opens none, only looks): make plan EXPERIMENTS=table1 [DRY=1]
+	$(BIN)/lq experiment plan $(EXPERIMENTS) $(XP_ARGS) $(if $(DRY),--dry-run)
 
 # the runs each table of docs/results/current.md is made of, one file per table (lq experiment export/import)
 RECORDS ?= docs/results/runs

@@ -371,7 +371,8 @@ def _cmd_experiment(args: argparse.Namespace) -> int:
         for name in names:
             experiment = X.EXPERIMENTS[name](*([args.encoders] if args.encoders else []), objective=setup.objective)
             if args.action == "plan":
-                print("\n".join(X.plan(experiment, setup, resume=args.resume, parent=args.parent)))
+                lines = X.plan(experiment, setup, resume=args.resume, parent=args.parent, dry_run=args.dry_run)
+                print("\n".join(lines))
                 continue
             try:
                 parent, tables = X.run_experiment(experiment, setup, resume=args.resume, parent=args.parent)
@@ -563,6 +564,12 @@ def build_parser() -> argparse.ArgumentParser:
         "--resume",
         action="store_true",
         help="run: continue the newest unfinished parent run (same profile, seeds, encoders), training what is missing",
+    )
+    xp.add_argument(
+        "--dry-run",
+        action="store_true",
+        help="plan: open no parent run (a new one is shown as PARENT; with --resume, the one it would resume), so "
+        "that a look at the plan beside a running campaign leaves nothing for --resume to pick",
     )
     xp.add_argument("--args", help="extra arguments for every stage run, e.g. '--trainer.max_epochs 1'")
     xp.add_argument(

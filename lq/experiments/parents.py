@@ -56,10 +56,9 @@ def end_dead_runs(client, runs, gone: bool = False) -> list:
     return dead
 
 
-def _reopen(client, pid: str, experiment: Experiment, setup: Setup) -> set[tuple[str, str]]:
-    """Reopen an unfinished parent: check it ran the same seeds and encoders and that none of its children still runs
-    here, mark its children that died unfinished as KILLED, and return the (configuration, seed) pairs whose children
-    finished."""
+def _resumable(client, pid: str, experiment: Experiment, setup: Setup) -> list:
+    """Check that the parent ``pid`` ran the same seeds, encoders (and variants) and identity as ``setup`` asks for;
+    returns its children, finished or not."""
     run = client.get_run(pid)
     params, tags = run.data.params, run.data.tags
     recorded = [("seeds", " ".join(map(str, setup.seeds))), ("encoders", " ".join(experiment.encoders))]
@@ -77,7 +76,14 @@ def _reopen(client, pid: str, experiment: Experiment, setup: Setup) -> set[tuple
                 f"and these would not compare; resume it with {key.removeprefix('lq.').upper()}={tags.get(key)}, or "
                 "run without --resume for a new parent"
             )
-    kids = children(client, pid, finished=False)
+    return children(client, pid, finished=False)
+
+
+def _reopen(client, pid: str, experiment: Experiment, setup: Setup) -> set[tuple[str, str]]:
+    """Reopen an unfinished parent: check it ran the same seeds and encoders and that none of its children still runs
+    here, mark its children that died unfinished as KILLED, and return the (configuration, seed) pairs whose children
+    finished."""
+    kids = _resumable(client, pid, experiment, setup)
     running = [r for r in kids if r.info.status == "RUNNING" and alive(r)]
     if running:  # a driver killed alone leaves its children running: they would be trained twice at once
         first = running[0].data.tags
@@ -123,6 +129,18 @@ def parents_to_resume(client, experiment: Experiment, setup: Setup, resume: bool
             + f"; those there: {', '.join(r.info.run_id for r in unfinished) or 'none'}"
         )
     return unfinished
+
+
+def peek_parent(client, experiment: Experiment, setup: Setup, resume: bool, parent: str | None = None):
+    """What :func:`open_parent` would open, read without writing to the store: with ``resume``, the unfinished
+    parent it would reopen (``parent``, or the newest) and the (configuration, seed) pairs whose children finished;
+    else ``(None, set())``, a new parent not yet opened."""
+    unfinished = parents_to_resume(client, experiment, setup, resume, parent)
+    pid = parent or (unfinished[0].info.run_id if unfinished else None)
+    if pid is None:
+        return None, set()
+    finished = [r for r in _resumable(client, pid, experiment, setup) if r.info.status == "FINISHED"]
+    return pid, {(r.data.tags.get("lq.config"), r.data.tags.get("lq.seed")) for r in finished}
 
 
 def open_parent(

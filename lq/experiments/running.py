@@ -23,7 +23,7 @@ from lq.conf.resolver import (
     finished,
 )
 from lq.experiments.launchers import JobFailed, shown
-from lq.experiments.parents import end_dead_runs, log_best_model, open_parent, parents_to_resume
+from lq.experiments.parents import end_dead_runs, log_best_model, open_parent, parents_to_resume, peek_parent
 from lq.experiments.reporting import _client, _print, build_tables, children, experiment_id
 from lq.experiments.setup import Setup
 from lq.experiments.specs import Config, Experiment
@@ -463,18 +463,25 @@ def resumable(run: Run) -> str | None:
     return str(last)
 
 
-def plan(experiment: Experiment, setup: Setup, resume: bool = False, parent: str | None = None) -> list[str]:
+def plan(
+    experiment: Experiment, setup: Setup, resume: bool = False, parent: str | None = None, dry_run: bool = False
+) -> list[str]:
     """Every job of ``experiment`` as an ``lq`` command line, for any scheduler: the preparation, the children (under
     a parent run opened now, or the resumed one) and the tables that finish the parent, in numbered steps, each
     after the one before; the lines of one step are independent of each other. A preparation line whose output
     exists says so in a comment. ``parent``: with ``resume``, the unfinished parent run to resume (default: the
-    newest)."""
+    newest). ``dry_run``: open and reopen no run (the store is only read), a new parent shown as ``PARENT``, so
+    that looking at a plan beside a running campaign leaves no parent for ``--resume`` to pick."""
     client = _client(setup.tracking_uri)
-    pid, done = open_parent(client, experiment, setup, resume, lambda _: None, parent)
+    if dry_run:
+        pid, done = peek_parent(client, experiment, setup, resume, parent)
+        pid = pid or "PARENT"
+    else:
+        pid, done = open_parent(client, experiment, setup, resume, lambda _: None, parent)
     lines = [
         f"# {experiment.title}: profile {setup.profile}, protocol {setup.protocol}, objective {setup.objective}, seeds "
         f"{' '.join(map(str, setup.seeds))}; parent run {pid} in MLflow experiment lq-{experiment.name} "
-        f"({setup.tracking_uri})"
+        f"({setup.tracking_uri})" + ("; a dry run: no parent opened" if dry_run else "")
     ]
     waves = [*preparation(experiment.configs, setup, experiment.name, done), *child_waves(experiment, setup, pid, done)]
     finish = ["experiment", "tables", experiment.name, "--parent", pid, "--tracking-uri", setup.tracking_uri]

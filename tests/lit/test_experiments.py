@@ -358,6 +358,39 @@ def test_the_plan_of_table2_under_the_papers_objective_trains_no_bc_start(tmp_pa
     assert "no such objective (OBJECTIVE=bogus); choose from lq, paper" in capsys.readouterr().err
 
 
+def test_a_dry_run_plan_opens_no_parent_and_shows_the_one_resume_would_take(tmp_path, capsys):
+    """``plan --dry-run`` beside a campaign leaves the store as it was (no new parent for ``--resume`` to pick); with
+    ``--resume`` it shows the unfinished parent and only the children still to train; a parent of other seeds is
+    refused as a resume would refuse it."""
+    uri = f"sqlite:///{tmp_path / 'mlflow.db'}"
+    client = MlflowClient(uri)
+    experiment = X.table1(["scratch"])
+    setup = X.Setup(seeds=(0, 1, 2), tracking_uri=uri, outputs=str(tmp_path / "o"))
+    pid, _ = X.parents.open_parent(client, experiment, setup, False, print)
+    _log_children(client, pid, experiment, {"test/act_goal_rate": [0.1, 0.2]})  # seeds 0 and 1 finished
+    client.set_terminated(pid, "KILLED")
+
+    def store() -> list[tuple[str, str]]:
+        exp_id = client.get_experiment_by_name("lq-table1").experiment_id
+        return sorted((r.info.run_id, r.info.status) for r in client.search_runs([exp_id], max_results=1000))
+
+    before = store()
+    common = ["experiment", "plan", "table1", "--encoders", "scratch", "--tracking-uri", uri, "--dry-run"]
+    assert main([*common, "--seeds", "0", "1", "2", "--outputs", str(tmp_path / "o")]) == 0
+    out = capsys.readouterr().out
+    assert "parent run PARENT in MLflow experiment lq-table1" in out.splitlines()[0] and "--parent PARENT" in out
+    assert main([*common, "--seeds", "0", "1", "2", "--outputs", str(tmp_path / "o"), "--resume"]) == 0
+    out = capsys.readouterr().out
+    assert f"parent run {pid} in MLflow experiment lq-table1" in out.splitlines()[0]
+    kids = [line for line in out.splitlines()[1:] if pid in line and " experiment tables " not in line]
+    assert len(kids) == len(experiment.configs)  # seed 2's BC, RL and baselines children; seeds 0 and 1 finished
+    assert all('"lq.seed": "2"' in line or "--seeds 2" in line for line in kids), kids
+    assert store() == before  # nothing opened, reopened or marked KILLED
+    assert main([*common, "--seeds", "0", "1", "--resume"]) == 1
+    assert f"parent run {pid} ran seeds '0 1 2', not '0 1'" in capsys.readouterr().err
+    assert store() == before
+
+
 def test_parents_of_two_objectives_stay_apart_in_tables_and_resume(tmp_path, capsys):
     """One store, Table 1 run under both objectives: two parents, each table built from its own children and naming
     its objective; ``lq experiment tables --objective`` picks each one; ``--resume`` under one objective never reopens
