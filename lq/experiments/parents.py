@@ -56,7 +56,7 @@ def end_dead_runs(client, runs, gone: bool = False) -> list:
     return dead
 
 
-def _resumable(client, pid: str, experiment: Experiment, setup: Setup) -> list:
+def _checked_children(client, pid: str, experiment: Experiment, setup: Setup) -> list:
     """Check that the parent ``pid`` ran the same seeds, encoders (and variants) and identity as ``setup`` asks for;
     returns its children, finished or not."""
     run = client.get_run(pid)
@@ -83,7 +83,7 @@ def _reopen(client, pid: str, experiment: Experiment, setup: Setup) -> set[tuple
     """Reopen an unfinished parent: check it ran the same seeds and encoders and that none of its children still runs
     here, mark its children that died unfinished as KILLED, and return the (configuration, seed) pairs whose children
     finished."""
-    kids = _resumable(client, pid, experiment, setup)
+    kids = _checked_children(client, pid, experiment, setup)
     running = [r for r in kids if r.info.status == "RUNNING" and alive(r)]
     if running:  # a driver killed alone leaves its children running: they would be trained twice at once
         first = running[0].data.tags
@@ -93,7 +93,12 @@ def _reopen(client, pid: str, experiment: Experiment, setup: Setup) -> set[tuple
         )
     end_dead_runs(client, kids, gone=True)  # their processes are gone (or elsewhere): they will be trained again
     client.update_run(pid, status="RUNNING")
-    return {(r.data.tags.get("lq.config"), r.data.tags.get("lq.seed")) for r in children(client, pid)}
+    return _finished_pairs(kids)
+
+
+def _finished_pairs(kids: list) -> set[tuple[str, str]]:
+    """The (configuration, seed) pairs of the FINISHED runs among a parent's children ``kids``."""
+    return {(r.data.tags.get("lq.config"), r.data.tags.get("lq.seed")) for r in kids if r.info.status == "FINISHED"}
 
 
 def log_best_model(client, experiment: Experiment, pid: str, setup: Setup, log: Callable[[str], None]) -> str | None:
@@ -135,12 +140,15 @@ def peek_parent(client, experiment: Experiment, setup: Setup, resume: bool, pare
     """What :func:`open_parent` would open, read without writing to the store: with ``resume``, the unfinished
     parent it would reopen (``parent``, or the newest) and the (configuration, seed) pairs whose children finished;
     else ``(None, set())``, a new parent not yet opened."""
-    unfinished = parents_to_resume(client, experiment, setup, resume, parent)
-    pid = parent or (unfinished[0].info.run_id if unfinished else None)
+    pid = _chosen(parents_to_resume(client, experiment, setup, resume, parent), parent)
     if pid is None:
         return None, set()
-    finished = [r for r in _resumable(client, pid, experiment, setup) if r.info.status == "FINISHED"]
-    return pid, {(r.data.tags.get("lq.config"), r.data.tags.get("lq.seed")) for r in finished}
+    return pid, _finished_pairs(_checked_children(client, pid, experiment, setup))
+
+
+def _chosen(unfinished: list, parent: str | None) -> str | None:
+    """The parent a resume takes: ``parent`` where given, else the newest of ``unfinished`` (None: a new one)."""
+    return parent or (unfinished[0].info.run_id if unfinished else None)
 
 
 def open_parent(
@@ -151,7 +159,7 @@ def open_parent(
     share the identity, the log names the others (``lq experiment plan`` opens one at each call)."""
     exp_id = experiment_id(client, experiment.name)
     unfinished = parents_to_resume(client, experiment, setup, resume, parent)
-    pid = parent or (unfinished[0].info.run_id if unfinished else None)
+    pid = _chosen(unfinished, parent)
     if pid is not None:
         done = _reopen(client, pid, experiment, setup)
         log(f"[{experiment.name}] resuming parent run {pid}: {len(done)} children finished before")
