@@ -4,15 +4,19 @@ time goes, for the scratch encoder and a pretrained one at the CPU profile, unde
 one run, since this machine's speed drifts between days: compare only figures of one run.
 
     python benchmarks/rl.py [--data data/default] [--warmup 20] [--updates 20] [--encoders scratch general_light]
-                            [--profile conf/profile/tiny/rl.yaml] [--protocols restricted paper]
+                            [--profile conf/profile/tiny/rl.yaml] [--protocols restricted paper] [--objective lq]
 
 Each encoder runs the same loop as ``lq rl fit`` (``lq.rl.a2c.collect``, ``RLModule.objective``: the A2C terms and
-conf/rl.yaml's imitation term, backward, clipping and an Adam step) with the profile's sizes. The first ``--warmup``
+the objective's imitation term, backward, clipping and an Adam step) with the profile's sizes, then the objective's
+(``conf/objective/``: the paper's has 32 environments and 100-turn training episodes). The first ``--warmup``
 updates fill the caches that a run keeps (each context line's word pieces; for a pretrained encoder each line's
 frozen states), as the first minutes of a 300-update run do; their rate is printed as the cold start, and the
 timed updates after them give the figure. The partner, the DM and the pretrained encoder are the trained
 checkpoints when they exist (``make partner dm PROFILE=tiny``, ``make pretrain``); otherwise untrained models of the
-same shapes stand in (the cost is the same; it says so). The last lines print one figure per encoder.
+same shapes stand in (the cost is the same; it says so). For a pretrained encoder, "of which the frozen base" is the
+part of the agent forward and the imitation term spent encoding the context lines its cache had not kept
+(``StateEncoder.frozen_states``); the lines and word pieces it encoded per timed update, and the cache's size and
+clears, are printed. The last lines print one figure per encoder.
 """
 
 from __future__ import annotations
@@ -21,14 +25,17 @@ import argparse
 import sys
 import tempfile
 import time
+from contextlib import ExitStack
 from dataclasses import asdict
 from pathlib import Path
+from unittest import mock
 
 import torch
-from timing import TIMES, Yardstick, timed
+from timing import COUNTS, TIMES, Yardstick, timed
 
 import lq.envs.episode as episode
 import lq.envs.quest_env as quest_env
+import lq.models.agent as agent_model
 from lq.conf.resolver import Resolver, merged_config
 from lq.envs.protocol import protocol_of
 from lq.envs.spec import EnvSpec
@@ -39,6 +46,7 @@ from lq.models.poly_encoder import PolyEncoder
 from lq.rl.a2c import collect
 
 ROOT = Path(__file__).resolve().parents[1]
+FROZEN = "of which the frozen base"  # a part of the agent forward and the imitation term, not beside them
 
 
 def merged_model_config(*files: Path) -> dict:
@@ -61,9 +69,8 @@ def stand_in(path: str, spec: EncoderSpec, n_codes: int, folder: Path, note: lis
 
 
 def run(encoder: str, protocol: str, args: argparse.Namespace, folder: Path) -> tuple[float, dict[str, float]]:
-    config = merged_model_config(
-        ROOT / "conf/agent.yaml", ROOT / "conf/rl.yaml", ROOT / f"conf/encoder/{encoder}.yaml", args.profile
-    )
+    files = ("conf/agent.yaml", "conf/rl.yaml", f"conf/encoder/{encoder}.yaml", args.profile)
+    config = merged_model_config(*(ROOT / f for f in files), ROOT / f"conf/objective/{args.objective}.yaml")
     env = {**config.pop("env"), "protocol": protocol_of(protocol), "data_dir": str(args.data)}
     enc = config.pop("encoder")
     enc["spec"] = EncoderSpec(**enc.get("spec", {}))
@@ -86,14 +93,59 @@ def run(encoder: str, protocol: str, args: argparse.Namespace, folder: Path) -> 
         **config,
     )
     module.setup("fit")
-    env, actor, h = module.env, module.rollout_actor, module.hparams
-    optimizer = module.configure_optimizers()
+    env, actor = module.env, module.rollout_actor
     env.partner.act = timed("partner", env.partner.act)
     env.dm.rank = timed("DM", env.dm.rank)
     actor._scores = timed("agent forward", actor._scores)
-    module.imitation_loss = timed("imitation term", module.imitation_loss)  # lq's objective (conf/rl.yaml)
-    episode.step = timed("engine", episode.step)  # each turn through the engine
-    quest_env.valid_actions = timed("engine", quest_env.valid_actions)
+    module.imitation_loss = timed("imitation term", module.imitation_loss)  # lq's objective (conf/objective/lq.yaml)
+    state_encoder = module.agent.encoder
+    clears = 0
+
+    def forget_lines() -> None:
+        nonlocal clears
+        clears += 1
+        type(state_encoder).forget_lines(state_encoder)
+
+    state_encoder.forget_lines = forget_lines
+    functions = [(episode, "step", "engine"), (quest_env, "valid_actions", "engine")]  # each turn through the engine
+    if pretrained:  # within the agent forward and the imitation term: the lines a frozen base has not kept yet
+        functions.append((agent_model, "token_states", FROZEN))
+    with ExitStack() as patches:  # module functions, timed for this run only (a second run would time them twice)
+        for owner, name, label in functions:
+            wrapped = getattr(owner, name)
+            wrapped = counted(wrapped) if label == FROZEN else wrapped
+            patches.enter_context(mock.patch.object(owner, name, timed(label, wrapped)))
+        rate, shares, cold = timed_updates(module, args)
+    for line in note:
+        print(f"  note: {line}")
+    if args.warmup:
+        print(f"  the {args.warmup} warm-up updates (cold caches): {cold:.1f} transitions/s")
+    if pretrained:
+        per = max(args.updates, 1)
+        print(
+            f"  the frozen base encoded {COUNTS['lines'] / per:.1f} lines ({COUNTS['word pieces'] / per:.0f} word "
+            f"pieces) per timed update; its cache held {len(state_encoder._line_states)} lines "
+            f"({state_encoder._cached_tokens} word pieces) at the end and was emptied {clears} times"
+        )
+    return rate, shares
+
+
+def counted(encode):
+    """``encode`` (``token_states``), adding the lines and word pieces it encodes to ``COUNTS``."""
+
+    def wrapper(encoder, ids, mask):
+        COUNTS["lines"] += len(ids)
+        COUNTS["word pieces"] += int(mask.sum())
+        return encode(encoder, ids, mask)
+
+    return wrapper
+
+
+def timed_updates(module: RLModule, args: argparse.Namespace) -> tuple[float, dict[str, float], float]:
+    """``args.warmup`` A2C updates, then ``args.updates`` timed: transitions per second, each part's share of the
+    timed updates, and the warm-up's transitions per second."""
+    env, actor, h = module.env, module.rollout_actor, module.hparams
+    optimizer = module.configure_optimizers()
 
     def update() -> None:
         rollout = collect(env, actor, module.rollout_state, h.rollout_steps)
@@ -110,16 +162,13 @@ def run(encoder: str, protocol: str, args: argparse.Namespace, folder: Path) -> 
         update()
     cold = args.warmup * h.rollout_steps * h.num_envs / max(time.perf_counter() - start, 1e-9)
     TIMES.clear()
+    COUNTS.clear()
     start = time.perf_counter()
     for _ in range(args.updates):
         update()
     whole = time.perf_counter() - start
     transitions = args.updates * h.rollout_steps * h.num_envs
-    for line in note:
-        print(f"  note: {line}")
-    if args.warmup:
-        print(f"  the {args.warmup} warm-up updates (cold caches): {cold:.1f} transitions/s")
-    return transitions / whole, {k: v / whole for k, v in TIMES.items()}
+    return transitions / whole, {k: v / whole for k, v in TIMES.items()}, cold
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -130,6 +179,7 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--encoders", nargs="+", default=["scratch", "general_light"])
     parser.add_argument("--profile", type=Path, default=ROOT / "conf/profile/tiny/rl.yaml")
     parser.add_argument("--protocols", nargs="+", default=["restricted", "paper"], help="conf/protocol/ names")
+    parser.add_argument("--objective", default="lq", help="a conf/objective/ name (its sizes and terms)")
     args = parser.parse_args(argv)
     if not (args.data / "demos").is_dir():
         print(f"no dataset at {args.data}: run `make data` first (or pass --data)", file=sys.stderr)
@@ -139,11 +189,14 @@ def main(argv: list[str] | None = None) -> int:
     with tempfile.TemporaryDirectory() as folder:
         for encoder in args.encoders:
             for protocol in args.protocols:
-                print(f"{encoder}, {protocol} protocol ({args.profile.name}, {torch.get_num_threads()} threads):")
+                print(
+                    f"{encoder}, {protocol} protocol, {args.objective} objective ({args.profile.name}, "
+                    f"{torch.get_num_threads()} threads):"
+                )
                 torch.manual_seed(0)
                 rate, shares = run(encoder, protocol, args, Path(folder))
-                rest = 1.0 - sum(shares.values())
-                for name, share in sorted(shares.items(), key=lambda kv: -kv[1]):
+                rest = 1.0 - sum(share for name, share in shares.items() if name != FROZEN)
+                for name, share in sorted(shares.items(), key=lambda kv: (kv[0] == FROZEN, -kv[1])):
                     print(f"  {name:<28}{share:>7.1%}")
                 print(f"  {'other (env text, masks, sampling)':<28}{rest:>7.1%}")
                 results[encoder, protocol] = rate

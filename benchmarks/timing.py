@@ -6,6 +6,7 @@ import time
 from collections import defaultdict
 
 TIMES: dict[str, float] = defaultdict(float)
+COUNTS: dict[str, int] = defaultdict(int)  # what a benchmark counts beside the times (calls, items)
 
 
 def timed(name, fn):
