@@ -99,22 +99,15 @@ def run(encoder: str, protocol: str, args: argparse.Namespace, folder: Path) -> 
     actor._scores = timed("agent forward", actor._scores)
     module.imitation_loss = timed("imitation term", module.imitation_loss)  # lq's objective (conf/objective/lq.yaml)
     state_encoder = module.agent.encoder
-    clears = 0
-
-    def forget_lines() -> None:
-        nonlocal clears
-        clears += 1
-        type(state_encoder).forget_lines(state_encoder)
-
-    state_encoder.forget_lines = forget_lines
-    functions = [(episode, "step", "engine"), (quest_env, "valid_actions", "engine")]  # each turn through the engine
-    if pretrained:  # within the agent forward and the imitation term: the lines a frozen base has not kept yet
-        functions.append((agent_model, "token_states", FROZEN))
     with ExitStack() as patches:  # module functions, timed for this run only (a second run would time them twice)
-        for owner, name, label in functions:
-            wrapped = getattr(owner, name)
-            wrapped = counted(wrapped) if label == FROZEN else wrapped
-            patches.enter_context(mock.patch.object(owner, name, timed(label, wrapped)))
+        for owner, name in ((episode, "step"), (quest_env, "valid_actions")):  # each turn through the engine
+            patches.enter_context(mock.patch.object(owner, name, timed("engine", getattr(owner, name))))
+        if pretrained:  # within the agent forward and the imitation term: the lines a frozen base has not kept yet
+            encode = timed(FROZEN, counted(agent_model.token_states))
+            patches.enter_context(mock.patch.object(agent_model, "token_states", encode))
+        clears = patches.enter_context(
+            mock.patch.object(state_encoder, "forget_lines", wraps=state_encoder.forget_lines)
+        )
         rate, shares, cold = timed_updates(module, args)
     for line in note:
         print(f"  note: {line}")
@@ -125,7 +118,7 @@ def run(encoder: str, protocol: str, args: argparse.Namespace, folder: Path) -> 
         print(
             f"  the frozen base encoded {COUNTS['lines'] / per:.1f} lines ({COUNTS['word pieces'] / per:.0f} word "
             f"pieces) per timed update; its cache held {len(state_encoder._line_states)} lines "
-            f"({state_encoder._cached_tokens} word pieces) at the end and was emptied {clears} times"
+            f"({state_encoder._cached_tokens} word pieces) at the end and was emptied {clears.call_count} times"
         )
     return rate, shares
 
