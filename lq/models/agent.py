@@ -22,6 +22,7 @@
 
 from __future__ import annotations
 
+from collections import OrderedDict
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -87,9 +88,10 @@ class StateEncoder(nn.Module):
     A frozen pretrained base reads each line of a context on its own ([CLS] line [SEP], its states without the two
     marks; every row's [CLS] and [SEP] get those of an empty line) and the three trainable appended layers read the
     lines together. A quest's header lines come back at every step of its episodes and the history's lines come from
-    fixed spaces, so the frozen states of a line are computed once and kept (up to ``max_cached_tokens`` tokens; the
-    cache is emptied when the weights are loaded or moved): per step only the appended layers run. Without ``lines``
-    a context is one line."""
+    fixed spaces, so the frozen states of a line are computed once and kept: up to ``max_cached_tokens`` tokens, the
+    least recently read lines let go first (the demonstrations the imitation term reads every update stay), and all
+    of them when the weights are loaded or moved. Lines the cache lacks (new ones, and a context's oldest line cut
+    where the word-piece budget falls) run through the base. Without ``lines`` a context is one line."""
 
     def __init__(
         self,
@@ -117,7 +119,7 @@ class StateEncoder(nn.Module):
             hidden = width
         self.hidden_size = hidden
         self.max_cached_tokens = max_cached_tokens
-        self._line_states: dict[tuple[int, ...], torch.Tensor] = {}
+        self._line_states: OrderedDict[tuple[int, ...], torch.Tensor] = OrderedDict()  # least recently read first
         self._cached_tokens = 0
         self.register_load_state_dict_post_hook(lambda module, keys: module.forget_lines())
         self.train()
@@ -158,10 +160,8 @@ class StateEncoder(nn.Module):
             lines = [[ids[i, 1 : n - 1].tolist()] for i, n in enumerate(lengths)]
         cls, sep = int(ids[0, 0]), int(ids[0, lengths[0] - 1])
         keys = [[tuple(line) for line in row if line] for row in lines]
-        missing = list(dict.fromkeys(k for row in keys for k in [(), *row] if k not in self._line_states))
-        if self._cached_tokens + sum(map(len, missing)) > self.max_cached_tokens:
-            self.forget_lines()
-            missing = list(dict.fromkeys(k for row in keys for k in [(), *row]))
+        wanted = list(dict.fromkeys(k for row in keys for k in [(), *row]))
+        missing = [k for k in wanted if k not in self._line_states]
         for start in range(0, len(missing), 256):
             chunk = missing[start : start + 256]
             width = max(map(len, chunk)) + 2
@@ -178,6 +178,11 @@ class StateEncoder(nn.Module):
         out = torch.zeros(*ids.shape, marks.shape[-1], device=ids.device, dtype=marks.dtype)
         for i, row in enumerate(keys):
             out[i, : lengths[i]] = torch.cat([marks[:1], *(self._line_states[k] for k in row), marks[1:]])
+        for key in wanted:  # read now: the last to let go
+            self._line_states.move_to_end(key)
+        while self._cached_tokens > self.max_cached_tokens and len(self._line_states) > len(wanted):
+            key, _ = self._line_states.popitem(last=False)
+            self._cached_tokens -= len(key) + 2 * (not key)
         return out
 
 

@@ -219,3 +219,27 @@ def test_a_pretrained_agent_reads_its_spaces_vectors_from_the_store(batcher, tmp
     scratch_dir = tmp_path / "scratch"
     SwitchAgent.build(ACTIONS, UTTERANCES, batcher, None, CONFIG, dim=8, store_dir=scratch_dir)
     assert not scratch_dir.exists()  # a scratch agent's candidates train with it: nothing to keep
+
+
+def test_a_full_line_cache_lets_go_of_the_least_recently_read_lines(batcher):
+    """Past ``max_cached_tokens`` the lines read longest ago go first, not those kept first: a line read again stays
+    (the demonstrations the imitation term reads every update are never let go), and so do the lines just read."""
+    torch.manual_seed(0)
+    poly = PolyEncoder.from_spec(TINY, n_codes=2).eval()
+    encoder = SwitchAgent.build(ACTIONS, UTTERANCES, batcher, poly, CONFIG, dim=8).eval().encoder
+    read, key = {}, {}
+    for name, text in (("first", "the first line"), ("second", "a second line"), ("third", "the third line")):
+        read[name] = batcher.contexts_with_lines([text])
+        [[line]] = read[name][2]
+        key[name] = tuple(line)
+    assert len(key["first"]) == len(key["second"]) == len(key["third"])
+    encoder.max_cached_tokens = 2 + 2 * len(key["first"])  # the empty line's two marks and two lines
+    for name in ("first", "second", "first"):
+        encoder.frozen_states(*read[name])
+    assert set(encoder._line_states) == {(), key["first"], key["second"]}
+    encoder.frozen_states(*read["third"])  # a line too many: the second goes (the first was read since)
+    assert set(encoder._line_states) == {(), key["first"], key["third"]}
+    assert encoder._cached_tokens == 2 + len(key["first"]) + len(key["third"])
+    encoder.max_cached_tokens = 1  # a batch larger than the whole cache keeps its own lines until the next one
+    encoder.frozen_states(*read["second"])
+    assert set(encoder._line_states) == {(), key["second"]} and encoder._cached_tokens == 2 + len(key["second"])
