@@ -89,9 +89,10 @@ class StateEncoder(nn.Module):
     marks; every row's [CLS] and [SEP] get those of an empty line) and the three trainable appended layers read the
     lines together. A quest's header lines come back at every step of its episodes and the history's lines come from
     fixed spaces, so the frozen states of a line are computed once and kept: up to ``max_cached_tokens`` tokens, the
-    least recently read lines let go first (the demonstrations the imitation term reads every update stay), and all
-    of them when the weights are loaded or moved. Lines the cache lacks (new ones, and a context's oldest line cut
-    where the word-piece budget falls) run through the base. Without ``lines`` a context is one line."""
+    least recently read lines let go first (lines read again and again, as a quest's header lines and the
+    demonstrations', stay), and all of them when the weights are loaded or moved. Lines the cache lacks (new ones,
+    and a context's oldest line cut where the word-piece budget falls) run through the base. Without ``lines`` a
+    context is one line."""
 
     def __init__(
         self,

@@ -222,8 +222,8 @@ def test_a_pretrained_agent_reads_its_spaces_vectors_from_the_store(batcher, tmp
 
 
 def test_a_full_line_cache_lets_go_of_the_least_recently_read_lines(batcher):
-    """Past ``max_cached_tokens`` the lines read longest ago go first, not those kept first: a line read again stays
-    (the demonstrations the imitation term reads every update are never let go), and so do the lines just read."""
+    """Past ``max_cached_tokens`` the lines read longest ago go first, not those kept first: a line read again stays,
+    and so do the lines just read."""
     torch.manual_seed(0)
     poly = PolyEncoder.from_spec(TINY, n_codes=2).eval()
     encoder = SwitchAgent.build(ACTIONS, UTTERANCES, batcher, poly, CONFIG, dim=8).eval().encoder
