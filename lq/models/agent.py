@@ -174,7 +174,7 @@ class StateEncoder(nn.Module):
             states = token_states(self.base, batch, batch_mask)
             for i, key in enumerate(chunk):  # the empty line keeps its [CLS] and [SEP]: the row's own two marks
                 self._line_states[key] = states[i, :2] if not key else states[i, 1 : len(key) + 1]
-                self._cached_tokens += len(key) + 2 * (not key)
+                self._cached_tokens += len(self._line_states[key])  # its rows of states
         marks = self._line_states[()]
         out = torch.zeros(*ids.shape, marks.shape[-1], device=ids.device, dtype=marks.dtype)
         for i, row in enumerate(keys):
@@ -182,8 +182,8 @@ class StateEncoder(nn.Module):
         for key in wanted:  # read now: the last to let go
             self._line_states.move_to_end(key)
         while self._cached_tokens > self.max_cached_tokens and len(self._line_states) > len(wanted):
-            key, _ = self._line_states.popitem(last=False)
-            self._cached_tokens -= len(key) + 2 * (not key)
+            _, dropped = self._line_states.popitem(last=False)
+            self._cached_tokens -= len(dropped)
         return out
 
 
