@@ -47,13 +47,19 @@ def verdict(better: Sequence[float], worse: Sequence[float]) -> str:
         return "not run"
     if len(better) < 2 or len(worse) < 2:
         return "not tested (one seed)"
-    diff = statistics.fmean(better) - statistics.fmean(worse)
-    se = math.sqrt(statistics.variance(better) / len(better) + statistics.variance(worse) / len(worse))
+    diff, se = difference(better, worse)
     if diff > se:
         return "holds"
     if diff < -se:
         return "does not hold"
     return "within noise"
+
+
+def difference(better: Sequence[float], worse: Sequence[float]) -> tuple[float, float]:
+    """The difference of the seeds' means and its standard error: the sample stds over the square root of their
+    counts, added in quadrature (two seeds or more on each side)."""
+    se = math.sqrt(statistics.variance(better) / len(better) + statistics.variance(worse) / len(worse))
+    return statistics.fmean(better) - statistics.fmean(worse), se
 
 
 def orderings(experiment: Experiment) -> list[Ordering]:
@@ -206,11 +212,27 @@ def departure_matrix(experiment: Experiment, values: dict[tuple[str, str], list[
     (base, cells), *others = table.rows
     columns = list(cells)
     rows = [
-        [row, *(SIGNS[verdict(values.get((row, c), []), values.get((base, c), []))] for c in columns)]
-        for row, _ in others
+        [row, *(_departure(values.get((row, c), []), values.get((base, c), [])) for c in columns)] for row, _ in others
     ]
-    head = f"Against the first row ({base}): + above it, − below it, · within one standard error of the difference."
+    head = (
+        f"Against the first row ({base}): + above it, − below it, · within one standard error of the difference; in "
+        "brackets, the difference in standard errors. By chance alone, one standard error is passed in about a third "
+        "of the cells or more."
+    )
     return [head, "", *markdown_table(["", *columns], rows), ""]
+
+
+def _departure(row: Sequence[float], base: Sequence[float]) -> str:
+    """A matrix cell: the verdict's mark and, with two seeds or more on each side, the difference over its standard
+    error (as :func:`verdict` computes them)."""
+    mark = SIGNS[verdict(row, base)]
+    if len(row) < 2 or len(base) < 2:
+        return mark
+    diff, se = difference(row, base)
+    if not se:
+        return mark
+    z = round(diff / se, 1)
+    return f"{mark} ({z:+.1f})".replace("-", "−") if z else f"{mark} (0.0)"  # the marks' minus sign; no signed zero
 
 
 CHOSEN_ON = "Val act & speech"  # the candidates table's rule (docs/experiments.md, fixed before it ran)

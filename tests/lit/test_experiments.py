@@ -1344,13 +1344,18 @@ def test_the_deviation_tables_reading_marks_which_departure_moves_which_column()
     values = {(base, "Act goals"): [0.50, 0.52, 0.54], (bc_start, "Act goals"): [0.70, 0.72, 0.74],
               (base, "Speech goals"): [0.20, 0.22, 0.24], (bc_start, "Speech goals"): [0.21, 0.23, 0.25],
               (base, "Act & Speech"): [0.20, 0.22, 0.24], (bc_start, "Act & Speech"): [0.10, 0.12, 0.14]}  # fmt: skip
-    lines = departure_matrix(experiment, values)
-    row = next(line for line in lines if line.startswith(f"| {bc_start} |"))
-    assert row.removesuffix(" |").split(" | ")[4:7] == [
-        "+",
-        "·",
-        "−",
-    ]  # act goals up, speech goals within noise, act & speech down
+
+    def cells() -> list[str]:
+        row = next(line for line in departure_matrix(experiment, values) if line.startswith(f"| {bc_start} |"))
+        return row.removesuffix(" |").split(" | ")[4:7]
+
+    # act goals up, speech goals within noise, act & speech down; in brackets the difference over its standard error:
+    # 0.2 / sqrt(2 * 0.0004 / 3) = 12.2, 0.01 / 0.0163 = 0.6
+    assert cells() == ["+ (+12.2)", "· (+0.6)", "− (−6.1)"]
+    values[(bc_start, "Speech goals")] = [0.19, 0.22, 0.25]  # the same mean: no difference, and no sign on it
+    assert cells()[1] == "· (0.0)"
+    values[(bc_start, "Act goals")] = [0.70]
+    assert cells()[0] == "?"  # one seed: no verdict and no distance
 
 
 def test_the_candidates_table_names_its_choice_by_the_rule_fixed_before_it_ran():
