@@ -431,12 +431,15 @@ def _experiment_job(args: argparse.Namespace, names: list[str]) -> int:
         return 0
     if len(names) != 1 or not args.parent:
         raise UsageError("experiment baselines: name one experiment and --parent RUN_ID")
-    keys = [c.key for c in X.EXPERIMENTS[names[0]](objective=setup.objective).configs if c.stage == "baselines"]
+    experiment = X.EXPERIMENTS[names[0]](objective=setup.objective)
+    keys = [c.key for c in experiment.configs if c.stage == "baselines"]
     if (key := X.Config("baselines", "", args.ability, args.switch).key) not in keys:
         raise UsageError(f"--ability {args.ability} --switch {args.switch}: {names[0]}'s baselines: {', '.join(keys)}")
     from mlflow.tracking import MlflowClient
 
-    child = X.run_baselines(MlflowClient(args.tracking_uri), names[0], run, args.parent)
+    child = X.run_baselines(
+        MlflowClient(args.tracking_uri), names[0], run, args.parent, validation=experiment.validation_baselines
+    )
     print(f"baselines child run {child} ({key}) of parent {args.parent}")
     return 0
 

@@ -100,6 +100,8 @@ class Slot:
     speech: SpeechScore
     index: int = -1  # of the instance in the environment's list
     history: list[tuple[str, str, str]] = field(default_factory=list)
+    witnessed: list[bool] = field(default_factory=list)  # per history turn: the other side saw or heard it
+    start_room: Node | None = None  # where the self character stood when the quest opened
     steps: int = 0
     act_goal: str | None = None  # "self" or "partner" once reached
     speech_reward: float = 0.0
@@ -124,6 +126,7 @@ def new_slot(instance: QuestInstance, index: int = -1) -> Slot:
     goal = ActGoal.parse(world, instance.quest.goal, instance.self_id, instance.partner_id)
     speech = SpeechScore(len(instance.demo_utterances))
     slot = Slot(instance, world, world[instance.self_id], world[instance.partner_id], goal, speech, index)
+    slot.start_room = slot.me.room
     slot.card = quest_card(slot)
     slot.transcript += transcript_header(slot.card)
     return slot
@@ -132,15 +135,16 @@ def new_slot(instance: QuestInstance, index: int = -1) -> Slot:
 SELF_INDENT = " " * 24  # the agent's turns stand to the right of the partner's, as in the paper's appendix
 
 
+def carrying(node: Node) -> str:
+    """What a character carries, as the quest card lists it."""
+    return ", ".join(n.name for n in node.contents.values()) or "Nothing."
+
+
 def quest_card(slot: Slot) -> dict:
     """The quest as the paper's appendix transcripts open: setting, partner, self (each with persona and what it
     carries), the agent's motivation and goal."""
     quest = slot.instance.quest
     room = slot.me.container
-
-    def carrying(node: Node) -> str:
-        return ", ".join(n.name for n in node.contents.values()) or "Nothing."
-
     return {
         "quest_id": quest.quest_id,
         "goal": quest.goal,
@@ -167,25 +171,65 @@ def transcript_header(card: dict) -> list[str]:
     ]
 
 
-def slot_context(slot: Slot, side: str, motivations: Sequence[str], objects: bool = False) -> str:
-    """What ``side`` ("self" or "partner") sees: setting, personas, what it carries, the dialogue and actions so far,
-    and for the self character its motivations; with ``objects``, the self character also sees the room's objects
-    and what the partner carries (the partner's and the DM's models are trained without them)."""
+def together(slot: Slot) -> bool:
+    """Whether the two characters are in the same room now: only then does one see or hear the other (LIGHT's own
+    engine: speech reaches those in the room, the room a character is in names its setting)."""
+    return slot.me.room is not None and slot.me.room is slot.partner.room
+
+
+def scene(slot: Slot, side: str) -> list[str]:
+    """Where ``side``'s character is now, as a player's ``look`` shows it: the room, who is there and what each
+    carries, from the world's state after the last turn (the quest card is only how the quest opened)."""
     me, other = (slot.me, slot.partner) if side == "self" else (slot.partner, slot.me)
-    room = me.container
+    room = me.room
+    lines = [f"Setting     {room.name}. {room.desc}".rstrip() if room is not None else "Setting     (nowhere)"]
+    lines.append(f"You:        {me.name}, carrying {carrying(me)}")
+    if together(slot):
+        lines.append(f"Here:       {other.name}, carrying {carrying(other)}")
+    else:
+        lines.append(f"Not here:   {other.name}" + (f" (in {other.room.name})" if other.room is not None else ""))
+    things = [n.name for n in room.contents.values() if n.kind == "object"] if room is not None else []
+    lines.append(f"Objects     {', '.join(things) or 'none'}")
+    return lines
+
+
+def setting_name(slot: Slot, room: Node | None) -> str:
+    """The setting's name as a character in ``room`` reads it: the demonstration's room category where the quest
+    opened (what its human players read), elsewhere the room's own category, or its name where it has none."""
+    if room is None:
+        return ""
+    if room is slot.start_room and slot.instance.demo:
+        return slot.instance.demo.room_category
+    return room.raw.get("category") or room.name
+
+
+def seen_history(slot: Slot, side: str) -> list[tuple[str, str, str]]:
+    """The turns ``side`` saw or heard: its own, and the other side's where it was there to see or hear them."""
+    return [turn for turn, seen in zip(slot.history, slot.witnessed, strict=True) if seen or turn[0] == side]
+
+
+def slot_context(slot: Slot, side: str, motivations: Sequence[str], objects: bool = False) -> str:
+    """What ``side`` ("self" or "partner") sees now, from the world's state after the last turn: its room's setting,
+    its persona and what it carries, the other character only when it is in the same room, the dialogue and actions
+    it saw or heard, and for the self character its motivations; with ``objects``, the self character also sees the
+    room's objects and what the partner carries (the partner's and the DM's models are trained without them)."""
+    me, other = (slot.me, slot.partner) if side == "self" else (slot.partner, slot.me)
+    room = me.room
+    present = together(slot)
     seen = objects and side == "self" and room is not None
+    history = seen_history(slot, side)
     return Context(
-        setting_name=slot.instance.demo.room_category if slot.instance.demo else "",
+        setting_name=setting_name(slot, room),
         setting_desc=room.desc if room is not None else "",
         self_name=me.name,
         self_persona=me.persona,
-        partner_name=other.name,
-        partner_persona=other.persona,
+        partner_name=other.name if present else "",
+        partner_persona=other.persona if present else "",
         carrying=[n.name for n in me.contents.values()],
         objects=[n.name for n in room.contents.values() if n.kind == "object"] if seen else [],
-        partner_carrying=[n.name for n in other.contents.values() if n.kind == "object"] if seen else [],
+        partner_carrying=[n.name for n in other.contents.values() if n.kind == "object"] if seen and present else [],
         motivations={lvl: slot.instance.quest.motivation(lvl) for lvl in motivations} if side == "self" else {},
-        history=slot.history if side == "self" else swap_sides(slot.history),
+        history=history if side == "self" else swap_sides(history),
     ).serialise(motivations if side == "self" else ())
 
 
@@ -195,12 +239,14 @@ def play_turn(slot: Slot, side: str, kind: str, text: str) -> float:
     actor = slot.me if side == "self" else slot.partner
     indent = SELF_INDENT if side == "self" else ""
     slot.history.append((side, kind, text))
+    slot.witnessed.append(together(slot))  # an utterance is heard, an action seen, by one in the room
     turn = {"side": side, "name": actor.name, "kind": kind, "text": text}
     slot.turns.append(turn)
     if kind != "action":
-        slot.transcript.append(f"{indent}{actor.name}: {text}")
+        slot.transcript.append(f"{indent}{actor.name}: {text}" + ("" if slot.witnessed[-1] else "    [no one hears]"))
         return act_reward(False)
     result = step(slot.world, actor, text)
+    slot.witnessed[-1] = slot.witnessed[-1] or together(slot)  # one who arrives is seen arriving
     turn["result"] = result.message.splitlines()[0] if result.message else ""
     slot.transcript.append(f"{indent}{actor.name} > {text}    [{turn['result']}]")
     who = slot.goal.reached_by(slot.world, actor, result.action) if result.success and slot.act_goal is None else None

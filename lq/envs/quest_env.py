@@ -7,7 +7,11 @@ actions, the frozen partner answers, and the Dungeon Master ranks utterances.
 Rewards, as paper 4.1 (:mod:`lq.envs.rewards`): act goal 1 when the goal state is reached, by the agent's
 action (self act completion) or by the partner's (partner act completion); speech 1/(2n) for an utterance of
 this quest's demonstration and 1/(2n) for an utterance in the DM's top k, each paid once per distinct
-utterance (the literal paper reading, the top-k term on every repeat, is ``top_k_every_repeat=True``).
+utterance (the literal paper reading, the top-k term on every repeat, is ``top_k_every_repeat=True``), and only for
+an utterance the partner is in the room to hear.
+
+What each side reads after a turn is the world's state after it (:func:`lq.envs.episode.slot_context`): the room it
+is in, the other character only when in the same room, and the turns it saw or heard.
 
 When an episode ends and what reaches the speech goal is the :class:`lq.envs.protocol.Protocol`'s
 (docs/deviations.md).
@@ -23,7 +27,7 @@ import random
 from collections.abc import Callable, Sequence
 
 from lq.envs.dungeon_master import DungeonMaster
-from lq.envs.episode import QuestInstance, Slot, new_slot, play_turn, slot_context
+from lq.envs.episode import QuestInstance, Slot, new_slot, play_turn, slot_context, together
 from lq.envs.partner import Partner, Turn
 from lq.envs.protocol import PROTOCOLS, Protocol
 from lq.envs.rewards import speech_reward
@@ -123,9 +127,10 @@ class QuestEnv:
     # -- turns ---------------------------------------------------------------------------------------
 
     def _agent_turn(self, slot: Slot, kind: str, text: str) -> tuple[float, float]:
-        """Play the agent's turn (its utterance already ranked by the DM); returns its act and speech rewards."""
+        """Play the agent's turn (its utterance already ranked by the DM); returns its act and speech rewards. An
+        utterance the partner is not in the room to hear earns no speech reward and does not count as said."""
         speech = 0.0
-        if kind != "action":
+        if kind != "action" and together(slot):
             top_k = slot.valid_utterance_ids[: self.dm.top_k]
             in_top_k = self.utterance_index.get(text, -1) in top_k
             demo = set(slot.instance.demo_utterances)

@@ -160,3 +160,52 @@ def plot_curves(
         fig.savefig(path, dpi=100)
     plt.close(fig)
     return drawn
+
+
+def plot_budget(
+    curves: dict[str, dict[str, dict[int, list[float]]]],
+    levels: dict[str, dict[str, list[float]]],
+    panels: Sequence[Sequence[str]],
+    path,
+    title: str,
+) -> bool:
+    """Goal rates against environment interactions (log axis), one panel per metric title of ``panels`` (rows of
+    panels: validation, test): per label of ``curves`` (an objective) the seeds' mean at each budget, shaded from
+    their lowest to their highest; per label of ``levels`` (BC, a baseline) its seeds' mean as a horizontal line.
+    False if nothing to draw."""
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    rows, cols = len(panels), max(len(r) for r in panels)
+    fig, axes = plt.subplots(rows, cols, figsize=(5 * cols, 3.6 * rows), squeeze=False)
+    drawn = False
+    for r, row in enumerate(panels):
+        for c, metric in enumerate(row):
+            ax = axes[r][c]
+            for label, by_metric in curves.items():
+                points = sorted((b, v) for b, v in by_metric.get(metric, {}).items() if v)
+                if not points:
+                    continue
+                xs = [b for b, _ in points]
+                seeds = max(len(v) for _, v in points)
+                ax.plot(xs, [statistics.fmean(v) for _, v in points], marker="o", label=f"{label} (≤{seeds} seeds)")
+                ax.fill_between(xs, [min(v) for _, v in points], [max(v) for _, v in points], alpha=0.2)
+                drawn = True
+            for i, (label, by_metric) in enumerate(levels.items()):
+                if by_metric.get(metric):
+                    style = ("--", ":", "-.")[i % 3]
+                    ax.axhline(statistics.fmean(by_metric[metric]), color="grey", linestyle=style, label=label)
+            ax.set_xscale("log")
+            ax.set_title(metric, fontsize=10)
+            ax.set_xlabel("environment interactions")
+            ax.grid(alpha=0.3)
+            if r == 0 and c == 0 and ax.get_legend_handles_labels()[0]:
+                ax.legend(fontsize=7)
+    fig.suptitle(title)
+    fig.tight_layout()
+    if drawn:
+        fig.savefig(path, dpi=90, metadata={"Software": None})
+    plt.close(fig)
+    return drawn

@@ -20,6 +20,7 @@ from lq.eval import cell, markdown_table, mean_std_of
 from lq.experiments.records import ORIGIN
 from lq.experiments.reporting import (
     _client,
+    budget_png,
     children,
     cpu_seconds,
     experiment_for,
@@ -139,9 +140,10 @@ def _mean_std(values: Sequence[float]) -> str:
     return cell(*mean_std_of(values), len(values)) if values else "n/a"
 
 
-def section(client, experiment: Experiment, parent_id: str) -> list[str]:
-    """One parent's part of the results page: its identity, its tables as ``build_tables`` renders them, and each of
-    the paper's orderings marked."""
+def section(client, experiment: Experiment, parent_id: str, images: Path | None = None) -> list[str]:
+    """One parent's part of the results page: its identity, its tables as ``build_tables`` renders them, its figure
+    where it has one (the budget experiment's, written into ``images`` and linked), and each of the paper's orderings
+    marked."""
     run = client.get_run(parent_id)
     tags, params = run.data.tags, run.data.params
     runs = children(client, parent_id)
@@ -163,6 +165,11 @@ def section(client, experiment: Experiment, parent_id: str) -> list[str]:
         "",
     ]
     protocol = protocol_line(tags.get("lq.protocol"))
+    if images is not None:
+        name = f"{experiment.name}-{tags.get('lq.profile', '?')}-{tags.get('lq.protocol', '?')}.png"
+        images.mkdir(parents=True, exist_ok=True)
+        if budget_png(experiment, values, images / name):
+            lines += [f"![{experiment.title}]({images.name}/{name})", ""]
     for table in experiment.tables:
         md, _ = render(table, values[table.name], protocol)
         lines += [md.rstrip("\n"), ""]
@@ -266,7 +273,13 @@ def choice(experiment: Experiment, values: dict[tuple[str, str], list[float]]) -
     )
 
 
-def results_page(tracking_uri: str, profile: str, protocol: str, names: Sequence[str] = tuple(EXPERIMENTS)) -> str:
+def results_page(
+    tracking_uri: str,
+    profile: str,
+    protocol: str,
+    names: Sequence[str] = tuple(EXPERIMENTS),
+    images: Path | None = None,
+) -> str:
     """The results page of ``profile`` and ``protocol``: for each experiment and RL objective, the newest finished
     parent run in the store (:func:`current_parents`), as :func:`section` writes it. The same store gives the same
     page, byte for byte, and so does a store the parents' records were imported into (:mod:`lq.experiments.records`).
@@ -289,7 +302,7 @@ def results_page(tracking_uri: str, profile: str, protocol: str, names: Sequence
         if parent is None:
             missing.append(f"{name} ({objective} objective)" if objective else name)
             continue
-        lines += section(client, experiment_for(client, parent), parent)
+        lines += section(client, experiment_for(client, parent), parent, images)
     if missing:
         lines += ["## Not run yet at this profile and protocol", "", *(f"- {m}" for m in missing), ""]
     return "\n".join(lines)
@@ -303,7 +316,7 @@ def current_parents(
     from lq.conf.resolver import objectives
 
     # Tables 4/5 train no RL; the deviation table departs from the paper objective, the candidates from lq's
-    chosen = {"table45": [None], "deviations": ["paper"], "candidates": ["lq"]}
+    chosen = {"table45": [None], "deviations": ["paper"], "candidates": ["lq"], "budget": ["paper"]}
     return [
         (name, objective, latest_parent(tracking_uri, name, profile, protocol, objective))
         for name in names
@@ -316,5 +329,5 @@ def write_results_page(tracking_uri: str, profile: str, protocol: str, out: str 
 
     out = Path(out)
     with atomic_open(out, "w", encoding="utf-8") as f:
-        f.write(results_page(tracking_uri, profile, protocol))
+        f.write(results_page(tracking_uri, profile, protocol, images=out.parent / "img"))
     return out

@@ -11,8 +11,19 @@ from pathlib import Path
 
 from lq.data.io import atomic_open
 from lq.envs.protocol import protocol_of
-from lq.eval import cell, markdown_table, mean_std_of, plot_curves, run_series
-from lq.experiments.specs import CURVES, EXPERIMENTS, GOALS, Cell, Experiment, Table
+from lq.eval import cell, markdown_table, mean_std_of, plot_budget, plot_curves, run_series
+from lq.experiments.specs import (
+    BUDGET_TITLES,
+    BUDGETS,
+    CURVES,
+    EXPERIMENTS,
+    GOALS,
+    VALIDATION_GOALS,
+    Cell,
+    Experiment,
+    Table,
+    budget_label,
+)
 from lq.lit.cli import DEFAULT_TRACKING_URI, init_store, mark_model_training
 
 
@@ -179,6 +190,26 @@ def curves_png(client, experiment: Experiment, runs: Sequence, stage: str, path:
     return plot_curves(series, CURVES[stage], path, f"{experiment.title}: {stage} learning curves")
 
 
+def budget_png(experiment: Experiment, values: dict[str, dict[tuple[str, str], list[float]]], path: Path) -> bool:
+    """The budget experiment's figure (:func:`lq.eval.plot_budget`): each objective's goal rates against interactions,
+    validation above and test below, BC, the word-overlap rule and a random choice among the valid candidates as
+    levels; ``values``: each table's cells by (row, column). False where the experiment is not the budget's or has
+    nothing to draw."""
+    if experiment.name != "budget":
+        return False
+    table, base = values["budget"], values["budget_baselines"]
+    panels = [[t for t, _ in VALIDATION_GOALS], [t for t, _ in GOALS]]
+    columns = [t for row in panels for t in row]
+    curves = {
+        title: {t: {b: table.get((f"{title}, {budget_label(b)} interactions", t), []) for b in BUDGETS} for t in columns}
+        for title in BUDGET_TITLES.values()
+    }
+    levels = {"BC": {t: table.get(("BC", t), []) for t in columns}}
+    for row in ("Word overlap (whole spaces)", "Random (valid candidates)"):
+        levels[row] = {t: base.get((row, t), []) for t in columns}
+    return plot_budget(curves, levels, panels, path, experiment.title)
+
+
 def build_tables(
     experiment: Experiment,
     parent_id: str,
@@ -210,6 +241,9 @@ def build_tables(
             path = Path(tmp) / f"{stage}.png"
             if curves_png(client, experiment, runs, stage, path):
                 client.log_artifact(parent_id, str(path), "curves")
+        path = Path(tmp) / "budget.png"
+        if budget_png(experiment, {t.name: table_values(client, runs, t) for t in experiment.tables}, path):
+            client.log_artifact(parent_id, str(path), "curves")
         line = log_best_transcripts(client, runs, parent_id, tmp)
         if line is not None:
             log(f"{line}; its test episodes: transcripts/best_agent.txt on the parent run")

@@ -42,7 +42,7 @@ def run_of(config: Config, setup: Setup, seed: int, out_dir: str | None = None) 
         if config.objective:
             resolver = Resolver(setup.profile, setup.protocol, config.objective, setup.data_dir, setup.outputs)
     run = resolver.run(config.stage, config.encoder, config.ability, config.switch, seed, out_dir)
-    return with_extras(run, setup, config.extra_args)
+    return with_extras(run, setup, config.args_for(seed))
 
 
 def with_extras(run: Run, setup: Setup, more: Sequence[str] = ()) -> Run:
@@ -533,10 +533,11 @@ def run_experiment(
     return pid, tables
 
 
-def run_baselines(client, experiment: str, run: Run, pid: str) -> str:
+def run_baselines(client, experiment: str, run: Run, pid: str, validation: bool = False) -> str:
     """A child of parent run ``pid`` with the baselines and the ceiling of the ``baselines`` run ``run`` (an ability,
     a switch and a seed): its RL agent module (:attr:`Run.module`: its environment, switch, spaces and evaluation),
-    each rule in place of the agent (``baselines/<rule>/<goal>_rate``); returns its run id."""
+    each rule in place of the agent (``baselines/<rule>/<goal>_rate``; with ``validation``, on the validation quests
+    too: ``baselines_val/...``); returns its run id."""
     from lq.lit.checkpoints import agent_baselines
 
     seed, started = run.seed, time.process_time()
@@ -546,12 +547,13 @@ def run_baselines(client, experiment: str, run: Run, pid: str) -> str:
     exp_id = experiment_id(client, experiment)
     run_id = client.create_run(exp_id, run_name=f"{config.key}-s{seed}", tags={**tags, **run_tags()}).info.run_id
     try:
-        with stage_threads(run):
-            results = agent_baselines(module, "test", [seed])
-        for key, [result] in results.items():
-            for name, value in result.metrics(f"baselines/{key}/").items():
-                if value == value:  # the ceiling has no speech columns (NaN)
-                    client.log_metric(run_id, name, value)
+        for split, prefix in (("valid", "baselines_val"), ("test", "baselines"))[0 if validation else 1 :]:
+            with stage_threads(run):
+                results = agent_baselines(module, split, [seed])
+            for key, [result] in results.items():
+                for name, value in result.metrics(f"{prefix}/{key}/").items():
+                    if value == value:  # the ceiling has no speech columns (NaN)
+                        client.log_metric(run_id, name, value)
         client.log_metric(run_id, "time/cpu_s", time.process_time() - started)  # what a stage run logs (StageTimer)
     except BaseException as error:
         client.set_terminated(run_id, "KILLED" if isinstance(error, KeyboardInterrupt) else "FAILED")

@@ -3,6 +3,7 @@
 
 from __future__ import annotations
 
+import json
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 
@@ -71,14 +72,18 @@ class Config:
         key = f"{self.stage}-{self.encoder}-{self.ability}-{self.switch}"
         return f"{key}-{self.variant}" if self.variant else key
 
-    @property
-    def extra_args(self) -> list[str]:
-        """The variant's arguments (after every config file of the run; ``lq``: none, its objective's file instead)."""
+    def args_for(self, seed: int) -> list[str]:
+        """The variant's arguments for ``seed`` (after every config file of the run; ``lq``: none, its objective's file
+        instead; a budget run's: its budgets, :func:`budget_args`)."""
+        if self.variant in BUDGET_RUNS:
+            return budget_args(self.variant, seed)
         return list(DEPARTURES[self.variant][1]) if self.variant in DEPARTURES else []
 
     @property
     def objective(self) -> str | None:
         """The objective the variant trains under where it is not the setup's (``lq``: lq's own file)."""
+        if self.variant in BUDGET_RUNS:
+            return BUDGET_RUNS[self.variant][0]
         return "lq" if self.variant == "lq" else None
 
 
@@ -129,15 +134,17 @@ class Experiment:
     encoders: Sequence[str] = ()
     objective: str = "lq"  # RL's (conf/objective/): the parent's identity, and its tables' RL columns
     variants: Sequence[str] = ()  # its rows' variants, where it has (the deviation and candidates tables)
+    validation_baselines: bool = False  # its baselines child plays the validation quests too
     configs: list[Config] = field(init=False)
 
     def __post_init__(self) -> None:
         self.configs = list(dict.fromkeys(c for t in self.tables for c in t.configs))
 
 
-def baselines_table(name: str, configs: Sequence[Config]) -> Table:
+def baselines_table(name: str, configs: Sequence[Config], validation: bool = False) -> Table:
     """The baselines of the agent configurations' abilities and switches (:mod:`lq.rl.baselines`), run through the same
-    actor and environment as the agents, the demonstrations replayed, and the ceiling."""
+    actor and environment as the agents, the demonstrations replayed, and the ceiling; with ``validation``, on the
+    validation quests too (``baselines_val/...``, columns before the test's)."""
     settings = list(dict.fromkeys((c.ability, c.switch) for c in configs if c.stage in ("rl", "bc")))
     rows = []
     for ability, switch in settings:
@@ -145,7 +152,11 @@ def baselines_table(name: str, configs: Sequence[Config]) -> Table:
         where = f", {ABILITY_TITLES[ability]}, {SWITCH_TITLES[switch].lower()}" if len(settings) > 1 else ""
         for key, title, *_ in (*BASELINES, REPLAY, REPLAY_WITH_PARTNER, CEILING):
             goals = GOALS[:1] if key == CEILING[0] else GOALS
-            rows.append((f"{title}{where}", {g: Cell(config, f"baselines/{key}/{m.split('/')[1]}") for g, m in goals}))
+            cells = {g: Cell(config, f"baselines/{key}/{m.split('/')[1]}") for g, m in goals}
+            if validation:
+                val = VALIDATION_GOALS[:1] if key == CEILING[0] else VALIDATION_GOALS
+                cells = {**{g: Cell(config, f"baselines_val/{key}/{m.split('/')[1]}") for g, m in val}, **cells}
+            rows.append((f"{title}{where}", cells))
     title = (
         "Baselines (the same actor, switch and environment; the demonstrations replayed through it; the ceiling: goal "
         "in the action space)"
@@ -154,12 +165,19 @@ def baselines_table(name: str, configs: Sequence[Config]) -> Table:
 
 
 def _with_baselines(
-    name: str, title: str, rows: list, encoders: Sequence[str], objective: str, variants: Sequence[str] = ()
+    name: str,
+    title: str,
+    rows: list,
+    encoders: Sequence[str],
+    objective: str,
+    variants: Sequence[str] = (),
+    validation: bool = False,
 ) -> Experiment:
-    """An agent experiment: its table ``name`` and the baselines of its configurations (``<name>_baselines``)."""
+    """An agent experiment: its table ``name`` and the baselines of its configurations (``<name>_baselines``; with
+    ``validation``, on the validation quests too)."""
     table = Table(name, title, rows)
-    tables = [table, baselines_table(f"{name}_baselines", table.configs)]
-    return Experiment(name, title, tables, encoders, objective, tuple(variants))
+    tables = [table, baselines_table(f"{name}_baselines", table.configs, validation)]
+    return Experiment(name, title, tables, encoders, objective, tuple(variants), validation)
 
 
 def _check_variants(variants: Sequence[str]) -> None:
@@ -307,7 +325,53 @@ def candidates(
     return _one_at_a_time("candidates", title, encoders, objective, RL_TITLES["lq"], variants)
 
 
+# The budget experiment (issue 62): RL trained far past the tables' 400 updates, one run per objective and seed that
+# is evaluated zero-shot on its way at each budget of environment interactions (one agent turn in one environment;
+# the paper's "1 million environment interactions", appendix 8.2). Each run's variant: its objective and the seeds
+# trained to the last budget; the other seeds stop at FEW_SEEDS_BUDGET.
+BUDGETS = (32_000, 100_000, 320_000, 1_000_000)
+FEW_SEEDS_BUDGET = 320_000
+BUDGET_RUNS = {"budget_paper": ("paper", (0,)), "budget_lq": ("lq", ())}
+BUDGET_TITLES = {"budget_paper": "RL (paper objective)", "budget_lq": "RL (lq objective)"}
+
+
+def budget_args(variant: str, seed: int) -> list[str]:
+    """A budget run's arguments: its budgets (to the last for the seeds its variant names, else to
+    :data:`FEW_SEEDS_BUDGET`), and no epoch limit (the run stops at its last budget: :class:`lq.lit.rl.RLModule`)."""
+    last = BUDGETS[-1] if seed in BUDGET_RUNS[variant][1] else FEW_SEEDS_BUDGET
+    budgets = [b for b in BUDGETS if b <= last]
+    return ["--model.budgets", json.dumps(budgets), "--trainer.max_epochs", "-1"]
+
+
+def budget_label(budget: int) -> str:
+    """32k, 100k, 1M: a budget as the table's rows name it."""
+    return f"{budget // 1_000_000}M" if budget % 1_000_000 == 0 else f"{budget // 1000}k"
+
+
+def budget(encoders: Sequence[str] = ("scratch",), objective: str = "paper") -> Experiment:
+    """The paper's budget (issue 62): the Scratch agent, act and speech, hardcoded switch, under the paper objective and
+    under lq's, evaluated at each of :data:`BUDGETS` on its way (rows: objective x budget; validation and test
+    columns), BC and the baselines beside. Run under ``--objective paper`` (the runs name their own objective)."""
+    if objective != "paper":
+        raise ValueError(f"the budget experiment runs under --objective paper (its lq rows name their own), "
+                         f"not {objective}")  # fmt: skip
+    _check_encoders(encoders)
+    columns = (*VALIDATION_GOALS, *GOALS)
+    rows = []
+    for e in encoders:
+        who = f"{ENCODER_TITLES[e]}, " if len(encoders) > 1 else ""
+        for variant, title in BUDGET_TITLES.items():
+            config = Config("rl", e, variant=variant)
+            for b in BUDGETS:
+                cells = {t: Cell(config, f"budget/{b}/{m}") for t, m in columns}
+                rows.append((f"{who}{title}, {budget_label(b)} interactions", cells))
+        rows.append((f"{who}BC", {t: Cell(Config("bc", e), m) for t, m in columns}))
+    title = "The paper's budget: RL against environment interactions, BC and the baselines beside"
+    return _with_baselines("budget", title, rows, encoders, objective, validation=True)
+
+
 EXPERIMENTS: dict[str, Callable[..., Experiment]] = {
+    "budget": budget,
     "table1": table1,
     "table2": table2,
     "table7": table7,

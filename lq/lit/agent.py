@@ -25,7 +25,7 @@ from lq.envs.models import load_poly_encoder
 from lq.envs.protocol import Protocol
 from lq.envs.replay import demonstration_turns
 from lq.envs.spec import EnvSpec, nested
-from lq.eval import EvalResult, evaluate
+from lq.eval import EvalResult, decodings, evaluate
 from lq.models.agent import AgentConfig, SwitchAgent
 from lq.models.encoder import EncoderConfig, EncoderSpec, Vocabulary
 from lq.models.poly_encoder import TextBatcher, candidates_key, keyed, stores_beside, weights_digest
@@ -278,6 +278,16 @@ class AgentModule(L.LightningModule):
         greedy = self.protocol.greedy if greedy is None else greedy
         env = env if env is not None else self.eval_env(split, seed)
         return evaluate(env, self.make_actor(policy=policy, restrict=restrict), seed=seed, greedy=greedy)
+
+    def zero_shot(self, seed: int = 0) -> dict[str, EvalResult]:
+        """The zero-shot evaluation every agent run reports, by metric prefix: ``val``, the validation quests under the
+        protocol's decoding (what defaults are chosen by); ``test``, the test quests under it (what is reported); and
+        ``test_greedy`` or ``test_sampled``, the test quests under the other decoding, beside it."""
+        protocol = self.protocol
+        other = "sampled" if protocol.greedy else "greedy"
+        validation = self.evaluate("valid", seed=seed)
+        played = decodings(self.eval_env("test", seed), self.make_actor(), seed, (protocol.decoding, other))
+        return {"val": validation, "test": played[protocol.decoding], f"test_{other}": played[other]}
 
     def cloning_episodes(self, instances) -> list[Episode]:
         """The supervised episodes: each demonstration's self turns that fall in the agent's spaces."""

@@ -541,7 +541,7 @@ class AgentCLI(StageCLI):
         quests (``val/...``: the protocol's decoding; what defaults are chosen by) and on the test quests (``test/...``,
         and ``test_greedy/...`` or ``test_sampled/...``: the other decoding beside it: what is reported), and the test
         transcripts; returns the rates' means over the evaluation seeds."""
-        from lq.eval import decodings, transcripts_html
+        from lq.eval import transcripts_html
 
         config = self.stage_config
         callback = self.trainer.checkpoint_callback
@@ -558,9 +558,8 @@ class AgentCLI(StageCLI):
         protocol = module.protocol
         other = "sampled" if protocol.greedy else "greedy"
         for seed in range(config.eval_seeds):
-            validation = module.evaluate("valid", seed=seed)
-            played = decodings(module.eval_env("test", seed), module.make_actor(), seed, (protocol.decoding, other))
-            result, beside = played[protocol.decoding], played[other]
+            played = module.zero_shot(seed)
+            validation, result, beside = played["val"], played["test"], played[f"test_{other}"]
             shown = (("validation", protocol.decoding, validation), ("test", protocol.decoding, result),
                      ("test", other, beside))  # fmt: skip
             for split, decoding, r in shown:
@@ -572,9 +571,8 @@ class AgentCLI(StageCLI):
             rates.append(result.metrics("test/"))
             for logger in self.trainer.loggers:
                 if isinstance(logger, MLFlowLogger):
-                    logger.log_metrics(
-                        {**validation.metrics("val/"), **rates[-1], **beside.metrics(f"test_{other}/")}, step=seed
-                    )
+                    logger.log_metrics({k: v for name, r in played.items() for k, v in r.metrics(f"{name}/").items()},
+                                       step=seed)  # fmt: skip
                     logger.experiment.log_text(logger.run_id, result.transcripts(), f"transcripts/test_seed{seed}.txt")
                     page = transcripts_html(
                         result.ordered(), f"{module.stage.upper()} {module.hparams.encoder['name']}, test, seed {seed}"

@@ -11,6 +11,7 @@ from collections.abc import Callable, Sequence
 from pathlib import Path
 
 from lq.data.io import atomic_open
+from lq.envs.episode import scene
 from lq.envs.partner import Turn
 from lq.envs.quest_env import QuestEnv
 from lq.eval import transcripts_html
@@ -23,7 +24,8 @@ named by any of its words ("give rope to shepherd"). Also:
   say TEXT   say it, even if it reads like an action
   actions    your valid actions now          suggest   the Dungeon Master's best lines for you now
   rank       the DM's ranking of each line you say, on or off (its top k earn the speech reward)
-  look       the quest card again            quit      stop (the transcript is saved)"""
+  look       where you are now, who is here   quest     the quest card as it opened
+  quit       stop (the transcript is saved)"""
 
 
 class Quit(Exception):
@@ -77,6 +79,8 @@ class Person:
                 ranked = self.env.dm.rank([self.env.context(slot, self.side)])[0].tolist()
                 self.write("\n".join(f"  {self.env.utterance_space[i]}" for i in ranked[: self.env.dm.top_k]))
             elif command in ("l", "look"):
+                self.write("\n".join(scene(slot, self.side)))
+            elif command in ("quest", "card"):
                 self.write("\n".join(slot.transcript[: slot.transcript.index("") + 1]))
             elif command in ("r", "rank"):
                 self.ranking = not self.ranking

@@ -53,6 +53,7 @@ class RLModule(AgentModule):
         imitation_batch: int = 4,
         adam_betas: tuple[float, float] = (0.9, 0.999),
         gain_lr_scale: float = 1.0,
+        budgets: tuple[int, ...] = (),
         **kwargs,
     ):
         """The rollout and A2C hyperparameters (Table 6; ``max_steps``: the training episodes' agent turns in place of
@@ -64,7 +65,10 @@ class RLModule(AgentModule):
         Adam's (the released code's: 0.8, 0.999); ``gain_lr_scale``: the agent's scalar gains
         (:data:`GAINS`: the exact-match weight ``speech_match_weight`` and, where ``agent.head_temperature`` is on, the
         heads' log-temperatures) learn at ``lr`` times this, in their own parameter group (Adam moves a parameter by
-        about ``lr`` a step: at 1 a gain barely leaves its start); the rest as :class:`AgentModule`."""
+        about ``lr`` a step: at 1 a gain barely leaves its start); ``budgets``: environment interactions (one agent turn
+        in one environment: ``num_envs`` x ``rollout_steps`` an update) at which the agent as it stands is evaluated
+        zero-shot (:meth:`evaluate_budget`), the run ending at the last (the budget experiment); the rest as
+        :class:`AgentModule`."""
         settings = A2CSettings(coefficients, gamma, normalize_advantages, valid_reduction, imitation_batch)
         super().__init__(**kwargs)
         self.settings = settings
@@ -72,6 +76,7 @@ class RLModule(AgentModule):
         self.automatic_optimization = False
         self.env = None
         self.demo_episodes = []
+        self.budgets_done: list[int] = []  # the budgets evaluated so far (kept in checkpoints: a resume goes on)
 
     # -- building ------------------------------------------------------------------------------------
 
@@ -185,6 +190,42 @@ class RLModule(AgentModule):
         self.log_training(losses, rollout)
         return losses.total.detach()
 
+    @property
+    def interactions(self) -> int:
+        """Environment interactions so far, over every rank: one agent turn in one environment."""
+        h = self.hparams
+        return self.global_step * h.num_envs * h.rollout_steps * self.trainer.world_size
+
+    def on_train_batch_end(self, outputs, batch, batch_idx: int) -> None:
+        """At each budget the update reached: the zero-shot evaluation; past the last budget, the run stops."""
+        budgets = sorted(self.hparams.budgets)
+        if not budgets:
+            return
+        for budget in budgets:
+            if budget <= self.interactions and budget not in self.budgets_done:
+                self.evaluate_budget(budget)
+        if self.interactions >= budgets[-1]:
+            self.trainer.should_stop = True
+
+    def evaluate_budget(self, budget: int) -> None:
+        """The agent's weights at ``budget`` interactions, kept (``budget-N.ckpt`` beside the run's checkpoints) and
+        evaluated zero-shot as every agent run is after fitting (:meth:`AgentModule.zero_shot`, evaluation seed 0),
+        logged as ``budget/N/val/...``, ``budget/N/test/...`` and the other decoding. The random state the rollouts
+        sample with is put back after, so that training goes on as it would have without the evaluation."""
+        rng = torch.get_rng_state()
+        callback = self.trainer.checkpoint_callback
+        if callback is not None and callback.dirpath and self.trainer.is_global_zero:
+            self.trainer.save_checkpoint(Path(callback.dirpath) / f"budget-{budget}.ckpt")
+        played = self.zero_shot(0) if self.trainer.is_global_zero else {}
+        torch.set_rng_state(rng)
+        self.budgets_done.append(budget)
+        metrics = {k: v for name, r in played.items() for k, v in r.metrics(f"budget/{budget}/{name}/").items()}
+        metrics = {k: v for k, v in metrics.items() if v == v}  # not NaN
+        for logger in self.loggers:
+            logger.log_metrics(metrics, step=self.global_step)
+        shown = ", ".join(f"{k.split('/', 2)[2]} {v:.3f}" for k, v in metrics.items() if k.endswith("_goal_rate"))
+        print(f"budget {budget} interactions (update {self.global_step}): {shown}", flush=True)
+
     def objective(self, rollout) -> tuple[SwitchLosses, torch.Tensor | None]:
         """The update's terms on ``rollout``: the A2C objective's, with the weighted imitation term added to ``total``
         where ``coefficients.imitation`` turns it on (so ``losses/total`` logs what the update minimises), and that
@@ -258,6 +299,7 @@ class RLModule(AgentModule):
         super().on_save_checkpoint(checkpoint)
         if self.env is not None:
             checkpoint["lq_priority"] = self.sampler.state_dict()
+            checkpoint["lq_budgets_done"] = list(self.budgets_done)
             checkpoint["lq_env_rng"] = self.env.rng.getstate()
             if self.trainer.world_size == 1:  # each DDP rank plays its own rollout: only a single one is kept
                 checkpoint["lq_rollout"] = self.rollout_snapshot()
@@ -296,6 +338,8 @@ class RLModule(AgentModule):
         """Resuming (``--ckpt_path``): the priority table, the quest sampler's random state and, from a single-process
         run, the rollout itself, so that the resumed run goes on as the uninterrupted one would have."""
         restore = getattr(self, "_restore", None)
+        if restore:
+            self.budgets_done = list(restore.get("lq_budgets_done", []))
         if restore and restore.get("lq_priority"):
             self.sampler.load_state_dict(restore["lq_priority"])
             self.env.rng.setstate(restore["lq_env_rng"])

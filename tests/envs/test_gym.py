@@ -53,6 +53,23 @@ def test_the_goal_action_terminates_and_the_turn_limit_truncates(default_data):
     assert ends == [(False, False), (False, False), (False, True)]
 
 
+def test_after_a_move_the_observation_names_the_room_the_agent_is_in(default_data):
+    env = gymnasium.make("lq/Quest-v0", split="test", **default_data)
+    for seed in range(20):  # a quest whose room has a way out
+        obs, info = env.reset(seed=seed)
+        moves = [a for a in info["valid_actions"] if a.startswith("go ")]
+        if moves:
+            break
+    slot = env.unwrapped.env.slots[0]
+    start = slot.me.room
+    obs, *_ = env.step(moves[0])
+    room = slot.me.room
+    assert room is not start
+    assert obs.split("\n")[0] == f"_setting_name {room.raw.get('category') or room.name}"
+    assert f"_setting_desc {room.desc}" in obs
+    assert f"_partner_name {slot.partner.name}" not in obs  # the partner stayed behind
+
+
 def test_unknown_quest_and_missing_models_are_named(default_data, tmp_path, monkeypatch):
     env = gymnasium.make("lq/Quest-v0", **default_data)
     with pytest.raises(ValueError, match="not one of this environment's quests"):

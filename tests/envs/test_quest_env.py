@@ -318,3 +318,80 @@ def test_build_env_from_checkpoints(data, tmp_path, tmp_path_factory):
     assert [env.instances[info["instance"]].quest.quest_id for info in infos] == [i["quest_id"] for i in infos]
     with pytest.raises(FileNotFoundError, match="make partner"):
         load_poly_encoder(tmp_path / "missing.ckpt")
+
+
+def _two_rooms_env(batcher, partner_turns):
+    """The egg quest with a crypt beside the lair (category Graveyard); the partner's turns are scripted."""
+    from lq.data import Demonstration, Quest
+
+    graph = quest_json()["data"]["graph"]
+    graph["nodes"]["lair_0"]["category"] = "Cave"
+    graph["nodes"]["lair_0"]["neighbors"] = {"crypt_4": {"target_id": "crypt_4", "label": "a dark stair"}}
+    graph["nodes"]["crypt_4"] = {
+        "node_id": "crypt_4",
+        "name": "crypt",
+        "name_prefix": "the",
+        "room": True,
+        "agent": False,
+        "object": False,
+        "classes": ["room"],
+        "category": "Graveyard",
+        "desc": "Cold stone and old bones.",
+        "container_node": {"target_id": "VOID"},
+        "contained_nodes": {},
+        "neighbors": {"lair_0": {"target_id": "lair_0", "label": "a dark stair"}},
+    }
+    graph["rooms"].append("crypt_4")
+    quest = Quest.from_json(quest_json(graph), quest_id="egg")
+    inst = QuestInstance(quest, Demonstration.from_json(demo_json()), "dragon_1", "knight_2")
+    line = inst.demo_utterances[0]
+    dm = DungeonMaster(_model(), batcher, [line, "Hello."], top_k=2, num_valid=2)
+    env = QuestEnv([inst], ScriptedPartner([partner_turns]), dm, [], batch_size=1, max_steps=8, auto_reset=False)
+    return env, inst, line
+
+
+def test_the_context_follows_the_self_character_into_another_room(batcher):
+    """After a move, the agent reads the room it is in (its category and description), no longer the partner, and
+    no longer what the partner says from the other room; the partner no longer hears it."""
+    env, inst, line = _two_rooms_env(batcher, [("speech", "Who goes there?"), ("speech", "Come back, beast!")] * 3)
+    obs, infos = env.reset([0])
+    assert f"_setting_name {inst.demo.room_category}" in obs[0] and "_partner_name knight" in obs[0]
+    assert "go crypt" in infos[0]["valid_actions"]
+    obs, rewards, dones, infos = env.step([("action", "go crypt")])
+    assert "_setting_name Graveyard" in obs[0] and "_setting_desc Cold stone and old bones." in obs[0]
+    assert "_partner_name" not in obs[0] and "_partner_persona" not in obs[0]
+    assert "_partner_say Who goes there?" in obs[0]  # heard before leaving
+    assert "Come back, beast!" not in obs[0]  # said in the lair after the dragon left
+    partner_view = env.context(env.slots[0], "partner")
+    assert "_setting_name Cave" in partner_view and "_partner_name" not in partner_view
+    assert "_partner_act go crypt" in partner_view  # the knight saw the dragon leave
+    obs, rewards, dones, infos = env.step([("speech", line)])  # a demonstration line said to no one
+    assert rewards == [0.0] and not infos[0]["speech_goal"]
+    assert line not in env.context(env.slots[0], "partner")
+    assert f"_self_say {line}" in obs[0]  # the agent knows what it said
+    assert "go dragon's lair" in infos[0]["valid_actions"]
+    obs, rewards, dones, infos = env.step([("action", "go dragon's lair")])
+    assert f"_setting_name {inst.demo.room_category}" in obs[0] and "_partner_name knight" in obs[0]
+    assert "_partner_act go dragon's lair" in env.context(env.slots[0], "partner")  # seen arriving
+    obs, rewards, dones, infos = env.step([("speech", line)])  # together again: heard and paid
+    assert rewards[0] > 0 and infos[0]["speech_goal"]
+
+
+def test_the_context_and_look_show_what_each_carries_now(batcher):
+    """After the knight gives the egg away, neither the context nor a player's ``look`` lists it with the knight."""
+    from lq.envs.episode import new_slot, scene
+
+    env, inst, line = _two_rooms_env(batcher, [("action", "give golden dragon egg to dragon")] * 3)
+    env.objects = True
+    opening = new_slot(inst)
+    before = env.context(opening)
+    assert "_partner_carrying golden dragon egg" in before and "_self_carrying" not in before
+    card = "\n".join(scene(opening, "self"))
+    assert "Here:       knight, carrying golden dragon egg" in card
+    obs, infos = env.reset([0])  # the knight gives the egg on its first turn
+    assert "_self_carrying golden dragon egg" in obs[0] and "_partner_carrying" not in obs[0]
+    look = scene(env.slots[0], "self")
+    assert "You:        dragon, carrying golden dragon egg" in look
+    assert "Here:       knight, carrying Nothing." in look
+    env.step([("action", "go crypt")])
+    assert "Not here:   knight (in dragon's lair)" in scene(env.slots[0], "self")

@@ -1406,8 +1406,9 @@ def _printed_jobs(out: str) -> list[str]:
         ),
         ["stage", "rl", "--encoder", "general", "--compare"],
         ["stage", "rl", "--encoder", "scratch", "--compare", "--objective", "paper"],
-        *(["experiment", name] for name in X.EXPERIMENTS if name != "deviations"),  # candidates: lq's, the default
+        *(["experiment", name] for name in X.EXPERIMENTS if name not in ("deviations", "budget")),  # lq's: the default
         ["experiment", "deviations", "--objective", "paper"],  # its tables name the paper objective
+        ["experiment", "budget", "--objective", "paper"],
     ],
     ids=" ".join,
 )
@@ -1532,3 +1533,55 @@ def test_two_runs_logging_one_dataset_at_once_both_get_it(tmp_path):
 
     with pytest.raises(MlflowException, match="RESOURCE_DOES_NOT_EXIST"):
         log_dataset(Broken(), second, data)
+
+
+def test_the_budget_experiment_trains_one_run_per_objective_and_seed_and_draws_its_curve(tmp_path):
+    """Seed 0 of the paper objective trains to 1M interactions, every other run to 320k, each evaluated at the budgets
+    on its way, under its own objective and in its own folder; its page has the figure (written once, the same bytes
+    again) and a row per objective and budget with validation and test columns."""
+    setup = X.Setup(seeds=(0, 1, 2), objective="paper", outputs=str(tmp_path / "o"))
+    experiment = X.EXPERIMENTS["budget"](objective="paper")
+    runs = {(c.variant, s): X.stage_args(c, setup, s) for c in experiment.configs if c.stage == "rl" for s in (0, 1)}
+    budgets = {k: json.loads(a[a.index("--model.budgets") + 1]) for k, a in runs.items()}
+    assert budgets[("budget_paper", 0)] == [32_000, 100_000, 320_000, 1_000_000]
+    assert budgets[("budget_paper", 1)] == budgets[("budget_lq", 0)] == [32_000, 100_000, 320_000]
+    assert C("objective", "lq.yaml") in runs[("budget_lq", 0)] and C("objective", "paper.yaml") in runs[("budget_paper", 0)]
+    assert runs[("budget_lq", 0)][runs[("budget_lq", 0)].index("--out_dir") + 1] == f"{tmp_path}/o/rl-paper/budget_lq"
+    hparams = X.running.rl_module(X.running._module_args(X.Config("rl", "scratch", variant="budget_lq"), setup, 1))
+    assert list(hparams.hparams.budgets) == [32_000, 100_000, 320_000] and hparams.hparams.init_from == "bc"
+    with pytest.raises(ValueError, match="--objective paper"):
+        X.EXPERIMENTS["budget"](objective="lq")
+
+    uri = f"sqlite:///{tmp_path / 'mlflow.db'}"
+    client = MlflowClient(uri)
+    pid, _ = X.parents.open_parent(client, experiment, dataclasses.replace(setup, tracking_uri=uri), False, print)
+    exp_id = client.get_run(pid).info.experiment_id
+    for config in experiment.configs:
+        for seed in range(3):
+            tags = {"mlflow.parentRunId": pid, "lq.config": config.key, "lq.seed": str(seed)}
+            child = client.create_run(exp_id, tags=tags).info.run_id
+            for split in ("val", "test"):
+                if config.stage == "bc":
+                    client.log_metric(child, f"{split}/act_and_speech_goal_rate", 0.3)
+                elif config.stage == "baselines":
+                    prefix = "baselines_val" if split == "val" else "baselines"
+                    client.log_metric(child, f"{prefix}/overlap_all/act_and_speech_goal_rate", 0.2)
+                else:
+                    last = 1_000_000 if (config.variant, seed) == ("budget_paper", 0) else 320_000
+                    for b in (b for b in X.specs.BUDGETS if b <= last):
+                        client.log_metric(child, f"budget/{b}/{split}/act_and_speech_goal_rate", b / 2e6 + seed / 100)
+            client.set_terminated(child, "FINISHED")
+    client.set_terminated(pid, "FINISHED")
+    page = tmp_path / "docs" / "current.md"
+    argv = ["experiment", "report", "--tracking-uri", uri, "--page", str(page)]
+    assert main(argv) == 0
+    figure = page.parent / "img" / "budget-tiny-paper.png"
+    first, drawn = page.read_bytes(), figure.read_bytes()
+    assert main(argv) == 0 and page.read_bytes() == first and figure.read_bytes() == drawn
+    text = first.decode()
+    assert "![The paper's budget" in text and "(img/budget-tiny-paper.png)" in text
+    row = next(line for line in text.splitlines() if line.startswith("| RL (paper objective), 1M interactions |"))
+    assert "0.500" in row  # seed 0 alone
+    row = next(line for line in text.splitlines() if line.startswith("| RL (lq objective), 320k interactions |"))
+    assert "0.170 ± 0.008" in row  # 0.16, 0.17, 0.18
+    assert "| Word overlap (whole spaces) |" in text

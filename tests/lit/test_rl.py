@@ -338,3 +338,60 @@ def test_a_learned_temperature_per_head_scales_its_logits_and_learns_with_the_ga
     assert module.gains() == pytest.approx(
         {"speech_match_weight": 1.0, "action_temperature": 2.0, "speech_temperature": 0.5}
     )
+
+
+class _Logged(L.pytorch.loggers.logger.Logger):
+    """Keeps what the module logs with its step (the budget evaluations')."""
+
+    def __init__(self):
+        super().__init__()
+        self.logged = []
+
+    name, version = "memory", 0
+
+    @property
+    def experiment(self):
+        return None
+
+    def log_hyperparams(self, params, *args, **kwargs):
+        pass
+
+    def log_metrics(self, metrics, step=None):
+        self.logged.append((step, dict(metrics)))
+
+
+def _budget_fit(root, tmp_path, epochs, budgets=(), ckpt_path=None):
+    L.seed_everything(0)
+    module, record, logger = _module(root, budgets=budgets), _Record(), _Logged()
+    trainer = _trainer(tmp_path, epochs)
+    trainer.loggers = [logger]
+    trainer.callbacks.append(record)
+    trainer.fit(module, ckpt_path=ckpt_path)
+    evaluated = [(s, m) for s, m in logger.logged if any(k.startswith("budget/") for k in m)]
+    return module, trainer, record.steps, evaluated
+
+
+@pytest.mark.slow
+def test_a_budget_run_is_evaluated_at_each_budget_and_stops_at_the_last(setup_dir, tmp_path):
+    """Budgets in interactions (4 environments x 3 steps = 12 an update): evaluated zero-shot when reached, each
+    checkpoint kept, the run ending at the last budget whatever its epochs; the evaluations leave training as it would
+    have gone without them; a run killed between budgets and resumed evaluates the rest once."""
+    _, _, plain, _ = _budget_fit(setup_dir, tmp_path / "plain", 3)
+    module, trainer, steps, evaluated = _budget_fit(setup_dir, tmp_path / "budget", 50, budgets=(24, 48))
+    assert trainer.global_step == 4 and module.interactions == 48
+    assert steps == plain[:4]  # the same updates as a run without evaluations
+    assert [s for s, _ in evaluated] == [2, 4]
+    first = evaluated[0][1]
+    for split in ("val", "test", "test_greedy"):
+        assert 0 <= first[f"budget/24/{split}/act_goal_rate"] <= 1
+    assert "budget/48/test/speech_goal_rate" in evaluated[1][1]
+    assert (tmp_path / "budget" / "budget-24.ckpt").is_file() and (tmp_path / "budget" / "budget-48.ckpt").is_file()
+
+    _budget_fit(setup_dir, tmp_path / "short", 1, budgets=(24, 48))  # killed after an epoch: at the first budget
+    assert torch.load(tmp_path / "short" / "last.ckpt", weights_only=True)["lq_budgets_done"] == [24]
+    resumed, trainer, resumed_steps, again = _budget_fit(
+        setup_dir, tmp_path / "resumed", 50, budgets=(24, 48), ckpt_path=str(tmp_path / "short" / "last.ckpt")
+    )
+    assert trainer.global_step == 4 and resumed_steps == steps[2:]
+    assert [s for s, _ in again] == [4]  # the first budget was evaluated before the kill
+    assert again[0][1] == evaluated[1][1]
