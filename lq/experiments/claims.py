@@ -17,7 +17,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from lq.eval import cell, markdown_table, mean_std_of
-from lq.experiments.records import ORIGIN
+from lq.experiments.records import ORIGIN, write_record
 from lq.experiments.reporting import (
     _client,
     budget_png,
@@ -322,6 +322,18 @@ def current_parents(
         for name in names
         for objective in chosen.get(name, objectives())
     ]
+
+
+def export_current(tracking_uri: str, profile: str, protocol: str, out_dir: str | Path) -> list[Path]:
+    """Write the record of each parent the results page of ``profile`` and ``protocol`` shows, one file per table
+    and objective (``PROFILE-PROTOCOL-EXPERIMENT[-OBJECTIVE].json.gz``, replaced when a newer parent finishes)."""
+    client = _client(tracking_uri)
+    written = []
+    for name, objective, parent in current_parents(tracking_uri, profile, protocol):
+        if parent is not None:
+            table = f"{name}-{objective}" if objective else name
+            written.append(write_record(client, parent, Path(out_dir) / f"{profile}-{protocol}-{table}.json.gz"))
+    return written
 
 
 def write_results_page(tracking_uri: str, profile: str, protocol: str, out: str | Path) -> Path:

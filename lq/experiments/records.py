@@ -72,20 +72,6 @@ def write_record(client, parent_id: str, path: str | Path) -> Path:
     return Path(path)
 
 
-def export_current(tracking_uri: str, profile: str, protocol: str, out_dir: str | Path) -> list[Path]:
-    """Write the record of each parent the results page of ``profile`` and ``protocol`` shows, one file per table
-    and objective (``PROFILE-PROTOCOL-EXPERIMENT[-OBJECTIVE].json.gz``, replaced when a newer parent finishes)."""
-    from lq.experiments.claims import current_parents
-
-    client = _client(tracking_uri)
-    written = []
-    for name, objective, parent in current_parents(tracking_uri, profile, protocol):
-        if parent is not None:
-            table = f"{name}-{objective}" if objective else name
-            written.append(write_record(client, parent, Path(out_dir) / f"{profile}-{protocol}-{table}.json.gz"))
-    return written
-
-
 def export_parent(tracking_uri: str, parent_id: str, out_dir: str | Path) -> Path:
     """Write the record of one parent, finished or not (``EXPERIMENT-PARENT_ID.json.gz``): an unfinished parent's
     record, imported on another machine, is resumed there (``--resume``: its finished children are not trained
