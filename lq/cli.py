@@ -345,7 +345,8 @@ def _cmd_experiment(args: argparse.Namespace) -> int:
         print(f" ({len(done) - len(made)} held already)" if len(made) < len(done) else "")
         return 0
     if args.action == "export":
-        from lq.experiments.records import export_current, export_parent
+        from lq.experiments.claims import export_current
+        from lq.experiments.records import export_parent
 
         if args.parent:
             print(f"wrote {export_parent(args.tracking_uri, args.parent, args.records)}")
