@@ -5,7 +5,8 @@ actions run through the engine. The poly-encoder partner scores every candidate 
 product per step for the whole batch (the candidates are encoded once and cached). It listens: a valid action scores
 ``listen_weight`` more for each content word it shares with what the agent said last, so that "give me the egg" makes
 giving the egg its best action. The weight and the action bias are learned from the demonstrations
-(:mod:`lq.envs.calibration`).
+(:mod:`lq.envs.calibration`). With a ``scene_filter`` (:class:`lq.envs.scene.SceneFilter`, an option, off by
+default), the utterance it says is its best one that names no character or place absent from its scene.
 """
 
 from __future__ import annotations
@@ -23,6 +24,7 @@ from lq.world.text import content_words
 
 if TYPE_CHECKING:
     from lq.envs.episode import DemoTurn
+    from lq.envs.scene import SceneFilter
 
 Turn = tuple[str, str]  # ("speech" | "action", text)
 
@@ -43,10 +45,14 @@ class PolyEncoderPartner:
         action_bias: float = 0.0,
         store_dir: str | Path | None = None,
         listen_weight: float = 0.0,
+        scene_filter: SceneFilter | None = None,
     ):
-        """``store_dir``: where to keep the encoded candidates between runs (see :class:`CandidateCache`)."""
+        """``store_dir``: where to keep the encoded candidates between runs (see :class:`CandidateCache`).
+        ``scene_filter``: its utterance is the best of those naming no character or place absent from its context's
+        scene (:class:`lq.envs.scene.SceneFilter` over ``utterances``); whether it speaks or acts is decided as
+        without it, on its best utterance's score over all of them (so that its calibration holds). None: any."""
         self.model, self.batcher, self.action_bias = model, batcher, action_bias
-        self.listen_weight = listen_weight
+        self.listen_weight, self.scene_filter = listen_weight, scene_filter
         store = (lambda name: Path(store_dir) / name) if store_dir is not None else (lambda name: None)
         self.utterances = CandidateCache(model, batcher, utterances, store=store("partner-utterances.pt"))
         self.actions = CandidateCache(model, batcher, actions, store=store("partner-actions.pt"))
@@ -79,9 +85,9 @@ class PolyEncoderPartner:
     def _scored(
         self, contexts: Sequence[str], valid_actions: Sequence[Sequence[str]]
     ) -> list[tuple[torch.Tensor, int, list[int], torch.Tensor]]:
-        """For each context, what its choice reads before listening: its best utterance's score and index, the ids of
-        its valid actions in the partner's space, and their scores. Inside :meth:`remembering`, each (context, valid
-        actions) pair is scored once."""
+        """For each context, what its choice reads before listening: its best utterance's score and index (with a
+        scene filter, the index of the best one that fits the scene), the ids of its valid actions in the partner's
+        space, and their scores. Inside :meth:`remembering`, each (context, valid actions) pair is scored once."""
         keys = [(c, tuple(v)) for c, v in zip(contexts, valid_actions, strict=True)]
         if self.memo is None:
             return self._score(keys)
@@ -94,10 +100,14 @@ class PolyEncoderPartner:
         if not keys:
             return []
         ctx = self._encode([c for c, _ in keys])
-        best_speech = self.utterances.score(ctx).max(dim=1)
+        speech_scores = self.utterances.score(ctx)
+        best_speech = speech_scores.max(dim=1)
+        said = best_speech.indices.tolist()
+        if self.scene_filter is not None:  # what it says fits its scene; the gap still reads its best utterance's score
+            said = self.scene_filter.demote(speech_scores, [c for c, _ in keys]).argmax(dim=1).tolist()
         action_scores = self.actions.score(ctx).cpu()
         out = []
-        for i, (value, index) in enumerate(zip(best_speech.values.cpu(), best_speech.indices.tolist(), strict=True)):
+        for i, (value, index) in enumerate(zip(best_speech.values.cpu(), said, strict=True)):
             known = sorted(set(self._known(keys[i][1])))  # of equal scores the first id wins, as a row's max
             out.append((value, index, known, action_scores[i, known]))
         return out

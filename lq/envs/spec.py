@@ -28,7 +28,9 @@ class EnvSpec:
     :func:`lq.envs.calibration.calibrate_partner`); ``objects``: the agent's context lists the room's objects and what
     the partner carries; ``speech_rewards``: a reached speech goal is rewarded (Table 2's ``speech_no_speech_goals``
     turns it off); ``top_k``, ``num_valid_utterances``: the DM's rewarded and valid utterances (paper 4.2: k = 10, M =
-    50); ``top_k_every_repeat``: the DM's top-k reward on every repeat of a line, not only its first."""
+    50); ``top_k_every_repeat``: the DM's top-k reward on every repeat of a line, not only its first;
+    ``scene_filter``: the partner says, and the DM ranks first, only utterances naming no character or place absent
+    from the scene (:class:`lq.envs.scene.SceneFilter`; an option, off by default: docs/agents.md)."""
 
     data_dir: str
     partner_checkpoint: str
@@ -41,6 +43,7 @@ class EnvSpec:
     top_k: int = 10
     num_valid_utterances: int = 50
     top_k_every_repeat: bool = False
+    scene_filter: bool = False
 
     def __post_init__(self) -> None:
         for name in ("data_dir", "partner_checkpoint", "dm_checkpoint"):
@@ -110,6 +113,11 @@ class EnvSpec:
         )
         instances, train, held_out = split_instances(dataset, split, self.partner_calibration)
         calibrate_partner(partner, dm, train, actions, self.partner_checkpoint, held_out)
+        if self.scene_filter:  # after the calibration, which is the unfiltered partner's (it decides acting alone)
+            from lq.envs.scene import SceneFilter, names_of, rooms_by_desc
+
+            quests = dataset.quests.all()
+            partner.scene_filter = dm.scene_filter = SceneFilter(names_of(quests), utterances, rooms_by_desc(quests))
         return QuestEnv(
             instances,
             partner,
