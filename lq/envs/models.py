@@ -39,6 +39,20 @@ def load_poly_encoder(
     return _frozen(model, device), spec
 
 
+def checkpoint_spec(checkpoint: str | Path) -> EncoderSpec | None:
+    """The encoder spec a poly-encoder checkpoint (or a bundle's ``.safetensors``) was trained with, read without
+    building its model or loading its weights; None where there is no such file (yet)."""
+    path = Path(checkpoint)
+    if not path.is_file():
+        return None
+    if path.suffix == ".safetensors":
+        config = json.loads(path.with_suffix(".json").read_text(encoding="utf-8"))
+    else:
+        config = torch.load(path, map_location="cpu", weights_only=True, mmap=True).get("hyper_parameters", {})
+    encoder = config.get("encoder")
+    return EncoderSpec(**encoder.get("spec", {})) if isinstance(encoder, dict) else None
+
+
 def _frozen(model: PolyEncoder, device: str | torch.device) -> PolyEncoder:
     model.to(device).eval()
     for p in model.parameters():

@@ -25,6 +25,7 @@ from lightning.pytorch.callbacks.progress.progress_bar import ProgressBar
 from lightning.pytorch.cli import LightningArgumentParser, LightningCLI, SaveConfigCallback
 from lightning.pytorch.loggers import MLFlowLogger
 
+from lq.conf.lengths import length_problems
 from lq.conf.resolver import (
     DEFAULT_THREADS,
     Resolver,
@@ -260,12 +261,22 @@ class StageCLI(LightningCLI):
     def before_instantiate_classes(self) -> None:
         import torch
 
+        self.check_lengths()
         if self.parse_only:
             return
         threads = self.stage_config.threads
         if threads < 1:
             raise ValueError(f"--threads {threads}: a run needs at least one CPU thread")
         torch.set_num_threads(threads)
+
+    def check_lengths(self) -> None:
+        """Refuse a config whose context lengths an encoder has too few positions for, before anything is built (at
+        the first long context a run would fail deep inside, on a GPU without a word): one line per length, naming
+        the config file that set it, the field and the fix (:func:`lq.conf.lengths.length_problems`)."""
+        config = self.stage_config
+        problems = length_problems(self.stage, config.as_dict(), [str(f) for f in config.get("config") or []])
+        if problems:
+            raise ValueError("\n".join(problems))
 
     def instantiate_classes(self) -> None:
         if self.parse_only:

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 from collections.abc import Iterable
 from dataclasses import dataclass, field
 
@@ -116,6 +117,31 @@ def build_encoder(
         return BertModel.from_pretrained(resolve(spec.init), add_pooling_layer=False, local_files_only=True).train()
     finally:
         hf_logging.set_verbosity(verbosity)
+
+
+def scratch_like(spec: EncoderSpec) -> EncoderSpec:
+    """The scratch spec of the encoder :func:`build_encoder` makes of ``spec``: itself, or for a pretrained start the
+    shape its config.json gives (MiniLM's: 6 layers, 384 wide, 512 positions), read without loading its weights (a
+    stand-in of the same cost, built where the weights are not)."""
+    if spec.init == "scratch":
+        return spec
+    config = json.loads((resolve(spec.init) / "config.json").read_text(encoding="utf-8"))
+    return EncoderSpec(
+        init="scratch",
+        tokenizer=spec.tokenizer,
+        hidden_size=int(config["hidden_size"]),
+        num_layers=int(config["num_hidden_layers"]),
+        num_heads=int(config["num_attention_heads"]),
+        intermediate_size=int(config["intermediate_size"]),
+        max_positions=int(config["max_position_embeddings"]),
+        dropout=float(config.get("hidden_dropout_prob", spec.dropout)),
+    )
+
+
+def spec_positions(spec: EncoderSpec) -> int:
+    """The positions (the longest input in word pieces) of the encoder :func:`build_encoder` makes of ``spec``, read
+    without building it: a scratch encoder's ``max_positions``, a pretrained one's own (MiniLM's 512)."""
+    return scratch_like(spec).max_positions
 
 
 def token_states(encoder: nn.Module, ids: torch.Tensor, mask: torch.Tensor) -> torch.Tensor:
