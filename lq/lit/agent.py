@@ -168,6 +168,13 @@ class AgentModule(L.LightningModule):
         """The dataset the agent's spaces and its environment's quests come from."""
         return self.env_spec.data_dir
 
+    @property
+    def run_device(self) -> torch.device:
+        """Where the module runs: its trainer's device (Lightning moves the module there only after ``setup``, so
+        what ``setup`` builds outside the parameters, the environment's partner and DM, goes there at once), else
+        where it is."""
+        return self.trainer.strategy.root_device if self._trainer is not None else self.device
+
     def check_choices(self, switch: str, ability: str) -> None:
         if ability not in ABILITIES:
             raise ValueError(f"unknown ability '{ability}': choose from {', '.join(ABILITIES)}")
@@ -320,9 +327,11 @@ class AgentModule(L.LightningModule):
             hidden_live = (hidden[0][live], hidden[1][live])
             out = self.agent(ids.to(self.device), mask.to(self.device), hidden_live, acted, candidates, lines)
             (ha, hu), u_logits = out.hidden, out.speech_logits
+            rows = torch.tensor(live, device=self.device)
+            # CUDA's autocast runs GRUCell in bf16: the new states take the kept ones' dtype (index_copy asks it)
             hidden = (
-                hidden[0].index_copy(0, torch.tensor(live, device=self.device), ha),
-                hidden[1].index_copy(0, torch.tensor(live, device=self.device), hu),
+                hidden[0].index_copy(0, rows, ha.to(hidden[0].dtype)),
+                hidden[1].index_copy(0, rows, hu.to(hidden[1].dtype)),
             )
             valid = valid_mask([episodes[i].valid_action_ids[t] for i in live], out.action_logits.shape[1])
             a_logits = masked(out.action_logits, choice_mask(valid, self.protocol.restrict).to(self.device))

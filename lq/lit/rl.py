@@ -90,7 +90,7 @@ class RLModule(AgentModule):
         rank = self.global_rank if self._trainer is not None else 0
         speech_rewards = h.ability != "speech_no_speech_goals"  # Table 2's ablation: its act reward alone
         self.env = self.env_spec.replace(speech_rewards=speech_rewards).build(
-            "train", h.num_envs, h.seed + 1000 * rank, self.device, max_steps=h.max_steps
+            "train", h.num_envs, h.seed + 1000 * rank, self.run_device, max_steps=h.max_steps
         )
         self.sampler = PrioritySampler(len(self.env.instances), mix=h.priority_mix)
         self.env.sampler = self.sampler
@@ -325,7 +325,7 @@ class RLModule(AgentModule):
     def restore_rollout(self, blob: torch.Tensor) -> None:
         snapshot = pickle.loads(blob.numpy().tobytes())
         self.env.slots = snapshot["slots"]
-        actor = snapshot["actor"].map(lambda t: t.to(self.device))
+        actor = self.rollout_actor.placed(snapshot["actor"])  # GRU states on the agent's device, counters on the CPU
         self.rollout_state = RolloutState(snapshot["obs"], snapshot["infos"], actor, snapshot["k_of"])
         self.env.started = snapshot.get("started", 0)  # a snapshot from before episodes were numbered: from 0
         self.curve_episodes.ended = snapshot["recent"] if isinstance(snapshot["recent"], dict) else {}

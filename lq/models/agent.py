@@ -445,8 +445,9 @@ class SwitchAgent(nn.Module):
         )
 
     def initial_state(self, batch: int) -> tuple[torch.Tensor, torch.Tensor]:
-        device = next(self.critic.parameters()).device
-        return torch.zeros(batch, self.gru_hidden, device=device), torch.zeros(batch, self.gru_hidden, device=device)
+        """Zero GRU states of ``batch`` episodes, on the device and in the dtype of the GRU weights they meet."""
+        weight = self.action_gru.weight_hh
+        return weight.new_zeros(batch, self.gru_hidden), weight.new_zeros(batch, self.gru_hidden)
 
     def candidate_vectors(self) -> tuple[torch.Tensor, torch.Tensor]:
         """The action and utterance spaces as vectors ``[n, dim]`` (with their graph: computed once per rollout)."""
@@ -478,7 +479,8 @@ class SwitchAgent(nn.Module):
         if self.speech_match is not None and rows_u.any():  # the utterances' pooled exact match, where it speaks
             worth = torch.sigmoid(self.speech_match_worth(states[rows_u]).squeeze(-1)) * mask[rows_u].to(states.dtype)
             counts = torch.zeros_like(speech_logits)
-            counts[rows_u] = self.speech_match(ids[rows_u], worth)
+            # under autocast the two sides differ (bf16 logits, float32 counts): an index put takes its destination's
+            counts[rows_u] = self.speech_match(ids[rows_u], worth).to(counts.dtype)
             speech_logits = speech_logits + self.speech_match_weight * counts
         if hasattr(self, "head_log_temperature"):
             inverse = torch.exp(-self.head_log_temperature)
@@ -503,7 +505,7 @@ class SwitchAgent(nn.Module):
         if rows.all():
             return scorer(states, mask, query, candidates, match)
         if rows.any():
-            out[rows] = scorer(
-                states[rows], mask[rows], query[rows], candidates, None if match is None else match[:, rows]
-            )
+            match = None if match is None else match[:, rows]
+            scores = scorer(states[rows], mask[rows], query[rows], candidates, match)
+            out[rows] = scores.to(out.dtype)  # under autocast the scores can be bf16 and the states float32
         return out

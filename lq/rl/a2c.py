@@ -38,9 +38,11 @@ class RolloutState:
 
 def collect(env: QuestEnv, actor: Actor, state: RolloutState, steps: int) -> Rollout:
     """Play ``steps`` steps of every environment (auto-resetting) with the actor's current weights, sampling
-    (Boltzmann exploration)."""
-    device = actor.device
-    rollout = Rollout.allocate(steps, len(state.obs), len(actor.action_space), len(actor.utterance_space), device)
+    (Boltzmann exploration). The actor's state follows the agent first, wherever it was moved since the last
+    rollout (:meth:`Actor.placed`)."""
+    state.actor = actor.placed(state.actor)
+    spaces = len(actor.action_space), len(actor.utterance_space)
+    rollout = Rollout.allocate(steps, len(state.obs), *spaces, actor.device, actor.dtype)
     actor.cache_candidates()  # one embedding of the spaces for the rollout (the update backpropagates through it)
     for t in range(steps):
         commands, out = actor.step(env, state.obs, state.infos, state.actor)

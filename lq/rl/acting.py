@@ -114,6 +114,21 @@ class Actor:
     def device(self) -> torch.device:
         return next(self.agent.parameters()).device if self.agent is not None else torch.device("cpu")
 
+    @property
+    def dtype(self) -> torch.dtype:
+        """The agent's floating dtype (float32 under autocast too: autocast casts inside the ops, not the weights)."""
+        return next(self.agent.parameters()).dtype if self.agent is not None else torch.float
+
+    def placed(self, state: ActorState) -> ActorState:
+        """``state`` with its GRU states on the agent's device and in its dtype: a state made before the agent was
+        moved (Lightning moves a module after ``setup``, where the rollout starts; ``.to(...)`` any time) follows it.
+        The switch's counters stay on the CPU, where Python reads them per environment every step."""
+        if state.hidden_a is None:
+            return state
+        device, dtype = self.device, self.dtype
+        state.hidden_a, state.hidden_u = state.hidden_a.to(device, dtype), state.hidden_u.to(device, dtype)
+        return state
+
     def start(self, batch: int, k: list[int] | None = None) -> ActorState:
         """The per-environment state of ``batch`` new episodes (``k``: the ratio switch's, 0 for the training
         average)."""

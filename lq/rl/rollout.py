@@ -30,8 +30,18 @@ class Rollout:
     episodes: list[dict] = field(default_factory=list)  # the summaries of episodes that ended in the rollout
 
     @classmethod
-    def allocate(cls, steps: int, envs: int, actions: int, utterances: int, device: torch.device) -> Rollout:
-        def zeros(*shape: int, dtype: torch.dtype = torch.float) -> torch.Tensor:
+    def allocate(
+        cls,
+        steps: int,
+        envs: int,
+        actions: int,
+        utterances: int,
+        device: torch.device,
+        dtype: torch.dtype = torch.float,
+    ) -> Rollout:
+        """Zeros of every field on ``device``, the floating ones in ``dtype`` (the agent's: float32 under autocast)."""
+
+        def zeros(*shape: int, dtype: torch.dtype = dtype) -> torch.Tensor:
             return torch.zeros(steps, envs, *shape, dtype=dtype, device=device)
 
         return cls(
