@@ -4,7 +4,9 @@ time goes, for the scratch encoder and a pretrained one at the CPU profile, unde
 one run, since this machine's speed drifts between days: compare only figures of one run.
 
     python benchmarks/rl.py [--data data/default] [--warmup 20] [--updates 20] [--encoders scratch general_light]
-                            [--profile conf/profile/tiny/rl.yaml] [--protocols restricted paper] [--objective lq]
+                            [--profile tiny|paper|quick|conf/profile/tiny/rl.yaml] [--protocols restricted paper]
+                            [--objective lq] [--device cpu|cuda] [--precision 32-true|bf16-mixed] [--fit N]
+                            [--json PATH]
 
 Each encoder runs the same loop as ``lq rl fit`` (``lq.rl.a2c.collect``, ``RLModule.objective``: the A2C terms and
 the objective's imitation term, backward, clipping and an Adam step) with the profile's sizes, then the objective's
@@ -17,16 +19,27 @@ same shapes stand in (the cost is the same; it says so). For a pretrained encode
 part of the agent forward and the imitation term spent encoding the context lines its cache had not kept
 (``StateEncoder.frozen_states``); the lines and word pieces it encoded per timed update, and the cache's size and
 clears, are printed. The last lines print one figure per encoder.
+
+``--profile paper`` (a profile's name stands for its ``rl.yaml``) runs the paper's sizes; a profile whose context
+lengths its encoders have no positions for is refused as a stage would be (:mod:`lq.conf.lengths`). ``--device cuda``
+runs the agent, the partner and the DM on the GPU: each timed part is then synchronised (``torch.cuda.synchronize``)
+as it starts and ends, so that its share holds its own kernels, and the timed updates' peak GPU memory is printed.
+``--precision bf16-mixed`` (the default on cuda: the paper profile's) runs the rollout and the objective under bf16
+autocast, as Lightning's bf16-mixed wraps a training step; on the CPU the default is float32. ``--fit N`` first plays N
+updates through Lightning's Trainer, the path of ``lq rl fit`` (its move of the module to the device after setup, its
+precision plugin), and prints their rate. ``--json PATH`` writes every figure to a file.
 """
 
 from __future__ import annotations
 
 import argparse
+import json
 import sys
 import tempfile
 import time
-from contextlib import ExitStack
+from contextlib import ExitStack, nullcontext
 from dataclasses import asdict
+from functools import partial
 from pathlib import Path
 from unittest import mock
 
@@ -36,17 +49,19 @@ from timing import COUNTS, TIMES, Yardstick, timed
 import lq.envs.episode as episode
 import lq.envs.quest_env as quest_env
 import lq.models.agent as agent_model
-from lq.conf.resolver import Resolver, merged_config
+from lq.conf.lengths import length_problems
+from lq.conf.resolver import Profile, Resolver, merged_config, profiles
 from lq.envs.protocol import protocol_of
 from lq.envs.spec import EnvSpec
 from lq.lit.rl import RLModule
 from lq.models.agent import AgentConfig
-from lq.models.encoder import EncoderConfig, EncoderSpec
+from lq.models.encoder import EncoderConfig, EncoderSpec, scratch_like
 from lq.models.poly_encoder import PolyEncoder
 from lq.rl.a2c import collect
 
 ROOT = Path(__file__).resolve().parents[1]
 FROZEN = "of which the frozen base"  # a part of the agent forward and the imitation term, not beside them
+PRECISIONS = ("32-true", "bf16-mixed")  # Lightning's names: float32, and bf16 autocast around the forward
 
 
 def merged_model_config(*files: Path) -> dict:
@@ -54,12 +69,46 @@ def merged_model_config(*files: Path) -> dict:
     return merged_config([a for f in files for a in ("--config", str(f))]).get("model", {})
 
 
+def profile_file(value: str) -> Path:
+    """``--profile``: a profile's name (``paper``: its ``rl.yaml``) or an RL profile file."""
+    named = ROOT / "conf/profile" / value / "rl.yaml"
+    return named if value in profiles() else Path(value)
+
+
+def profile_name(file: Path) -> str:
+    """The profile a ``--profile`` file is of (its folder's name), for its partner, DM and pretrained encoders; the
+    default profile's for a file outside conf/profile/."""
+    return file.resolve().parent.name if file.resolve().parent.name in profiles() else "tiny"
+
+
+def env_stand_in(profile: str) -> tuple[EncoderSpec, int]:
+    """The profile's partner and DM as an untrained model of their shape stands in for them: its environment encoder's
+    shape (MiniLM's for the paper profile's, read from its config without its weights) and its env.yaml's codes."""
+    encoder = Profile(profile).env_encoder
+    files = [ROOT / "conf/poly_encoder.yaml", ROOT / f"conf/encoder/{encoder}.yaml", *Profile(profile).files("dm")]
+    model = merged_model_config(*files)
+    return scratch_like(EncoderSpec(**model["encoder"].get("spec", {}))), int(model["n_codes"])
+
+
+def forward_context(device: str, precision: str):
+    """What a training step's forward runs in under ``precision``: bf16 autocast for bf16-mixed (as Lightning's
+    precision plugin wraps it), nothing for float32."""
+    if precision not in PRECISIONS:
+        raise ValueError(f"--precision {precision}: choose {' or '.join(PRECISIONS)}")
+    return torch.autocast(device, dtype=torch.bfloat16) if precision == "bf16-mixed" else nullcontext()
+
+
+def synchronizer(device: str):
+    """``torch.cuda.synchronize`` on a GPU (timed parts wait for their kernels), None on the CPU."""
+    return torch.cuda.synchronize if device == "cuda" else None
+
+
 def stand_in(path: str, spec: EncoderSpec, n_codes: int, folder: Path, note: list[str]) -> str:
     """``path`` if it exists, else an untrained poly-encoder checkpoint of ``spec``'s shape."""
     if Path(path).exists():
         return path
     model = PolyEncoder.from_spec(spec, n_codes)
-    out = folder / (Path(path).parent.name + "-" + Path(path).name)
+    out = folder / "-".join(Path(path).parts[-3:])  # the stage's too: the partner's and the DM's are two models
     hparams = {"encoder": asdict(EncoderConfig(Path(path).parent.name, spec)), "n_codes": n_codes}
     torch.save(
         {"state_dict": {f"model.{k}": v for k, v in model.state_dict().items()}, "hyper_parameters": hparams}, out
@@ -68,22 +117,71 @@ def stand_in(path: str, spec: EncoderSpec, n_codes: int, folder: Path, note: lis
     return str(out)
 
 
-def run(encoder: str, protocol: str, args: argparse.Namespace, folder: Path) -> tuple[float, dict[str, float]]:
-    files = ("conf/agent.yaml", "conf/rl.yaml", f"conf/encoder/{encoder}.yaml", args.profile)
-    config = merged_model_config(*(ROOT / f for f in files), ROOT / f"conf/objective/{args.objective}.yaml")
+def run(encoder: str, protocol: str, args: argparse.Namespace, folder: Path) -> dict:
+    """One encoder under one protocol: its figures (``transitions_per_s``, ``shares``, ``cold_transitions_per_s``,
+    ``fit_transitions_per_s`` with ``--fit``, ``peak_gpu_memory_gib`` on a GPU)."""
+    module, note = build_module(encoder, protocol, args, folder)
+    part = partial(timed, sync=synchronizer(args.device))
+    env, actor = module.env, module.rollout_actor
+    env.partner.act = part("partner", env.partner.act)
+    env.dm.rank = part("DM", env.dm.rank)
+    actor._scores = part("agent forward", actor._scores)
+    module.imitation_loss = part("imitation term", module.imitation_loss)  # lq's objective (conf/objective/lq.yaml)
+    state_encoder = module.agent.encoder
+    with ExitStack() as patches:  # module functions, timed for this run only (a second run would time them twice)
+        for owner, name in ((episode, "step"), (quest_env, "valid_actions")):  # each turn through the engine
+            patches.enter_context(mock.patch.object(owner, name, part("engine", getattr(owner, name))))
+        if module.hparams.pretrained_checkpoint:  # within the agent forward and the imitation term: the lines a
+            encode = part(FROZEN, counted(agent_model.token_states))  # frozen base has not kept yet
+            patches.enter_context(mock.patch.object(agent_model, "token_states", encode))
+        figures = {"fit_transitions_per_s": lightning_updates(module, args)} if args.fit else {}
+        figures |= timed_updates(module, args)
+    for line in note:
+        print(f"  note: {line}")
+    if args.fit:
+        fit = figures["fit_transitions_per_s"]
+        print(f"  the {args.fit} updates through Lightning's Trainer: {fit:.1f} transitions/s")
+    if args.warmup:
+        cold = figures["cold_transitions_per_s"]
+        print(f"  the {args.warmup} warm-up updates (cold caches): {cold:.1f} transitions/s")
+    if "peak_gpu_memory_gib" in figures:
+        print(f"  peak GPU memory of the timed updates: {figures['peak_gpu_memory_gib']:.2f} GiB")
+    if module.hparams.pretrained_checkpoint:
+        per = max(args.updates, 1)
+        print(
+            f"  the frozen base encoded {COUNTS['lines'] / per:.1f} lines ({COUNTS['word pieces'] / per:.0f} word "
+            f"pieces) per timed update; its cache held {len(state_encoder._line_states)} lines "
+            f"({state_encoder._cached_tokens} of at most {state_encoder.max_cached_tokens} word pieces) at the end"
+        )
+    return figures
+
+
+def build_module(encoder: str, protocol: str, args: argparse.Namespace, folder: Path) -> tuple[RLModule, list[str]]:
+    """The RL module of the profile's sizes, set up on ``args.device`` (refused where the profile's context lengths
+    do not fit its encoders), and notes of the models that stand in for missing checkpoints."""
+    files = [ROOT / f for f in ("conf/agent.yaml", "conf/rl.yaml", f"conf/encoder/{encoder}.yaml")]
+    files += [args.profile, ROOT / f"conf/objective/{args.objective}.yaml"]
+    config = merged_model_config(*files)
     env = {**config.pop("env"), "protocol": protocol_of(protocol), "data_dir": str(args.data)}
+    if args.partner_calibration:  # "share": a few replays, not 49 settings' (calibration is no part of the loop)
+        env["partner_calibration"] = args.partner_calibration
     enc = config.pop("encoder")
     enc["spec"] = EncoderSpec(**enc.get("spec", {}))
     note: list[str] = []
-    small = EncoderSpec(init="scratch", hidden_size=128, num_layers=2, num_heads=4, intermediate_size=512)
-    where = Resolver()  # the default profile's checkpoints, as make partner / dm / pretrain leave them
+    profile = profile_name(args.profile)
+    where = Resolver(profile=profile)  # the profile's checkpoints, as make partner / dm / pretrain leave them
+    env_spec, env_codes = env_stand_in(profile)
     for stage in ("partner", "dm"):
-        env[f"{stage}_checkpoint"] = stand_in(where.checkpoint(stage), small, 16, folder, note)
+        env[f"{stage}_checkpoint"] = stand_in(where.checkpoint(stage), env_spec, env_codes, folder, note)
     pretrained = None
     if encoder != "scratch":
         pretrained = stand_in(where.checkpoint("pretrain", encoder), EncoderSpec(), 64, folder, note)
+    problems = length_problems("rl", {"model": {**config, "env": env, "pretrained_checkpoint": pretrained}}, files)
+    if problems:
+        raise ValueError("\n".join(problems))
     agent = config.pop("agent")
-    agent["scratch"] = EncoderSpec(**agent["scratch"])
+    if "scratch" in agent:  # else AgentConfig's own (the paper profile's before it named one)
+        agent["scratch"] = EncoderSpec(**agent["scratch"])
     config.pop("init_from", None)  # the loop's cost does not depend on the weights it starts from (no BC agent here)
     module = RLModule(
         env=EnvSpec(**env),
@@ -92,32 +190,9 @@ def run(encoder: str, protocol: str, args: argparse.Namespace, folder: Path) -> 
         agent=AgentConfig(**agent),
         **config,
     )
+    module.to(args.device)  # before setup: the environment's partner and DM are built where the module is
     module.setup("fit")
-    env, actor = module.env, module.rollout_actor
-    env.partner.act = timed("partner", env.partner.act)
-    env.dm.rank = timed("DM", env.dm.rank)
-    actor._scores = timed("agent forward", actor._scores)
-    module.imitation_loss = timed("imitation term", module.imitation_loss)  # lq's objective (conf/objective/lq.yaml)
-    state_encoder = module.agent.encoder
-    with ExitStack() as patches:  # module functions, timed for this run only (a second run would time them twice)
-        for owner, name in ((episode, "step"), (quest_env, "valid_actions")):  # each turn through the engine
-            patches.enter_context(mock.patch.object(owner, name, timed("engine", getattr(owner, name))))
-        if pretrained:  # within the agent forward and the imitation term: the lines a frozen base has not kept yet
-            encode = timed(FROZEN, counted(agent_model.token_states))
-            patches.enter_context(mock.patch.object(agent_model, "token_states", encode))
-        rate, shares, cold = timed_updates(module, args)
-    for line in note:
-        print(f"  note: {line}")
-    if args.warmup:
-        print(f"  the {args.warmup} warm-up updates (cold caches): {cold:.1f} transitions/s")
-    if pretrained:
-        per = max(args.updates, 1)
-        print(
-            f"  the frozen base encoded {COUNTS['lines'] / per:.1f} lines ({COUNTS['word pieces'] / per:.0f} word "
-            f"pieces) per timed update; its cache held {len(state_encoder._line_states)} lines "
-            f"({state_encoder._cached_tokens} of at most {state_encoder.max_cached_tokens} word pieces) at the end"
-        )
-    return rate, shares
+    return module.to(args.device), note  # and the agent setup built
 
 
 def counted(encode):
@@ -131,78 +206,192 @@ def counted(encode):
     return wrapper
 
 
-def timed_updates(module: RLModule, args: argparse.Namespace) -> tuple[float, dict[str, float], float]:
-    """``args.warmup`` A2C updates, then ``args.updates`` timed: transitions per second, each part's share of the
-    timed updates, and the warm-up's transitions per second."""
+def lightning_updates(module: RLModule, args: argparse.Namespace) -> float:
+    """``args.fit`` updates through Lightning's Trainer, as ``lq rl fit`` plays them (its move of the module to the
+    device after setup, its precision plugin's autocast): their transitions per second, Lightning's start included.
+    Lightning moves the module back to the CPU when it ends: it goes back to the device."""
+    import lightning as L
+
+    h, sync = module.hparams, synchronizer(args.device)
+    trainer = L.Trainer(
+        accelerator="gpu" if args.device == "cuda" else "cpu",
+        devices=1,
+        precision=args.precision,
+        max_steps=args.fit,
+        logger=False,
+        enable_checkpointing=False,
+        enable_progress_bar=False,
+        enable_model_summary=False,
+    )
+    start = time.perf_counter()
+    trainer.fit(module)
+    if sync is not None:
+        sync()
+    seconds = time.perf_counter() - start
+    module.to(args.device)
+    TIMES.clear()
+    return args.fit * h.rollout_steps * h.num_envs / max(seconds, 1e-9)
+
+
+def timed_updates(module: RLModule, args: argparse.Namespace) -> dict:
+    """``args.warmup`` A2C updates, then ``args.updates`` timed (their forward under ``args.precision``): transitions
+    per second, each part's share of the timed updates, the warm-up's transitions per second and, on a GPU, the timed
+    updates' peak memory."""
     env, actor, h = module.env, module.rollout_actor, module.hparams
     optimizer = module.configure_optimizers()
+    sync = synchronizer(args.device)
 
     def update() -> None:
-        rollout = collect(env, actor, module.rollout_state, h.rollout_steps)
-        losses, _ = module.objective(rollout)
+        with forward_context(args.device, args.precision):
+            rollout = collect(env, actor, module.rollout_state, h.rollout_steps)
+            losses, _ = module.objective(rollout)
+        if sync is not None:
+            sync()
         start = time.perf_counter()
         optimizer.zero_grad()
         losses.total.backward()
         torch.nn.utils.clip_grad_norm_(module.parameters(), 1.0)
         optimizer.step()
+        if sync is not None:
+            sync()
         TIMES["agent backward and step"] += time.perf_counter() - start
 
-    start = time.perf_counter()
-    for _ in range(args.warmup):
-        update()
-    cold = args.warmup * h.rollout_steps * h.num_envs / max(time.perf_counter() - start, 1e-9)
+    cold = transitions_rate(args.warmup, update, h, sync)
     TIMES.clear()
     COUNTS.clear()
+    if args.device == "cuda":
+        torch.cuda.reset_peak_memory_stats()
     start = time.perf_counter()
-    for _ in range(args.updates):
-        update()
+    warm = transitions_rate(args.updates, update, h, sync)
     whole = time.perf_counter() - start
-    transitions = args.updates * h.rollout_steps * h.num_envs
-    return transitions / whole, {k: v / whole for k, v in TIMES.items()}, cold
+    figures = {"transitions_per_s": warm, "cold_transitions_per_s": cold}
+    figures["shares"] = {k: v / whole for k, v in TIMES.items()}
+    if args.device == "cuda":
+        figures["peak_gpu_memory_gib"] = torch.cuda.max_memory_allocated() / 2**30
+    return figures
 
 
-def main(argv: list[str] | None = None) -> int:
+def transitions_rate(updates: int, update, h, sync) -> float:
+    """Transitions per second of ``updates`` calls of ``update`` (the GPU's queued work included)."""
+    start = time.perf_counter()
+    for _ in range(updates):
+        update()
+    if sync is not None:
+        sync()
+    return updates * h.rollout_steps * h.num_envs / max(time.perf_counter() - start, 1e-9)
+
+
+def parse(argv: list[str] | None) -> argparse.Namespace:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--data", type=Path, default=Path("data/default"))
     parser.add_argument("--updates", type=int, default=20, help="timed A2C updates per encoder")
     parser.add_argument("--warmup", type=int, default=20, help="updates first, timed apart (the caches fill)")
     parser.add_argument("--encoders", nargs="+", default=["scratch", "general_light"])
-    parser.add_argument("--profile", type=Path, default=ROOT / "conf/profile/tiny/rl.yaml")
+    parser.add_argument("--profile", default="tiny", help="a profile's name (tiny, paper, quick) or an RL profile file")
     parser.add_argument("--protocols", nargs="+", default=["restricted", "paper"], help="conf/protocol/ names")
     parser.add_argument("--objective", default="lq", help="a conf/objective/ name (its sizes and terms)")
+    parser.add_argument("--device", choices=("cpu", "cuda"), default="cpu", help="where the agent, partner and DM run")
+    parser.add_argument(
+        "--precision", choices=PRECISIONS, help="the forward's (default: the profile's on cuda, 32-true on the CPU)"
+    )
+    parser.add_argument(
+        "--fit", type=int, default=0, help="updates through Lightning's Trainer first (the path of lq rl fit)"
+    )
+    parser.add_argument("--json", type=Path, help="write every figure to this file")
+    parser.add_argument(
+        "--stand-ins",
+        type=Path,
+        help="keep the untrained stand-ins here (with their encoded candidates and the partner's calibration), for "
+        "the next run to reuse; default: a temporary folder",
+    )
+    parser.add_argument(
+        "--partner-calibration", choices=("share", "completions"), help="the partner's (default: the configs')"
+    )
     args = parser.parse_args(argv)
+    args.profile = profile_file(args.profile)
+    if args.precision is None:  # bf16-mixed is the GPU's: on the CPU a profile's figures are float32's
+        profile_precision = merged_config(["--config", str(args.profile)]).get("trainer", {}).get("precision")
+        args.precision = profile_precision if args.device == "cuda" and profile_precision else "32-true"
+    return args
+
+
+def main(argv: list[str] | None = None) -> int:
+    args = parse(argv)
     if not (args.data / "demos").is_dir():
         print(f"no dataset at {args.data}: run `make data` first (or pass --data)", file=sys.stderr)
         return 1
+    if args.device == "cuda" and not torch.cuda.is_available():
+        print("--device cuda: torch sees no GPU here", file=sys.stderr)
+        return 1
     results = {}
     stick = Yardstick()
-    with tempfile.TemporaryDirectory() as folder:
-        for encoder in args.encoders:
-            for protocol in args.protocols:
-                print(
-                    f"{encoder}, {protocol} protocol, {args.objective} objective ({args.profile.name}, "
-                    f"{torch.get_num_threads()} threads):"
-                )
-                torch.manual_seed(0)
-                rate, shares = run(encoder, protocol, args, Path(folder))
-                rest = 1.0 - sum(share for name, share in shares.items() if name != FROZEN)
-                for name, share in sorted(shares.items(), key=lambda kv: (kv[0] == FROZEN, -kv[1])):
-                    print(f"  {name:<28}{share:>7.1%}")
-                print(f"  {'other (env text, masks, sampling)':<28}{rest:>7.1%}")
-                results[encoder, protocol] = rate
+    try:
+        with tempfile.TemporaryDirectory() as temporary:
+            folder = args.stand_ins or Path(temporary)
+            folder.mkdir(parents=True, exist_ok=True)
+            for encoder in args.encoders:
+                for protocol in args.protocols:
+                    print(
+                        f"{encoder}, {protocol} protocol, {args.objective} objective ({args.profile}, {args.device}, "
+                        f"{args.precision}, {torch.get_num_threads()} threads):"
+                    )
+                    torch.manual_seed(0)
+                    results[encoder, protocol] = run(encoder, protocol, args, Path(folder))
+                    print_shares(results[encoder, protocol]["shares"])
+    except ValueError as err:  # a profile a stage would refuse (lq.conf.lengths), a precision not known
+        print(f"benchmarks/rl.py: {err}", file=sys.stderr)
+        return 2
     stick.end()
     print(stick.report())
+    print_rates(results, args, stick)
+    if args.json:
+        write_json(args, results, stick)
+    return 0
+
+
+def print_shares(shares: dict[str, float]) -> None:
+    rest = 1.0 - sum(share for name, share in shares.items() if name != FROZEN)
+    for name, share in sorted(shares.items(), key=lambda kv: (kv[0] == FROZEN, -kv[1])):
+        print(f"  {name:<28}{share:>7.1%}")
+    print(f"  {'other (env text, masks, sampling)':<28}{rest:>7.1%}")
+
+
+def print_rates(results: dict, args: argparse.Namespace, stick: Yardstick) -> None:
+    """One line per encoder and protocol: its transitions per second, per yardstick, beside the first protocol's and
+    the first encoder's."""
     first = args.encoders[0]
-    for (encoder, protocol), rate in results.items():
-        base = results.get((encoder, args.protocols[0]))
+    rates = {key: figures["transitions_per_s"] for key, figures in results.items()}
+    for (encoder, protocol), rate in rates.items():
+        base = rates.get((encoder, args.protocols[0]))
         ratio = f", {rate / base:.2f} of {args.protocols[0]}'s" if base and protocol != args.protocols[0] else ""
-        if encoder != first and (first, protocol) in results:
-            ratio += f", {rate / results[first, protocol]:.2f} of {first}'s"
+        if encoder != first and (first, protocol) in rates:
+            ratio += f", {rate / rates[first, protocol]:.2f} of {first}'s"
         print(
             f"{encoder}, {protocol}: {rate:.1f} transitions/s (rollout and update; {stick.per(rate):.2f} per "
             f"yardstick{ratio})"
         )
-    return 0
+
+
+def write_json(args: argparse.Namespace, results: dict, stick: Yardstick) -> None:
+    """Every figure of the run, with what it ran on, to ``args.json``."""
+    runs = [
+        {"encoder": encoder, "protocol": protocol, **figures, "per_yardstick": stick.per(figures["transitions_per_s"])}
+        for (encoder, protocol), figures in results.items()
+    ]
+    about = {
+        "device": args.device,
+        "device_name": torch.cuda.get_device_name() if args.device == "cuda" else "cpu",
+        "precision": args.precision,
+        "profile": str(args.profile),
+        "objective": args.objective,
+        "threads": torch.get_num_threads(),
+        "warmup": args.warmup,
+        "updates": args.updates,
+        "fit": args.fit,
+        "yardstick": stick.rates,
+    }
+    args.json.parent.mkdir(parents=True, exist_ok=True)
+    args.json.write_text(json.dumps({**about, "runs": runs}, indent=1) + "\n", encoding="utf-8")
 
 
 if __name__ == "__main__":

@@ -9,14 +9,20 @@ TIMES: dict[str, float] = defaultdict(float)
 COUNTS: dict[str, int] = defaultdict(int)  # what a benchmark counts beside the times (calls, items)
 
 
-def timed(name, fn):
-    """``fn``, adding the seconds of each of its calls to ``TIMES[name]``."""
+def timed(name, fn, sync=None):
+    """``fn``, adding the seconds of each of its calls to ``TIMES[name]``. ``sync`` (``torch.cuda.synchronize`` on a
+    GPU) is called as the clock starts and before it stops: a CUDA call returns before its kernels end, so without it a
+    part's kernels would be counted in whichever part waits for them next."""
 
     def wrapper(*args, **kwargs):
+        if sync is not None:
+            sync()
         start = time.perf_counter()
         try:
             return fn(*args, **kwargs)
         finally:
+            if sync is not None:
+                sync()
             TIMES[name] += time.perf_counter() - start
 
     return wrapper
