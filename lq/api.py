@@ -102,12 +102,15 @@ def evaluate(
     split: str = "test",
     sampled: bool = True,
     protocol: str | None = None,
+    quests: int | None = None,
 ) -> pd.DataFrame:
     """Zero-shot evaluation of agents (bundles or checkpoints; the seeds of one configuration are averaged) beside
     the baselines over ``baselines`` seeds: one row per agent and decoding, then per baseline, as ``lq eval`` prints
-    them (columns ``runs`` and, for each figure, its mean and std)."""
+    them (columns ``runs`` and, for each figure, its mean and std); ``quests``: the first that many quests of
+    ``split`` only (``lq eval --quests``; None: all)."""
     overrides = {"protocol": protocol_of(protocol)} if protocol else {}
-    rows = evaluate_checkpoints(agents, baselines, split, log=lambda _: None, sampled=sampled, **overrides)
+    played = {"sampled": sampled, "quests": quests}
+    rows = evaluate_checkpoints(agents, baselines, split, log=lambda _: None, **played, **overrides)
     records = []
     for name, results in rows:
         stats = mean_std(results)

@@ -185,7 +185,11 @@ def _cmd_play(args: argparse.Namespace) -> int:
         if args.goal or args.partner:
             raise UsageError("--goal and --partner are the quest's own with --agent: name a quest id instead")
         quest = _quest_id(args.world) if args.world is not None else None
-        play_against(load_agent(args.agent), quest, side, _transcript(args, quest or "first-test-quest"))
+        try:  # the transcript is named by the quest played (QUEST-TIME), known once the agent's data is read
+            play_against(load_agent(args.agent), quest, side, lambda played: _transcript(args, played))
+        except KeyboardInterrupt:  # a game stopped by Ctrl-C saves its transcript: this one stopped while loading
+            print("interrupted before the game began: nothing to save", file=sys.stderr)
+            return 130
         return 0
     from lq.world.play import main as play_main
 
@@ -203,10 +207,13 @@ def _cmd_eval(args: argparse.Namespace) -> int:
         from lq.envs.protocol import protocol_of
 
         overrides["protocol"] = protocol_of(args.protocol)
-    sampled = {"sampled": not args.greedy_only, "temperature": args.temperature, "seed": args.seed}
-    rows = evaluate_checkpoints(args.checkpoints, args.baselines, args.split, **sampled, **overrides)
+    overrides.update(_places(args))
+    played = {"sampled": not args.greedy_only, "temperature": args.temperature, "seed": args.seed}
+    played["quests"] = args.quests  # the first N quests of the split only (None: all)
+    rows = evaluate_checkpoints(args.checkpoints, args.baselines, args.split, **played, **overrides)
     markdown, csv = results_table(rows)
-    print(f"\nZero-shot evaluation on the {args.split} quests (one episode per quest; mean ± std over seeds)")
+    which = f"the first {args.quests} {args.split} quests" if args.quests else f"the {args.split} quests"
+    print(f"\nZero-shot evaluation on {which} (one episode per quest; mean ± std over seeds)")
     print(markdown)
     lost = "Where the act goals were lost (shares of all episodes; the goal is valid where the agent could take it)"
     lost += f"\n\n{lost_table(rows)}"
@@ -262,12 +269,41 @@ def _cmd_gradients(args: argparse.Namespace) -> int:
     return 0
 
 
+# an agent's dataset and models, named in place of where its checkpoint says they are (lq.lit.places finds those
+# from any folder; these are for what it cannot find: a checkpoint copied away from its training folder)
+PLACE_OPTIONS = {
+    "data_dir": ("--data", "DIR", "the dataset the agent was trained on (of the fingerprint its checkpoint records)"),
+    "partner_checkpoint": ("--partner", "CKPT", "the environment's partner the agent was trained with"),
+    "dm_checkpoint": ("--dm", "CKPT", "the environment's Dungeon Master the agent was trained with"),
+    "pretrained_checkpoint": ("--pretrained", "CKPT", "the pretrained poly-encoder of a non-scratch agent"),
+}
+
+
+def _add_places(parser: argparse.ArgumentParser) -> None:
+    for dest, (flag, metavar, what) in PLACE_OPTIONS.items():
+        parser.add_argument(flag, dest=dest, metavar=metavar, help=f"{what}, where its checkpoint's is not found")
+
+
+def _places(args: argparse.Namespace) -> dict[str, str]:
+    """The overrides of :data:`PLACE_OPTIONS` given (:func:`lq.lit.checkpoints.load_agent`'s keywords)."""
+    return {dest: str(value) for dest in PLACE_OPTIONS if (value := getattr(args, dest, None)) is not None}
+
+
 def _cmd_export(args: argparse.Namespace) -> int:
     from lq.lit.checkpoints import export_agent
 
-    table = export_agent(args.checkpoint, args.out, args.baselines, evaluate=not args.no_eval, overwrite=args.overwrite)
+    table = export_agent(
+        args.checkpoint,
+        args.out,
+        args.baselines,
+        evaluate=not args.no_eval,
+        overwrite=args.overwrite,
+        quests=args.quests,
+        **_places(args),
+    )
+    which = f"the first {args.quests} test quests" if args.quests else "the test quests"
     if table:
-        print(f"\nZero-shot evaluation of the bundle on the test quests\n{table}")
+        print(f"\nZero-shot evaluation of the bundle on {which}\n{table}")
     print(f"wrote {args.out} (model card: {args.out / 'README.md'})")
     if args.log_model:
         from lq.lit.mlflow_model import log_agent_model
@@ -461,6 +497,13 @@ def _launcher_arguments(parser: argparse.ArgumentParser) -> None:
     )
 
 
+def _count(text: str) -> int:
+    """``--quests N``: a positive whole number (argparse names the option when this refuses)."""
+    if not text.isdigit() or int(text) < 1:
+        raise argparse.ArgumentTypeError(f"{text!r}: give a positive number of quests, e.g. --quests 5")
+    return int(text)
+
+
 def build_parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(prog="lq", description=__doc__.splitlines()[0])
     sub = parser.add_subparsers(dest="command", required=True, metavar="COMMAND")
@@ -500,7 +543,9 @@ def build_parser() -> argparse.ArgumentParser:
         "each agent (default 0: what its own run evaluated and logged)",
     )  # fmt: skip
     ev.add_argument("--max-steps", type=int, help="agent turns per episode (default: the checkpoint's protocol's)")
+    ev.add_argument("--quests", type=_count, metavar="N", help="play only the first N quests of the split")
     ev.add_argument("--out", type=Path, help="also write the table here (.md; a .csv beside it)")
+    _add_places(ev)
     ev.set_defaults(func=_cmd_eval)
     gr = sub.add_parser(
         "gradients", help="where an RL agent's update goes: each term's gradient norm and its share of the total's"
@@ -521,9 +566,11 @@ def build_parser() -> argparse.ArgumentParser:
     ex.add_argument("out", type=Path, help="the bundle folder to write (lq eval / lq play --agent / lq.load_agent)")
     ex.add_argument("--baselines", type=int, default=1, metavar="N", help="baseline seeds in the model card's table")
     ex.add_argument("--no-eval", action="store_true", help="write the bundle without evaluating it for its card")
+    ex.add_argument("--quests", type=_count, metavar="N", help="evaluate on the first N test quests (default: all)")
     ex.add_argument("--overwrite", action="store_true", help="replace OUT if it exists")
     ex.add_argument("--log-model", metavar="RUN_ID", help="also log the bundle as an MLflow logged model of this run")
     ex.add_argument("--tracking-uri", default="sqlite:///mlflow.db", help="the MLflow store of --log-model's run")
+    _add_places(ex)
     ex.set_defaults(func=_cmd_export)
     xp = sub.add_parser("experiment", help="the paper's tables: train as MLflow parent/child runs, or rebuild tables")
     xp.add_argument(

@@ -90,6 +90,32 @@ def goal_problem(instance: QuestInstance) -> str | None:
     return None
 
 
+# who plays each side unless told otherwise (``lq play --agent`` puts "a person" on the side a person plays)
+PLAYERS = {"self": "the agent", "partner": "the environment's partner"}
+ROLES = {"self": "the self character", "partner": "the partner"}
+
+
+def credit(name: str, side: str, players: dict[str, str] | None = None) -> str:
+    """A character with its side and who played it: "young jester (the self character, played by a person)"."""
+    return f"{name} ({ROLES[side]}, played by {(players or PLAYERS)[side]})"
+
+
+def goal_line(goal: str, name: str, side: str, players: dict[str, str] | None = None) -> str:
+    """The transcript's line at the turn that reached the act goal, crediting who reached it."""
+    return f"*** Act goal reached: {goal}, by {credit(name, side, players)} ***"
+
+
+def outcome_line(summary: dict) -> str:
+    """An episode's outcome from its summary (:meth:`lq.envs.quest_env.QuestEnv.episode_summary`): who reached the act
+    goal (credited as :func:`credit` does), the speech goal, the agent turns; the last line of a transcript."""
+    by, card = summary.get("act_goal_by"), summary.get("card", {})
+    act = "act goal not reached"
+    if by:
+        act = f"act goal reached by {credit(card.get(by, {}).get('name', by), by, summary.get('players'))}"
+    speech = "speech goal reached" if summary.get("speech_goal") else "speech goal not reached"
+    return f"Outcome: {act}; {speech}; {summary.get('steps', 0)} agent turns"
+
+
 @dataclass
 class Slot:
     instance: QuestInstance
@@ -115,6 +141,7 @@ class Slot:
     goal_open_turns: int = 0  # agent turns played while it was (where the act goals are lost, lq.eval.LOST)
     goal_open_acts: int = 0  # of those, the turns the agent acted
     serial: int = -1  # the episode's place in the order its environment started episodes (QuestEnv.started)
+    players: dict[str, str] = field(default_factory=lambda: dict(PLAYERS))  # who plays each side (transcripts credit)
 
     @property
     def speech_score(self) -> float:
@@ -253,4 +280,6 @@ def play_turn(slot: Slot, side: str, kind: str, text: str) -> float:
     slot.act_goal = slot.act_goal or who
     if who is not None:
         turn["reached_goal"] = True
+        reacher = slot.me if who == "self" else slot.partner
+        slot.transcript.append(goal_line(slot.goal.text, reacher.name, who, slot.players))
     return act_reward(who is not None)

@@ -19,7 +19,9 @@ under ``restricted`` the act goal) and *truncated* at the protocol's turn limit.
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+import difflib
+import numbers
+from collections.abc import Iterable, Sequence
 from dataclasses import fields
 from pathlib import Path
 from typing import Any
@@ -28,6 +30,7 @@ import gymnasium
 import numpy as np
 from gymnasium.vector import AutoresetMode, VectorEnv
 
+from lq.envs.calibration import CALIBRATIONS
 from lq.envs.episode import Slot
 from lq.envs.protocol import Protocol, protocol_of
 from lq.envs.quest_env import QuestEnv
@@ -94,6 +97,7 @@ def quest_env(
 ) -> QuestEnv:
     """The batched environment under a Gymnasium one: a split's quests, or those of ``quests`` (quest ids). Every
     argument is checked before anything loads (:func:`environment_arguments`: the defaults come from there)."""
+    quests = checked_selection(split, quests, batch)
     data_dir, partner_checkpoint, dm_checkpoint, kwargs = environment_arguments(
         data_dir, partner_checkpoint, dm_checkpoint, protocol, kwargs
     )
@@ -101,8 +105,38 @@ def quest_env(
     spec = EnvSpec(data_dir, partner_checkpoint, dm_checkpoint, protocol_of(protocol), **kwargs)
     env = spec.build(split, batch, auto_reset=resets, **build)
     if quests is not None:
-        env.only(list(quests), f"a playable {split} quest of {data_dir}")
+        env.only(quests, f"a playable {split} quest of {data_dir}")
     return env
+
+
+def whole(value: Any) -> bool:
+    """An integer (numpy's too), and not a bool."""
+    return isinstance(value, numbers.Integral) and not isinstance(value, bool)
+
+
+def checked_selection(split: Any, quests: Any, batch: Any) -> list[str] | None:
+    """``split``, ``quests`` and the batch (``num_envs``) checked, each bad one named with its fix (a misspelt split
+    would otherwise fail as a KeyError after the models load; one quest id as a string would be read letter by
+    letter); ``quests`` as a list."""
+    from lq.data.splits import SPLITS
+
+    if split not in SPLITS:
+        near = difflib.get_close_matches(str(split), SPLITS, n=1)
+        hint = f" (did you mean {near[0]}?)" if near else ""
+        raise ValueError(f"{ENV_ID}: split={split!r}{hint}: choose from {', '.join(SPLITS)}")
+    if not whole(batch) or batch < 1:
+        raise ValueError(f"{ENV_ID}: num_envs={batch!r}: a positive number of environments, e.g. num_envs=16")
+    if quests is None:
+        return None
+    if isinstance(quests, str) or not isinstance(quests, Iterable):
+        raise ValueError(f"{ENV_ID}: quests={quests!r}: a list of quest ids, e.g. quests=[{str(quests)!r}]")
+    quests = list(quests)
+    if not quests or not all(isinstance(q, str) for q in quests):
+        raise ValueError(
+            f"{ENV_ID}: quests={quests!r}: a non-empty list of quest ids (strings, e.g. 'test_00003'), or leave it out "
+            f"for every quest of the split"
+        )
+    return quests
 
 
 # what a Gymnasium environment sets itself: the rest of EnvSpec's fields and of its build() are settings it passes on
@@ -125,8 +159,6 @@ def environment_arguments(
     filled in: the default data (``data/default``), the newest partner trained on it whose run finished and the newest
     DM beside it (``make quickstart``'s or ``make partner dm``'s), the word pieces the partner was trained to read, and
     the environment the agents are evaluated in (:data:`AGENTS_ENVIRONMENT`)."""
-    import difflib
-
     from lq.conf.resolver import finished, outputs_for
     from lq.envs.protocol import PROTOCOLS
 
@@ -145,6 +177,7 @@ def environment_arguments(
         )  # fmt: skip
     if isinstance(protocol, str) and protocol not in PROTOCOLS:
         raise ValueError(f"{ENV_ID}: protocol={protocol!r}: choose from {', '.join(PROTOCOLS)}")
+    check_settings(kwargs)
     data = Path(data_dir if data_dir is not None else "data/default")
     if not (data / "manifest.json").is_file() and not (data / "quests").is_dir():
         fix = "make data (lq data generate data/default)" if data_dir is None else "generate or download one there"
@@ -176,6 +209,46 @@ def environment_arguments(
         if trained_length is not None:
             settings["context_length"] = trained_length
     return data, Path(models["partner_checkpoint"]), Path(models["dm_checkpoint"]), settings
+
+
+def _positive(value: Any) -> bool:
+    return whole(value) and value > 0
+
+
+def _flag(value: Any) -> bool:
+    return isinstance(value, bool | np.bool_)
+
+
+def _device(value: Any) -> bool:
+    import torch
+
+    return isinstance(value, str | torch.device)
+
+
+# what each setting passed on must be, as a test and in words: checked before anything loads, since a wrong type
+# would otherwise fail deep inside the build (context_length="long": a TypeError from the tokenizer's batcher)
+SETTING_CHECKS = {
+    "context_length": (_positive, "a positive number of word pieces, e.g. 256 (leave it out: the partner's own)"),
+    "top_k": (_positive, "a positive number of utterances (the paper's 10)"),
+    "num_valid_utterances": (_positive, "a positive number of utterances (the paper's 50)"),
+    "max_steps": (lambda v: v is None or _positive(v), "a positive number of agent turns, or None (the protocol's)"),
+    "seed": (whole, "an integer"),
+    "objects": (_flag, "True or False"),
+    "speech_rewards": (_flag, "True or False"),
+    "top_k_every_repeat": (_flag, "True or False"),
+    "scene_filter": (_flag, "True or False"),
+    "partner_calibration": (lambda v: v in CALIBRATIONS, f"one of {', '.join(map(repr, CALIBRATIONS))}"),
+    "device": (_device, "a device, e.g. 'cpu' or 'cuda'"),
+    "sampler": (lambda v: v is None or callable(v), "a function of a random.Random giving a quest's index, or None"),
+}
+
+
+def check_settings(settings: dict[str, Any]) -> None:
+    """Each setting of :data:`SETTING_CHECKS` given, checked: a bad one named with what it must be."""
+    for name, value in settings.items():
+        test, what = SETTING_CHECKS.get(name, (lambda _: True, ""))
+        if not test(value):
+            raise ValueError(f"{ENV_ID}: {name}={value!r}: must be {what}")
 
 
 def _trained_length(checkpoint: str | Path) -> int | None:
@@ -224,32 +297,41 @@ class QuestGymEnv(gymnasium.Env[str, str]):
         return [inst.quest.quest_id for inst in self.env.instances]
 
     def reset(self, *, seed: int | None = None, options: dict | None = None) -> tuple[str, dict]:
+        self._slot = None  # a reset that fails leaves no episode to step in
         super().reset(seed=seed)
         if seed is not None:
             self.action_space.seed(seed)
-        quest = (options or {}).get("quest")
-        if quest is None:
-            index = int(self.np_random.integers(len(self.env.instances)))
-        elif isinstance(quest, int):
-            if not 0 <= quest < len(self.env.instances):
-                raise ValueError(
-                    f"options['quest'] = {quest}: this environment has quests 0 to {len(self.env.instances) - 1} "
-                    f"(or name one: {self.quest_ids[0]!r}, ...)"
-                )
-            index = quest
-        elif quest in self.quest_ids:
-            index = self.quest_ids.index(quest)
-        else:
-            raise ValueError(
-                f"options['quest'] = {quest!r} is not one of this environment's quests ({self.quest_ids[:3]}, ...)"
-            )
+        index = self.quest_index(options or {})
         obs, infos = self.env.reset([index])
         self._slot = self.env.slots[0]
         return obs[0], goal_info(self.env, self._slot, infos[0], self.env.valid_utterances([0])[0])
 
+    def quest_index(self, options: dict) -> int:
+        """The instance to play: ``options["quest"]`` (an index, numpy's integers too, or a quest id), else drawn with
+        the seeded generator; a bad option named with the range or ids it takes."""
+        unknown = [k for k in options if k != "quest"]
+        if unknown:
+            raise ValueError(f"{ENV_ID}: options[{unknown[0]!r}]: reset takes options={{'quest': INDEX_OR_ID}} only")
+        quest, n = options.get("quest"), len(self.env.instances)
+        if quest is None:
+            return int(self.np_random.integers(n))
+        if whole(quest):
+            if not 0 <= quest < n:
+                raise ValueError(
+                    f"options['quest'] = {quest}: this environment has quests 0 to {n - 1} "
+                    f"(or name one: {self.quest_ids[0]!r}, ...)"
+                )
+            return int(quest)
+        if isinstance(quest, str) and quest in self.quest_ids:
+            return self.quest_ids.index(quest)
+        raise ValueError(
+            f"options['quest'] = {quest!r} is not one of this environment's quests: an index 0 to {n - 1} or a "
+            f"quest id ({self.quest_ids[:3]}, ...)"
+        )
+
     def step(self, action: str | tuple[str, str]) -> tuple[str, float, bool, bool, dict]:
         if self._slot is None:
-            raise RuntimeError("call reset() before step()")
+            raise RuntimeError(f"{ENV_ID}: no episode to step in: call reset() first (none was made, or it failed)")
         if not isinstance(action, str | tuple):
             raise TypeError(f"an action is a string (a command or an utterance), not {type(action).__name__}")
         obs, rewards, dones, infos = self.env.step([action])

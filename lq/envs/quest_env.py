@@ -27,7 +27,7 @@ import random
 from collections.abc import Callable, Sequence
 
 from lq.envs.dungeon_master import DungeonMaster
-from lq.envs.episode import QuestInstance, Slot, new_slot, play_turn, slot_context, together
+from lq.envs.episode import PLAYERS, QuestInstance, Slot, new_slot, play_turn, slot_context, together
 from lq.envs.partner import Partner, Turn
 from lq.envs.protocol import PROTOCOLS, Protocol
 from lq.envs.rewards import speech_reward
@@ -87,6 +87,7 @@ class QuestEnv:
         self.sampler = sampler or (lambda rng: rng.randrange(len(self.instances)))
         self.slots: list[Slot] = []
         self.started = 0  # episodes started so far: the next one's serial (Slot.serial)
+        self.players = dict(PLAYERS)  # who plays each side, as transcripts credit them (lq play: a person on one)
 
     # -- episodes ------------------------------------------------------------------------------------
 
@@ -101,6 +102,7 @@ class QuestEnv:
     def _start(self, index: int) -> Slot:
         slot = new_slot(self.instances[index], index)
         slot.serial, self.started = self.started, self.started + 1
+        slot.players = dict(self.players)
         return slot
 
     def context(self, slot: Slot, side: str = "self") -> str:
@@ -252,6 +254,7 @@ class QuestEnv:
             "transcript": "\n".join(slot.transcript),
             "card": slot.card,
             "turns": list(slot.turns),
+            "players": dict(slot.players),
         }
 
     def _observe(self, infos: list[dict]) -> tuple[list[str], list[dict]]:

@@ -7,6 +7,7 @@ import html
 import statistics
 from collections.abc import Sequence
 
+from lq.envs.episode import PLAYERS, goal_line, outcome_line
 from lq.eval.play import LOST, EvalResult
 
 HTML_STYLE = """
@@ -18,6 +19,7 @@ body { font-family: Georgia, serif; max-width: 52em; margin: 2em auto; color: #2
 .self .bubble { background: #d7e6f5; } .who { font-size: 0.75em; color: #666; display: block; }
 .action .bubble { font-style: italic; border: 1px dashed #8a7a55; } .result { font-size: 0.8em; color: #555; }
 .goal .bubble { outline: 3px solid #3a8d3a; } .outcome { font-weight: bold; margin-top: 1em; }
+.reached { text-align: center; color: #3a8d3a; font-weight: bold; margin: 0.3em 0; }
 """
 
 
@@ -25,7 +27,8 @@ def transcripts_html(episodes: Sequence[dict], title: str = "lq transcripts") ->
     """Episodes (their summaries) as one HTML page laid out as the paper's appendix: the quest card (setting,
     partner and self with persona and what they carry, motivation), then the turns as a chat, the partner's on the
     left and the agent's on the right, actions marked (with the engine's answer) and the turn that reached the act
-    goal outlined, then the outcome."""
+    goal outlined, then the outcome; each side credited to who played it (an episode's ``players``: the agent and the
+    environment's partner unless a person played one, as in ``lq play``)."""
     esc = html.escape
     parts = [f"<!DOCTYPE html><html><head><meta charset='utf-8'><title>{esc(title)}</title>"]
     parts.append(f"<style>{HTML_STYLE}</style></head><body><h1>{esc(title)}</h1>")
@@ -35,9 +38,13 @@ def transcripts_html(episodes: Sequence[dict], title: str = "lq transcripts") ->
             ("Quest", f"{card.get('quest_id', e.get('quest_id', ''))} (goal: {card.get('goal', '')})"),
             ("Setting", card.get("setting", "")),
         ]
-        for side, label in (("partner", "Partner"), ("self", "Self (the agent)")):
+        players = e.get("players") or PLAYERS  # who played each side: the agent and its partner, or a person
+        for side, label in (("partner", "Partner"), ("self", "Self")):
             who = card.get(side, {})
-            rows.append((label, f"{who.get('name', '')}. {who.get('persona', '')} Carrying: {who.get('carrying', '')}"))
+            rows.append(
+                (f"{label} (played by {players[side]})",
+                 f"{who.get('name', '')}. {who.get('persona', '')} Carrying: {who.get('carrying', '')}")
+            )  # fmt: skip
         rows.append(("Motivation", card.get("motivation", "")))
         parts.append("<div class='episode'><table class='card'>")
         parts += [f"<tr><td>{esc(k)}</td><td>{esc(v)}</td></tr>" for k, v in rows]
@@ -54,10 +61,10 @@ def transcripts_html(episodes: Sequence[dict], title: str = "lq transcripts") ->
                 f"<div class='turn {classes}'><div class='bubble'><span class='who'>{esc(turn['name'])}</span>"
                 f"{text}</div></div>"
             )
-        by = e.get("act_goal_by")
-        outcome = f"act goal reached by the {'agent' if by == 'self' else 'partner'}" if by else "act goal not reached"
-        speech = "speech goal reached" if e.get("speech_goal") else "speech goal not reached"
-        parts.append(f"<div class='outcome'>{outcome}; {speech}; {e.get('steps', 0)} agent turns</div></div>")
+            if turn.get("reached_goal"):  # the text transcript's line, under the turn that reached it
+                line = goal_line(card.get("goal", ""), turn["name"], turn["side"], players)
+                parts.append(f"<div class='reached'>{esc(line)}</div>")
+        parts.append(f"<div class='outcome'>{esc(outcome_line(e))}</div></div>")
     parts.append("</body></html>")
     return "\n".join(parts) + "\n"
 

@@ -22,12 +22,13 @@ from lq.conf.resolver import (
     agent_dir,
     finished,
 )
+from lq.data.dataset import dataset_id
 from lq.experiments.launchers import JobFailed, shown
 from lq.experiments.parents import end_dead_runs, log_best_model, open_parent, parents_to_resume, peek_parent
 from lq.experiments.reporting import _client, _print, build_tables, children, experiment_id
 from lq.experiments.setup import Setup
 from lq.experiments.specs import Config, Experiment
-from lq.lit.cli import run_tags
+from lq.lit.cli import commit_tag, log_dataset, run_tags
 
 
 def run_of(config: Config, setup: Setup, seed: int, out_dir: str | None = None) -> Run:
@@ -545,8 +546,12 @@ def run_baselines(client, experiment: str, run: Run, pid: str, validation: bool 
     config = Config("baselines", "", run.ability, run.switch)
     tags = {"mlflow.parentRunId": pid, "lq.config": config.key, "lq.seed": str(seed), "lq.stage": "baselines"}
     exp_id = experiment_id(client, experiment)
-    run_id = client.create_run(exp_id, run_name=f"{config.key}-s{seed}", tags={**tags, **run_tags()}).info.run_id
+    identity, params = baselines_identity(run, module.data_dir)
+    run_id = client.create_run(
+        exp_id, run_name=f"{config.key}-s{seed}", tags={**tags, **identity, **run_tags()}
+    ).info.run_id
     try:
+        log_identity(client, run_id, params, module.data_dir)
         for split, prefix in (("valid", "baselines_val"), ("test", "baselines"))[0 if validation else 1 :]:
             with stage_threads(run):
                 results = agent_baselines(module, split, [seed])
@@ -560,3 +565,23 @@ def run_baselines(client, experiment: str, run: Run, pid: str, validation: bool 
         raise
     client.set_terminated(run_id, "FINISHED")
     return run_id
+
+
+def baselines_identity(run: Run, data_dir: str) -> tuple[dict[str, str], dict[str, object]]:
+    """The tags and params of a baselines child, as a stage run records its own (:class:`lq.lit.cli.StageCLI`), so
+    that every child of a table says what it ran on: its ability, switch, seed, profile, protocol, objective and
+    threads; its data (``lq.data``, as the setup names it) and that data's fingerprint (``lq.dataset``); the commit."""
+    params = {"stage": "baselines", "ability": run.ability, "switch": run.switch, "seed": run.seed}
+    params |= {"profile": run.profile, "protocol": run.protocol, "objective": run.objective, "threads": run.threads}
+    tags = {f"lq.{key}": str(params[key]) for key in ("ability", "switch", "profile", "protocol", "objective")}
+    tags |= {"lq.data": str(run.data), "lq.dataset": dataset_id(data_dir), **commit_tag()}
+    return tags, {**params, "env/data_dir": data_dir}
+
+
+def log_identity(client, run_id: str, params: Mapping[str, object], data_dir: str) -> None:
+    """``params`` on the run, and its dataset as its input (:func:`lq.lit.cli.log_dataset`: the fingerprint as the
+    digest), as a stage run logs them."""
+    from mlflow.entities import Param
+
+    client.log_batch(run_id, params=[Param(key, str(value)) for key, value in params.items()])
+    log_dataset(client, run_id, data_dir)

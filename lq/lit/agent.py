@@ -26,6 +26,7 @@ from lq.envs.protocol import Protocol
 from lq.envs.replay import demonstration_turns
 from lq.envs.spec import EnvSpec, nested
 from lq.eval import EvalResult, decodings, evaluate
+from lq.lit.places import recorded_places
 from lq.models.agent import AgentConfig, SwitchAgent
 from lq.models.encoder import EncoderConfig, EncoderSpec, Vocabulary
 from lq.models.poly_encoder import TextBatcher, candidates_key, keyed, stores_beside, weights_digest
@@ -254,6 +255,8 @@ class AgentModule(L.LightningModule):
     def on_save_checkpoint(self, checkpoint: dict) -> None:
         checkpoint["lq_stage"] = self.stage
         checkpoint["lq_dataset"] = dataset_id(self.data_dir)
+        # where the run was: its data and models are found again from any folder (lq.lit.places.located)
+        checkpoint["lq_places"] = recorded_places(self.hparams)
         if self._trainer is not None:  # how long the run meant to train (``epoch``: how far it was when saved)
             checkpoint["lq_max_epochs"] = self.trainer.max_epochs
         for logger in self.loggers:  # where its training curves are (lq eval draws them beside its table)

@@ -13,10 +13,12 @@ from pathlib import Path
 import torch
 
 from lq.data.dataset import dataset_id
-from lq.envs.spec import overridden
+from lq.envs.quest_env import QuestEnv
+from lq.envs.spec import nested, overridden
 from lq.eval import TITLES, EvalResult, baseline_results, decodings, plot_curves, run_series
 from lq.lit.agent import VOCABULARY, AgentModule, read_checkpoint
 from lq.lit.bundles import built_module, export_bundle, is_bundle, load_bundle
+from lq.lit.places import located, overridden_places
 
 
 def load_agent(checkpoint: str | Path, **overrides) -> AgentModule:
@@ -28,9 +30,13 @@ def load_agent(checkpoint: str | Path, **overrides) -> AgentModule:
 
 
 def agent_of(saved: dict, checkpoint: str | Path, **overrides) -> AgentModule:
-    """The agent of a loaded checkpoint (``saved``, read from ``checkpoint``), built and in eval mode."""
+    """The agent of a loaded checkpoint (``saved``, read from ``checkpoint``), built and in eval mode. Its data and
+    models are found where they are now, from whatever folder (:func:`lq.lit.places.located`), but those
+    ``overrides`` name."""
     hparams = {k: v for k, v in saved.get("hyper_parameters", {}).items() if not k.startswith("_")}  # LightningCLI's
-    hparams = overridden(hparams, overrides)  # from before EnvSpec (or before protocols: restricted) read as nested
+    # from before EnvSpec (or before protocols: restricted) read as nested
+    hparams = located(nested(hparams), saved, checkpoint, overridden_places(overrides))
+    hparams = overridden(hparams, overrides)
     if note := unfinished(saved):
         warnings.warn(f"{checkpoint}: {note}", stacklevel=3)
     state = saved.get("state_dict", {})
@@ -70,10 +76,26 @@ def agent_label(stage: str, h) -> str:
     return f"{name} {h['encoder']['name']} {h['ability']} {h['switch']}"
 
 
-def agent_baselines(module: AgentModule, split: str = "test", seeds: Sequence[int] = (0,)) -> dict[str, list]:
+def agent_baselines(
+    module: AgentModule, split: str = "test", seeds: Sequence[int] = (0,), quests: int | None = None
+) -> dict[str, list]:
     """The baselines through ``module``'s actor and environment (:func:`lq.eval.baselines.baseline_results`: its
-    protocol, switch, ability and spaces; one environment for every rule and seed)."""
-    return baseline_results(module.eval_env(split), module.make_actor, module.protocol.greedy, seeds)
+    protocol, switch, ability and spaces; one environment for every rule and seed), on the first ``quests`` quests of
+    ``split`` (None: all)."""
+    env = first_quests(module.eval_env(split), quests, split)
+    return baseline_results(env, module.make_actor, module.protocol.greedy, seeds)
+
+
+def first_quests(env: QuestEnv, quests: int | None, split: str) -> QuestEnv:
+    """``env`` playing only the first ``quests`` of its quests (``lq eval --quests N``: a quick look; None: all)."""
+    if quests is None:
+        return env
+    ids = list(dict.fromkeys(inst.quest.quest_id for inst in env.instances))
+    if not (isinstance(quests, int) and 0 < quests <= len(ids)):
+        raise ValueError(f"--quests {quests}: the {split} split has {len(ids)} quests; give 1 to {len(ids)}, or leave "
+                         "it out for all of them")  # fmt: skip
+    env.only(ids[:quests], f"a {split} quest")
+    return env
 
 
 def evaluate_checkpoints(
@@ -84,6 +106,7 @@ def evaluate_checkpoints(
     sampled: bool = True,
     temperature: float = 1.0,
     seed: int = 0,
+    quests: int | None = None,
     **overrides,
 ) -> list[tuple[str, list[EvalResult]]]:
     """Zero-shot results of trained agents, grouped by configuration (one checkpoint per seed), greedy and (with
@@ -91,7 +114,8 @@ def evaluate_checkpoints(
     a diagnostic of how sharp the agent is); then the baselines through the same actor and environment over
     ``baseline_runs`` seeds (the first agent's switch, ability and spaces), and the ceiling. ``seed``: the
     evaluation's (the environment's and the sampling's), whatever seed trained the agent: 0, as the evaluation each
-    agent run makes after fitting (its ``--eval_seeds``' first), so that an agent scores here what its run logged."""
+    agent run makes after fitting (its ``--eval_seeds``' first), so that an agent scores here what its run logged.
+    ``quests``: play only the first that many quests of ``split``, agents and baselines alike (None: all)."""
     if temperature <= 0:
         raise ValueError(f"--temperature {temperature}: sample at a temperature above 0 (greedy is the argmax)")
     at = f" at temperature {temperature:g}" if temperature != 1 else ""
@@ -100,7 +124,7 @@ def evaluate_checkpoints(
     for path in checkpoints:
         module = load_agent(path, **overrides)
         first = first or module
-        env = module.eval_env(split, seed)
+        env = first_quests(module.eval_env(split, seed), quests, split)
         order = ("greedy", "sampled") if sampled else ("greedy",)
         actor = module.make_actor(temperature)
         for decoding, result in decodings(env, actor, seed, order).items():
@@ -110,7 +134,7 @@ def evaluate_checkpoints(
             )
             rows.setdefault(f"{agent_name(module)} ({decoding})", []).append(result)
     if baseline_runs and first is not None:
-        for key, results in agent_baselines(first, split, range(baseline_runs)).items():
+        for key, results in agent_baselines(first, split, range(baseline_runs), quests).items():
             rows[TITLES[key]] = results
     return list(rows.items())
 
@@ -138,8 +162,9 @@ def training_curves(checkpoints: Sequence[str | Path], path: str | Path) -> bool
 
 
 def training_identity(module: AgentModule, training_run: dict | None) -> dict[str, object]:
-    """Who the agent is, as its training run knew it: stage, encoder, ability, switch, seed, protocol, RL's objective,
-    and where the training run is reachable its profile, dataset and commit (MLflow params and tags)."""
+    """Who the agent is, as its training run knew it: stage, encoder, ability, switch, seed, protocol, its dataset and
+    the dataset's fingerprint, RL's objective, and where the training run is reachable its profile and commit (MLflow
+    params and tags)."""
     h = module.hparams
     identity: dict[str, object] = {
         "stage": module.stage,
@@ -149,6 +174,8 @@ def training_identity(module: AgentModule, training_run: dict | None) -> dict[st
         "seed": h.seed,
         "protocol": module.protocol.name,
         "data": Path(module.data_dir).name,
+        # its fingerprint, the digest of the dataset every run logs as its MLflow input (lq.lit.cli.log_dataset)
+        "dataset": dataset_id(module.data_dir),
     }
     if module.stage == "rl":
         identity["objective"] = (
@@ -208,11 +235,13 @@ def model_card(
     source: str | Path,
     training_run: dict | None,
     figures: dict[str, float] | None = None,
+    quests: int | None = None,
 ) -> str:
     """The bundle's README.md: YAML metadata (:func:`front_matter`), what the agent is, its training identity, the
     data and protocol it was trained and evaluated under, how to use it, and its zero-shot figures beside the
     baselines (``table``; None where export was told not to evaluate; ``figures``: the agent's own, under its
-    protocol's decoding). No path outside the bundle: the checkpoint is named, not where it was."""
+    protocol's decoding; ``quests``: played on only the first that many test quests). No path outside the bundle: the
+    checkpoint is named, not where it was."""
     h, data = module.hparams, module.data_dir
     protocol = module.protocol
     identity = training_identity(module, training_run)
@@ -259,7 +288,8 @@ def model_card(
         lines.append("Not evaluated at export (`lq export --no-eval`); run `lq eval` on this folder.")
     else:
         lines += [
-            f"One episode per test quest, under the `{protocol.name}` protocol, through the same actor and environment "
+            f"One episode per test quest{f' (the first {quests} only)' if quests else ''}, under the "
+            f"`{protocol.name}` protocol, through the same actor and environment "
             "as the baselines (mean ± std over their runs):",
             "",
             table.rstrip("\n"),
@@ -268,21 +298,29 @@ def model_card(
 
 
 def export_agent(
-    checkpoint: str | Path, out: str | Path, baseline_runs: int = 1, evaluate: bool = True, overwrite: bool = False
+    checkpoint: str | Path,
+    out: str | Path,
+    baseline_runs: int = 1,
+    evaluate: bool = True,
+    overwrite: bool = False,
+    quests: int | None = None,
+    **places: str,
 ) -> str | None:
     """``lq export``: the agent of ``checkpoint`` as a bundle at ``out`` (:mod:`lq.lit.bundles`) with its model card;
     evaluated from the bundle itself (with the baselines over ``baseline_runs`` seeds) unless ``evaluate`` is False.
-    Written to a temporary folder and moved into place when complete. Returns the evaluation table."""
+    Written to a temporary folder and moved into place when complete. Returns the evaluation table. ``places``: its
+    dataset or models named where the checkpoint's are not found (``data_dir``, ``partner_checkpoint`` ...).
+    ``quests``: evaluate on the first that many test quests only (None: all; the card says how many)."""
     from lq.data.io import atomic_dir
     from lq.eval import results_table
 
     saved = {} if is_bundle(checkpoint) else read_checkpoint(checkpoint)  # read once: the agent and its MLflow run
-    module = load_bundle(checkpoint) if is_bundle(checkpoint) else agent_of(saved, checkpoint)
+    module = load_bundle(checkpoint, **places) if is_bundle(checkpoint) else agent_of(saved, checkpoint, **places)
     table, figures = None, None
     with atomic_dir(out, overwrite=overwrite) as tmp:
         export_bundle(module, checkpoint, tmp)
         if evaluate:
-            rows = evaluate_checkpoints([tmp], baseline_runs, log=lambda _: None)
+            rows = evaluate_checkpoints([tmp], baseline_runs, log=lambda _: None, quests=quests)
             table = results_table(rows)[0]
             decoding = f"({module.protocol.decoding})"
             own = next((results for name, results in rows if name.endswith(decoding)), rows[0][1])
@@ -290,5 +328,6 @@ def export_agent(
                 key: sum(r.metrics()[key] for r in own) / len(own)
                 for key in ("act_goal_rate", "speech_goal_rate", "act_and_speech_goal_rate")
             }
-        (tmp / "README.md").write_text(model_card(module, table, checkpoint, saved.get("lq_mlflow"), figures))
+        card = model_card(module, table, checkpoint, saved.get("lq_mlflow"), figures, quests)
+        (tmp / "README.md").write_text(card)
     return table

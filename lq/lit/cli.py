@@ -10,7 +10,6 @@ fails with a sqlite tracking URI: Lightning issues 19441 and 20273).
 
 from __future__ import annotations
 
-import hashlib
 import json
 import os
 import socket
@@ -36,6 +35,7 @@ from lq.conf.resolver import (
     pretrained_checkpoint,
     unfinished,
 )
+from lq.data.dataset import dataset_id
 from lq.lit.callbacks import LogProgress, StageTimer, wants_log_progress
 
 DEFAULT_TRACKING_URI = "sqlite:///mlflow.db"
@@ -112,26 +112,39 @@ def config_choice(names: Sequence[str], group: str) -> str | None:
     return Path(chosen[-1]).stem if chosen else None
 
 
+# the characters MLflow keeps of a dataset's digest
+DIGEST_CHARS = 36
+
+
+def dataset_digest(data_dir: str | Path) -> str:
+    """The digest every run logs its dataset under: the dataset's fingerprint (:func:`lq.data.dataset.dataset_id`),
+    the one its checkpoints, bundles and model cards record, so that a bundle is matched to its runs' dataset; its
+    last 36 characters where a folder name longer than 23 makes it longer (MLflow's limit; the hash is kept whole)."""
+    return dataset_id(data_dir)[-DIGEST_CHARS:]
+
+
+def manifest_counts(folder: Path) -> dict:
+    """The counts a generated dataset's ``manifest.json`` gives (none for a folder without one: a release)."""
+    try:
+        return json.loads((folder / "manifest.json").read_text(encoding="utf-8")).get("counts", {})
+    except (OSError, ValueError, AttributeError):
+        return {}
+
+
 def log_dataset(client, run_id: str, data_dir: str | Path, context: str = "training") -> None:
-    """The run's dataset as an MLflow input (``mlflow.log_input``'s record): its folder's name, a digest of its
-    manifest (the generator's seed, scale and counts; a release's own), where it is and its counts."""
+    """The run's dataset as an MLflow input (``mlflow.log_input``'s record): its folder's name, its fingerprint as the
+    digest (:func:`dataset_digest`), where it is and its counts."""
     from mlflow.entities import Dataset, DatasetInput, InputTag
 
     folder = Path(data_dir).resolve()
-    manifest = folder / "manifest.json"
-    if not manifest.is_file():
+    if not folder.is_dir():
         return
-    text = manifest.read_text(encoding="utf-8")
-    try:
-        counts = json.loads(text).get("counts", {})
-    except ValueError:
-        counts = {}
     dataset = Dataset(
         name=folder.name,
-        digest=hashlib.sha256(text.encode()).hexdigest()[:16],
+        digest=dataset_digest(folder),
         source_type="local",
-        source=json.dumps({"uri": str(folder)}),
-        profile=json.dumps(counts),
+        source=json.dumps({"uri": str(folder), "fingerprint": dataset_id(folder)}),
+        profile=json.dumps(manifest_counts(folder)),
     )
     # MLflow's get-or-create of a dataset is not atomic: of two runs starting at once (an experiment's children side
     # by side), both insert it and one fails on its unique key; the other's row is there by then, and logging again
@@ -340,10 +353,12 @@ class StageCLI(LightningCLI):
 
     def run_params(self) -> dict[str, object]:
         """The run's identity as MLflow params, beside its module's hyperparameters (Lightning logs those), so that
-        MLflow's compare view shows them: the stage, the encoder, the profile, the threads."""
+        MLflow's compare view shows them: the stage, the encoder, the seed (LightningCLI's ``seed_everything``; the
+        agents', their own), the profile, the threads."""
         params: dict[str, object] = {
             "stage": self.stage,
             "encoder": self.stage_config.model.encoder.name,
+            "seed": self.stage_config.seed_everything,
             "threads": self.stage_config.threads,
         }
         if profile := config_choice(self.configs, "profile"):
@@ -375,7 +390,8 @@ class StageCLI(LightningCLI):
     def identity_tags(self) -> dict[str, str]:
         """Who the run is, as tags (searchable, beside the same values as params): ``lq.stage``, ``lq.encoder``, the
         agents' ``lq.ability``, ``lq.switch``, ``lq.seed``, ``lq.protocol``, RL's ``lq.objective``, and every run's
-        ``lq.profile``, ``lq.data``, ``lq.commit`` and ``lq.configs`` (its config files, in order)."""
+        ``lq.profile``, ``lq.data``, ``lq.dataset`` (its fingerprint: :func:`dataset_digest`, whole), ``lq.commit`` and
+        ``lq.configs`` (its config files, in order)."""
         params = self.run_params()
         tags = {
             f"lq.{key}": str(params[key])
@@ -386,6 +402,7 @@ class StageCLI(LightningCLI):
             "mlflow.runName": self.run_name(),
             **tags,
             "lq.data": str(self.data_dir),
+            "lq.dataset": dataset_id(self.data_dir),
             "lq.configs": ",".join(self.configs),
             **commit_tag(),
         }

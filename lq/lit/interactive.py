@@ -2,8 +2,10 @@
 ``switch/interactive.py``). By default the person is the partner, the agent pursues its motivation, and the Dungeon
 Master ranks utterances live; ``--as self`` turns it around (the person has the motivation, the environment's trained
 partner answers). The setting, both personas, what each carries and the motivation are on screen first; ``actions``
-lists the person's valid actions, ``suggest`` the DM's top utterances for them; goals are announced when reached;
-the transcript is saved as text and HTML (laid out as the paper's appendix)."""
+lists the person's valid actions, ``suggest`` the DM's top utterances for them; a line that reads like an action the
+engine refuses now is refused, as engine play refuses it (``say`` says it); goals are announced when reached; the
+transcript is saved as text and HTML (laid out as the paper's appendix, each side credited to who played it) however
+the game ends, Ctrl-C included."""
 
 from __future__ import annotations
 
@@ -11,16 +13,17 @@ from collections.abc import Callable, Sequence
 from pathlib import Path
 
 from lq.data.io import atomic_open
-from lq.envs.episode import scene
+from lq.envs.episode import PLAYERS, goal_line, outcome_line, scene
 from lq.envs.partner import Turn
 from lq.envs.quest_env import QuestEnv
 from lq.eval import transcripts_html
 from lq.lit.agent import AgentModule
-from lq.world.actions import VERBS
+from lq.world.actions import VERBS, parse, split_verb
 from lq.world.play import complete_names
 
-HELP = """Type what your character says, or an action (get / give / steal / hug / ...); a thing or a character may be
-named by any of its words ("give rope to shepherd"). Also:
+HELP = """Type what your character says, or an action (get / give / steal / hug / go ...); a thing, a character or a
+place may be named by any of its words ("give rope to shepherd", "go hut"). A line that reads like an action the
+engine does not allow now is refused, with why. Also:
   say TEXT   say it, even if it reads like an action
   actions    your valid actions now          suggest   the Dungeon Master's best lines for you now
   rank       the DM's ranking of each line you say, on or off (its top k earn the speech reward)
@@ -29,7 +32,12 @@ named by any of its words ("give rope to shepherd"). Also:
 
 
 class Quit(Exception):
-    """The person left the game (``quit`` or the end of input)."""
+    """The person left the game (``quit`` or the end of input; Ctrl-C stops it too: :func:`play_episode`)."""
+
+
+# how the screen names who reached the act goal: "you" on the person's side (the saved transcript says "a person")
+YOU = {"self": "you, the self character", "partner": "you, the partner"}
+THEM = {"self": "the agent's character", "partner": "the partner"}
 
 
 class Person:
@@ -42,18 +50,18 @@ class Person:
         self.ranking = False  # show the DM's rank of each line the person says (``rank``)
 
     def show_new(self) -> None:
-        """The turns played since the last call, then each goal newly reached."""
+        """The turns played since the last call, then each goal newly reached (the transcript's own goal line, which
+        credits "a person", is left to the announcement, which says "you")."""
         slot = self.env.slots[0]
+        by = slot.act_goal
+        names = {"self": slot.me.name, "partner": slot.partner.name}
+        saved = goal_line(slot.goal.text, names[by], by, slot.players) if by else None
         for line in slot.transcript[self.shown :]:
-            self.write(line)
+            if line != saved:
+                self.write(line)
         self.shown = len(slot.transcript)
-        if slot.act_goal and "act" not in self.announced:
-            # credited to whoever plays the side: the person ("you") or the agent and the environment's partner
-            you = {"self": "you, the self character", "partner": "you, the partner"}
-            them = {"self": "the agent's character", "partner": "the partner"}
-            names = {"self": slot.me.name, "partner": slot.partner.name}
-            by = slot.act_goal
-            who = f"{names[by]} ({you[by] if by == self.side else them[by]})"
+        if by and "act" not in self.announced:
+            who = f"{names[by]} ({YOU[by] if by == self.side else THEM[by]})"
             self.write(f"*** Act goal reached: {slot.goal.text}, by {who} ***")
             self.announced.add("act")
         if self.env.speech_goal(slot) and "speech" not in self.announced:
@@ -66,7 +74,7 @@ class Person:
         while True:
             try:
                 line = self.read(f"{(slot.partner if self.side == 'partner' else slot.me).name} > ").strip()
-            except EOFError:
+            except EOFError:  # Ctrl-D; Ctrl-C goes on up to play_episode, which stops the game wherever it is
                 raise Quit from None
             command = line.lower()
             if command in ("q", "quit", "exit"):
@@ -92,13 +100,26 @@ class Person:
             elif line in valid:
                 return ("action", line)
             elif line:
-                me = slot.partner if self.side == "partner" else slot.me
-                completed, _ = complete_names(slot.world, me, line)
-                if completed in valid:  # a thing or character named by some of its words
-                    return ("action", completed)
-                if command.split()[0] in VERBS:  # it reads like an action the engine does not allow now: said aloud
-                    self.write("(not one of your actions now, so it is said; `actions` lists them)")
-                return self.said(line)
+                turn, why = self.read_line(line, valid)
+                if turn is not None:
+                    return turn
+                self.write(why)
+
+    def read_line(self, line: str, valid: Sequence[str]) -> tuple[Turn | None, str]:
+        """A typed line as engine play reads it (:func:`lq.world.play.play`): an action, with names completed from
+        any of their words; a line that does not start with a verb, said; one that does but that the engine refuses
+        now, no turn and why (a person who meant an action is not made to say it: ``say`` says it)."""
+        slot = self.env.slots[0]
+        me = slot.partner if self.side == "partner" else slot.me
+        completed, ambiguous = complete_names(slot.world, me, line)
+        if completed in valid:  # a thing, character or place named by some of its words
+            return ("action", completed), ""
+        if split_verb(line.lower().split())[0] is None:
+            return self.said(line), ""
+        action, why = parse(slot.world, me, completed)
+        if action is not None and not ambiguous:  # a synonym ("pick up"): the engine's own text for it
+            return ("action", action.text), ""
+        return None, f"{ambiguous or why} (`actions` lists what you can do now; `say {line}` says it)"
 
     def said(self, text: str) -> Turn:
         """The person's line, with the Dungeon Master's rank of it shown first when asked for (``rank``)."""
@@ -118,52 +139,69 @@ def play_against(
     module: AgentModule,
     quest: str | None = None,
     side: str = "partner",
-    transcript: str | Path | None = None,
+    transcript: str | Path | Callable[[str], str | Path] | None = None,
     read: Callable[[str], str] = input,
     write: Callable[[str], None] = print,
     split: str = "test",
     greedy: bool | None = None,
 ) -> dict:
     """One episode of ``quest`` (an id of the agent's data, or its first quest of ``split``) with a person as
-    ``side``; returns the episode summary (and writes the transcript, ``.txt`` and ``.html``, if asked)."""
+    ``side``; returns the episode summary and, if asked, saves the transcript (``.txt`` and ``.html``) however the
+    game ends (the goals, ``quit``, the end of input, Ctrl-C). ``transcript``: where, or a function of the quest id
+    giving where (the quest played is known only here when none is named)."""
     if side not in ("partner", "self"):
         raise ValueError(f"--as {side}: a person plays the partner or the self character")
     env = module.eval_env(split)
-    env.only([quest or env.instances[0].quest.quest_id], f"a {split} quest of {module.data_dir}")
+    quest = quest or env.instances[0].quest.quest_id
+    env.only([quest], f"a {split} quest of {module.data_dir}")
+    path = transcript(quest) if callable(transcript) else transcript
+    env.players = {**PLAYERS, side: "a person"}  # the transcripts credit the person with the side played
     person = Person(env, side, read, write)
     if side == "partner":
         env.partner = person
+    write(HELP + "\n")
+    summary = play_episode(env, person, module, greedy)
+    write(
+        f"Episode over after {summary['steps']} agent turns: act goal {summary['act_goal_by'] or 'not reached'}, "
+        f"speech goal {'reached' if summary['speech_goal'] else 'not reached'}."
+    )
+    if path is not None:
+        save_transcript(summary, Path(path), write)
+    return summary
+
+
+def play_episode(env: QuestEnv, person: Person, module: AgentModule, greedy: bool | None) -> dict:
+    """The episode, until the protocol ends it or the person leaves (``quit``, the end of input, Ctrl-C: even while
+    the agent or the partner is thinking): its summary as it stands then."""
     actor = module.make_actor()
     actor.cache_candidates()
     greedy = module.protocol.greedy if greedy is None else greedy
-    write(HELP + "\n")
-    summary: dict | None = None
     try:
         obs, infos = env.reset([0])
         state = actor.start(1)
-        while summary is None:
-            if side == "partner":
+        while True:
+            if person.side == "partner":
                 commands, _ = actor.step(env, obs, infos, state, greedy=greedy)
             else:
                 commands = [person.turn(infos[0]["valid_actions"])]
             obs, _, dones, infos = env.step(commands)
             person.show_new()
             if dones[0]:
-                summary = infos[0]["episode"]
-    except Quit:
-        summary = env.episode_summary(env.slots[0])
+                return infos[0]["episode"]
+    except (Quit, KeyboardInterrupt) as stop:
+        if isinstance(stop, KeyboardInterrupt):
+            person.write("\n(interrupted: the game stops here)")
+        return env.episode_summary(env.slots[0])
     finally:
         actor.cache_candidates(False)
-    write(
-        f"Episode over after {summary['steps']} agent turns: act goal {summary['act_goal_by'] or 'not reached'}, "
-        f"speech goal {'reached' if summary['speech_goal'] else 'not reached'}."
-    )
-    if transcript is not None:
-        path = Path(transcript)
-        path.parent.mkdir(parents=True, exist_ok=True)
-        with atomic_open(path.with_suffix(".txt")) as f:
-            f.write(summary["transcript"] + "\n")
-        with atomic_open(path.with_suffix(".html")) as f:
-            f.write(transcripts_html([summary], f"lq play: {summary['quest_id']}"))
-        write(f"transcript: {path.with_suffix('.txt')} and {path.with_suffix('.html')}")
-    return summary
+
+
+def save_transcript(summary: dict, path: Path, write: Callable[[str], None]) -> None:
+    """The episode's transcript as ``path``.txt (the goal line where it was reached, then the outcome) and
+    ``path``.html (:func:`lq.eval.transcripts_html`), each side credited to who played it; says where."""
+    path.parent.mkdir(parents=True, exist_ok=True)
+    with atomic_open(path.with_suffix(".txt")) as f:
+        f.write(f"{summary['transcript']}\n\n{outcome_line(summary)}\n")
+    with atomic_open(path.with_suffix(".html")) as f:
+        f.write(transcripts_html([summary], f"lq play: {summary['quest_id']}"))
+    write(f"transcript: {path.with_suffix('.txt')} and {path.with_suffix('.html')}")

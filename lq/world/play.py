@@ -8,7 +8,8 @@ stays exact: these conveniences live here, for people, and never change what an 
 
 from __future__ import annotations
 
-from collections.abc import Callable
+import re
+from collections.abc import Callable, Mapping
 from pathlib import Path
 
 from lq.data.io import atomic_open, read_json
@@ -30,9 +31,10 @@ HELP = """Commands:
 Verbs: go ROOM (or PATH), follow / hit / hug CHARACTER, get THING [from CONTAINER], put THING in/on CONTAINER,
   drop THING, steal THING from CHARACTER, give THING to CHARACTER, wear / wield / remove THING,
   eat / drink THING. Case, spacing and articles do not matter; "pick up" means get; a name may be any of its
-  words ("shepherd" for the old shepherd)."""
+  words ("shepherd" for the old shepherd, "go hut" or "go witch" for the witch's hut)."""
 EXAMINE = ("examine ", "x ", "look at ", "look in ", "look inside ", "l at ", "l in ")
 SAY = ("say ", "'", '"')
+POSSESSIVE = re.compile(r"'s?$")  # "witch's", "hunters'": the word a player types without it
 
 
 def in_sight(world: World, actor: Node) -> list[Node]:
@@ -45,10 +47,25 @@ def in_sight(world: World, actor: Node) -> list[Node]:
     return here + [world.nodes[t] for t in room.neighbors if t in world.nodes]
 
 
-def named_by_words(sight: list[Node], phrase: str) -> list[Node]:
-    """The nodes of ``sight`` whose name holds every word of ``phrase`` (articles aside; none for no words)."""
+def name_words(name: str) -> set[str]:
+    """A name's words, each also without its possessive ending: "witch" names the witch's hut, "hunters" the
+    hunters' camp, as a player reads them."""
+    words = set(name.split())
+    return words | {POSSESSIVE.sub("", w) for w in words} - {""}
+
+
+def named_by_words(sight: list[Node], phrase: str, exits: Mapping[str, str] | None = None) -> list[Node]:
+    """The nodes of ``sight`` whose name holds every word of ``phrase`` (articles aside; none for no words); a room
+    also by the words of its path label in ``exits`` (node id -> label, the actor's room's: "go dirt" for "a dirt
+    path to the mill")."""
     wanted = set(normalize(phrase).split()) - ARTICLES
-    return [n for n in sight if wanted and wanted <= set(n.key.split())]
+    exits = exits or {}
+    return [n for n in sight if wanted and wanted <= name_words(n.key) | name_words(exits.get(n.id, ""))]
+
+
+def exits_of(actor: Node) -> dict[str, str]:
+    """The path labels of the ways out of the actor's room, by the room each leads to."""
+    return actor.container.exits if actor.container is not None else {}
 
 
 def which(keys: list[str]) -> str:
@@ -83,7 +100,7 @@ def complete_names(world: World, actor: Node, line: str) -> tuple[str, str]:
         if not span or span[0] in seps or phrase in keys:
             out.append(" ".join(span))
             continue
-        matches = sorted({n.key for n in named_by_words(sight, phrase)})
+        matches = sorted({n.key for n in named_by_words(sight, phrase, exits_of(actor))})
         if len(matches) > 1:
             return line, which(matches)
         out.append(matches[0] if matches else " ".join(span))
@@ -100,7 +117,7 @@ def find_in_sight(world: World, actor: Node, name: str) -> tuple[Node | None, st
     exact = [n for n in sight if n.key == key]
     if exact:
         return exact[0], ""
-    matches = named_by_words(sight, key)
+    matches = named_by_words(sight, key, exits_of(actor))
     if len({n.key for n in matches}) > 1:
         return None, which(sorted({n.key for n in matches}))
     return (matches[0], "") if matches else (None, f"You don't see '{key}' here.")
@@ -170,7 +187,7 @@ def play(
     while True:
         try:
             line = read("> ").strip()
-        except EOFError:
+        except (EOFError, KeyboardInterrupt):  # Ctrl-D or Ctrl-C: the player leaves, as with quit
             write("")
             return reached
         command = line.lower()
@@ -249,4 +266,17 @@ def main(
     return 0
 
 
-__all__ = ["HELP", "VERBS", "complete_names", "examine", "in_sight", "load_game", "main", "play", "say"]
+__all__ = [
+    "HELP",
+    "VERBS",
+    "complete_names",
+    "examine",
+    "exits_of",
+    "in_sight",
+    "load_game",
+    "main",
+    "name_words",
+    "named_by_words",
+    "play",
+    "say",
+]

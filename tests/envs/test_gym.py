@@ -1,6 +1,8 @@
 """The Gymnasium environments: ``lq/Quest-v0`` passes Gymnasium's own checker on the default data, its episodes end
 as the protocol says (terminated on goals, truncated at the turn limit), and the vector environment auto-resets."""
 
+import re
+
 import gymnasium
 import numpy as np
 import pytest
@@ -99,6 +101,44 @@ def test_each_bad_argument_is_named_with_its_fix_before_anything_loads(default_d
         IsADirectoryError, match=r"partner_checkpoint='.*models' is a folder: name the checkpoint in it"
     ):
         gymnasium.make("lq/Quest-v0", data_dir=default_data["data_dir"], partner_checkpoint=models)
+
+
+def test_arguments_checkable_from_themselves_are_refused_with_their_fix_before_anything_loads(tmp_path, monkeypatch):
+    """A misspelt split, a setting of the wrong type, one quest id as a string: one line naming the argument and the
+    fix, before the data or any model is looked for (none is here)."""
+    from lq.envs.gym import SETTING_CHECKS, SETTINGS
+
+    monkeypatch.chdir(tmp_path)
+    bad = {
+        "split='tset' (did you mean test?): choose from train, valid, test": {"split": "tset"},
+        "context_length='long': must be a positive number of word pieces": {"context_length": "long"},
+        "context_length=0: must be a positive number": {"context_length": 0},
+        "max_steps=2.5: must be a positive number of agent turns, or None": {"max_steps": 2.5},
+        "objects='yes': must be True or False": {"objects": "yes"},
+        "partner_calibration='shares': must be one of 'share', 'completions'": {"partner_calibration": "shares"},
+        "quests='test_00003': a list of quest ids, e.g. quests=['test_00003']": {"quests": "test_00003"},
+        "quests=[]: a non-empty list of quest ids": {"quests": []},
+    }
+    for message, kwargs in bad.items():
+        with pytest.raises(ValueError, match="^" + re.escape(f"lq/Quest-v0: {message}")):
+            gymnasium.make("lq/Quest-v0", **kwargs)
+    with pytest.raises(ValueError, match=r"^lq/Quest-v0: num_envs=0: a positive number of environments"):
+        gymnasium.make_vec("lq/Quest-v0", num_envs=0, vectorization_mode="vector_entry_point")
+    assert set(SETTING_CHECKS) == set(SETTINGS)  # every setting passed on is checked
+
+
+def test_reset_takes_numpy_indices_and_a_failed_reset_leaves_no_episode_to_step(default_data):
+    env = gymnasium.make("lq/Quest-v0", **default_data)
+    assert env.reset(seed=0, options={"quest": np.int64(2)}) == env.reset(seed=0, options={"quest": 2})
+    with pytest.raises(ValueError, match=r"options\['qeust'\]: reset takes options=\{'quest': INDEX_OR_ID\} only"):
+        env.reset(options={"qeust": 2})
+    with pytest.raises(RuntimeError, match=r"no episode to step in: call reset\(\) first"):
+        env.step("hello")  # not the episode before the failed reset
+    fresh = gymnasium.make("lq/Quest-v0", env=env.unwrapped.env)  # a new Gymnasium environment, the same quests
+    with pytest.raises(ValueError, match="is not one of this environment's quests"):
+        fresh.reset(options={"quest": "tset_00001"})  # a first reset that fails ...
+    fresh.reset(seed=0)
+    assert fresh.step("hello")[4]["steps"] == 1  # ... leaves the next episode to play as any other
 
 
 def test_with_no_arguments_it_plays_the_default_data_with_the_newest_trained_partner_and_dm(default_data, tmp_path,

@@ -13,6 +13,7 @@ import torch
 
 from lq.cli import main
 from lq.conf.resolver import DONE, finished
+from lq.data.dataset import dataset_id
 from lq.lit.cli import fit_rl
 from tests.lit.stopping import stop_once
 
@@ -100,7 +101,9 @@ def test_bc_and_rl_fit_evaluate_and_compare(setup_dir, tmp_path, capsys):
             f"lq {stage}: a {stage.upper()} agent on the scratch encoder"
         )
         [data] = run.inputs.dataset_inputs
-        assert (data.dataset.name, data.tags[0].value) == ("data", "training") and len(data.dataset.digest) == 16
+        assert (data.dataset.name, data.tags[0].value) == ("data", "training")
+        # its digest the dataset's fingerprint, as checkpoints, bundles and model cards record it
+        assert data.dataset.digest == run.data.tags["lq.dataset"] == dataset_id(setup_dir / "data")
         kept = bc_ckpt if run.info.run_name.startswith("bc-") else rl_ckpt
         assert json.loads((kept.parent / DONE).read_text()) == {
             "checkpoint": kept.name, "stage": kept.parts[-5], "run_id": run.info.run_id

@@ -148,3 +148,25 @@ def test_eval_samples_at_a_temperature_as_a_diagnostic(trained_agent):
     assert [e["transcript"] for e in plain.episodes] != [e["transcript"] for e in greedy.episodes]
     with pytest.raises(ValueError, match="--temperature 0: sample at a temperature above 0"):
         evaluate_checkpoints([trained_agent], temperature=0)
+
+
+def test_eval_quests_plays_the_first_n_quests_of_the_split_agents_and_baselines_alike(setup_dir, monkeypatch, capsys):
+    """``lq eval --quests N`` (``evaluate_checkpoints(..., quests=N)``): a quick look at the first N quests."""
+    from lq.lit import checkpoints
+    from lq.lit.bc import BCModule
+    from tests.samples import env_spec, tiny_agent_config
+
+    untrained = BCModule(
+        env=env_spec(setup_dir), context_length=64, candidate_dim=16, agent=tiny_agent_config(), eval_max_steps=3,
+        eval_batch_size=8,
+    )  # fmt: skip
+    monkeypatch.setattr(checkpoints, "load_agent", lambda *_, **__: untrained)  # what it plays, not how well
+    rows = dict(checkpoints.evaluate_checkpoints(["agent"], 1, sampled=False, quests=5, log=lambda _: None))
+    played = {name: [len(r.episodes) for r in results] for name, results in rows.items() if results[0].episodes}
+    assert played and all(n == [5] for n in played.values()), played  # the agent and every baseline: 5 quests
+    quest_ids = [e["quest_id"] for e in rows["BC scratch act_speech hardcoded (greedy)"][0].episodes]
+    assert quest_ids == [i.quest.quest_id for i in untrained.eval_env("test").instances[:5]]  # the first five
+    with pytest.raises(ValueError, match=r"--quests 99: the test split has 6 quests; give 1 to 6"):
+        checkpoints.evaluate_checkpoints(["agent"], sampled=False, quests=99, log=lambda _: None)
+    assert main(["eval", "agent", "--greedy-only", "--quests", "2"]) == 0
+    assert "Zero-shot evaluation on the first 2 test quests" in capsys.readouterr().out

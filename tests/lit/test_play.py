@@ -9,6 +9,7 @@ from pathlib import Path
 import pytest
 
 from lq.cli import main
+from tests.samples import env_spec, tiny_agent_config
 
 ROOT = Path(__file__).resolve().parents[2]
 
@@ -88,3 +89,70 @@ def test_one_argument_names_what_to_play_a_quest_id_or_a_file_whatever_the_mode(
     assert "> look\n" in played.read_text()
     assert main(["play", "test_99999", "--data", str(data)]) == 2
     assert "neither a world or quest file nor a quest id of" in capsys.readouterr().err
+
+
+def _untrained_agent(root):
+    """A tiny agent that never trained, over the setup's data, partner and DM: play needs its environment, not skill."""
+    from lq.lit.bc import BCModule
+
+    return BCModule(
+        env=env_spec(root), context_length=64, candidate_dim=16, agent=tiny_agent_config(), eval_max_steps=6,
+        eval_batch_size=1,
+    )  # fmt: skip
+
+
+def _typed(lines):
+    """``read`` for :func:`play_against`: each line in turn, echoed as a terminal shows it (an exception in ``lines``
+    is raised there: ``KeyboardInterrupt()`` is Ctrl-C)."""
+    shown: list[str] = []
+    queue = iter(lines)
+
+    def read(prompt):
+        line = next(queue)
+        if isinstance(line, BaseException):
+            raise line
+        shown.append(prompt + line)
+        return line
+
+    return read, shown
+
+
+def test_a_person_as_self_is_credited_with_the_goal_and_ctrl_c_keeps_the_transcript(setup_dir, tmp_path):
+    """test_00006 of the tiny data: the young jester (the person, as self) steals the rusty ale from the old sailor.
+    An action the engine refuses is refused, not said; a place is named by one word of it; Ctrl-C saves the game."""
+    from lq.lit.interactive import play_against
+
+    read, shown = _typed(["get key", "steal ale from sailor", "go hunters", KeyboardInterrupt()])
+    summary = play_against(_untrained_agent(setup_dir), "test_00006", "self", tmp_path / "t", read, shown.append)
+    screen = "\n".join(shown)
+    assert "You don't see 'key' here. (`actions` lists what you can do now; `say get key` says it)" in screen
+    assert "young jester: get key" not in screen and summary["steps"] == 2  # refused: no turn, nothing said
+    reached = "*** Act goal reached: steal rusty ale from old sailor, by young jester"
+    assert f"{reached} (you, the self character) ***" in screen
+    assert "young jester > go hunters' camp    [You go to hunters' camp.]" in summary["transcript"]  # "hunters' camp"
+    assert "(interrupted: the game stops here)" in screen and f"transcript: {tmp_path / 't.txt'} and " in screen
+    person = "young jester (the self character, played by a person)"
+    text = (tmp_path / "t.txt").read_text()
+    assert f"{reached} (the self character, played by a person) ***" in text
+    assert text.rstrip().endswith(f"Outcome: act goal reached by {person}; speech goal not reached; 2 agent turns")
+    page = (tmp_path / "t.html").read_text()
+    assert "Self (played by a person)" in page and "Partner (played by the environment&#x27;s partner)" in page
+    assert f"Outcome: act goal reached by {person}" in page and "the agent" not in page
+
+
+def test_lq_play_agent_names_the_transcript_by_its_quest_and_say_speaks_an_action_like_line(
+    setup_dir, tmp_path, monkeypatch, capsys
+):
+    """With no quest named the agent's first test quest is played, and its transcript is QUEST-TIME (as documented);
+    `say get key` says the line an action would be refused for."""
+    module = _untrained_agent(setup_dir)
+    monkeypatch.setattr("lq.lit.checkpoints.load_agent", lambda _: module)
+    monkeypatch.setattr("sys.stdin", io.StringIO("say get key\nquit\n"))
+    monkeypatch.chdir(tmp_path)
+    assert main(["play", "--agent", "any-bundle"]) == 0
+    (played,) = (tmp_path / "outputs" / "play").glob("*.txt")
+    text = played.read_text()
+    quest = text.split()[1]  # "Quest test_000NN (goal: ...)"
+    assert re.fullmatch(rf"{quest}-\d{{8}}-\d{{6}}\.txt", played.name) and played.with_suffix(".html").is_file()
+    assert re.search(r"^\S.*: get key$", text, re.MULTILINE)  # the partner (the person) said it
+    assert "Outcome: act goal not reached" in text and "transcript: outputs/play/" in capsys.readouterr().out

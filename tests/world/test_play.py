@@ -175,3 +175,47 @@ def test_a_game_is_saved_as_it_was_on_screen_in_its_own_transcript(tmp_path):
     assert '> say I will have that egg\nYou say to the knight: "I will have that egg"' in text
     assert "> hit knight\n" in text and "*** Goal reached: hit knight ***" in text
     assert (tmp_path / "games" / "q-1.txt").stat().st_mode & 0o044  # readable by others, as a shared file
+
+
+def _with_hut() -> dict:
+    """The tiny lair with a way out along a muddy track to the witch's hut."""
+    graph = tiny_graph()
+    nodes = graph["nodes"]
+    nodes["hut_8"] = {
+        **nodes["lair_0"],
+        "node_id": "hut_8",
+        "name": "witch's hut",
+        "desc": "A hut of bones.",
+        "contained_nodes": {},
+        "neighbors": {"lair_0": {"label": "a muddy track to the lair", "target_id": "lair_0"}},
+    }
+    nodes["lair_0"]["neighbors"] = {"hut_8": {"label": "a muddy track to the hut", "target_id": "hut_8"}}
+    graph["rooms"].append("hut_8")
+    return graph
+
+
+def test_a_place_is_named_by_any_word_of_its_name_or_of_the_path_to_it():
+    world = World.from_json(_with_hut())
+    dragon = world["dragon_1"]
+    for typed in ("go witch", "go hut", "go witch's", "go muddy track"):
+        assert complete_names(world, dragon, typed) == ("go witch's hut", ""), typed
+    assert complete_names(world, dragon, "go to witch") == ("go to witch's hut", "")  # the engine reads "go to"
+    assert complete_names(world, dragon, "go cave") == ("go cave", "")  # no such place: left for the engine to refuse
+    assert examine(world, dragon, "witch") == "A witch's hut lies that way: go witch's hut to enter it."
+
+
+def test_ctrl_c_leaves_the_game_as_quit_does_and_keeps_its_transcript(tmp_path):
+    (tmp_path / "lair.json").write_text(json.dumps(_with_hut()))
+    lines = iter(["go witch", KeyboardInterrupt()])
+
+    def read(_):
+        line = next(lines)
+        if isinstance(line, BaseException):
+            raise line
+        return line
+
+    out: list[str] = []
+    assert main(str(tmp_path / "lair.json"), "dragon", transcript=tmp_path / "t", read=read, write=out.append) == 0
+    text = (tmp_path / "t.txt").read_text()
+    assert "> go witch\nYou go to witch's hut.\n" in text  # named by one word of it
+    assert out[-1] == f"transcript: {tmp_path / 't.txt'}"
