@@ -1585,3 +1585,20 @@ def test_the_budget_experiment_trains_one_run_per_objective_and_seed_and_draws_i
     row = next(line for line in text.splitlines() if line.startswith("| RL (lq objective), 320k interactions |"))
     assert "0.170 ± 0.008" in row  # 0.16, 0.17, 0.18
     assert "| Word overlap (whole spaces) |" in text
+
+
+def test_every_ordering_names_cells_its_tables_have_and_table45_marks_the_papers_trends():
+    """Each marked ordering compares two cells of its experiment's tables (a typo would mark it "not run" for ever);
+    Tables 4/5 mark the motivation trend per encoder and table and Adaptive's easiest action, and name what they do
+    not measure."""
+    from lq.experiments.claims import UNMEASURED_TRENDS, orderings
+
+    for name, build in X.EXPERIMENTS.items():
+        experiment = build(objective="paper" if name in ("deviations", "budget") else "lq")
+        cells = {(t.name, row, column) for t in experiment.tables for row, cols in t.rows for column in cols}
+        for o in orderings(experiment):
+            assert o.better in cells and o.worse in cells, (name, o.claim)
+    claims = [o.claim for o in orderings(X.table45())]
+    assert "Short motivations above none (Adaptive, bag of actions, All Hits@1)" in claims
+    assert sum("Adaptive lowest on the easiest action" in c for c in claims) == 6  # 3 others, 2 tables
+    assert len(UNMEASURED_TRENDS) == 2
