@@ -207,6 +207,8 @@ def plot_budget(
             ax.set_xscale("log")
             ax.set_title(metric, fontsize=10)
             ax.set_xlabel("environment interactions")
+            if c == 0:
+                ax.set_ylabel(("validation", "test")[r] + " goal rate" if rows == 2 else "goal rate")
             ax.grid(alpha=0.3)
             if r == 0 and c == 0 and ax.get_legend_handles_labels()[0]:
                 ax.legend(fontsize=7)
