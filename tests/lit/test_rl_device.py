@@ -12,6 +12,7 @@ from lq.lit.bc import BCModule
 from lq.lit.cli import STAGES, stage_classes
 from lq.lit.rl import RLModule
 from lq.rl.a2c import collect
+from tests.lit.test_rl import _module
 from tests.samples import env_spec, tiny_agent_config
 
 # the agent at tiny sizes; the paper profile's context lengths (1024, its scratch encoder's 1024 positions; the
@@ -95,17 +96,7 @@ def test_the_paper_profiles_pretraining_steps_run_under_bf16_mixed(setup_dir, tm
 
 def _rl_module(root, setup: bool = True, **kwargs) -> RLModule:
     L.seed_everything(0)
-    module = RLModule(
-        env=env_spec(root),
-        num_envs=4,
-        rollout_steps=3,
-        max_steps=3,
-        context_length=64,
-        candidate_dim=8,
-        agent=tiny_agent_config(),
-        updates_per_epoch=2,
-        **kwargs,
-    )
+    module = _module(root, **kwargs)  # test_rl's tiny RL module
     if setup:
         module.setup("fit")
     return module
