@@ -225,10 +225,10 @@ def build_tables(
     runs = children(client, parent_id)
     protocol = protocol_line(client.get_run(parent_id).data.tags.get("lq.protocol"))
     timestamp = int(time.time() * 1000)
-    out = {}
+    out, by_table = {}, {}
     with tempfile.TemporaryDirectory() as tmp:
         for table in experiment.tables:
-            values = table_values(client, runs, table)
+            values = by_table[table.name] = table_values(client, runs, table)
             md, csv = render(table, values, protocol)
             metrics = cell_metrics(table, values)
             if metrics:
@@ -242,7 +242,7 @@ def build_tables(
             if curves_png(client, experiment, runs, stage, path):
                 client.log_artifact(parent_id, str(path), "curves")
         path = Path(tmp) / "budget.png"
-        if budget_png(experiment, {t.name: table_values(client, runs, t) for t in experiment.tables}, path):
+        if budget_png(experiment, by_table, path):
             client.log_artifact(parent_id, str(path), "curves")
         line = log_best_transcripts(client, runs, parent_id, tmp)
         if line is not None:
