@@ -20,7 +20,7 @@ from lightning.pytorch.loggers import MLFlowLogger
 from lq.data.context import HEADER_TAGS, HISTORY_TAGS
 from lq.data.dataset import dataset_id, load_dataset
 from lq.data.io import json_strings
-from lq.envs.build import demonstration_spaces
+from lq.envs.build import demonstration_spaces, space_stores
 from lq.envs.models import load_poly_encoder
 from lq.envs.protocol import Protocol
 from lq.envs.replay import demonstration_turns
@@ -28,8 +28,8 @@ from lq.envs.spec import EnvSpec, nested
 from lq.eval import EvalResult, decodings, evaluate
 from lq.lit.places import recorded_places
 from lq.models.agent import AgentConfig, SwitchAgent
-from lq.models.encoder import EncoderConfig, EncoderSpec, Vocabulary
-from lq.models.poly_encoder import TextBatcher, candidates_key, keyed, stores_beside, weights_digest
+from lq.models.encoder import EncoderConfig, EncoderSpec, Vocabulary, encoder_tokenizer
+from lq.models.poly_encoder import TextBatcher, stores_beside
 from lq.models.pretrained import load_tokenizer
 from lq.rl.acting import ABILITIES, Actor, choice_mask, valid_mask
 from lq.rl.losses import masked
@@ -37,11 +37,6 @@ from lq.rl.switch import HardcodedSwitch, RatioSwitch
 
 SCRATCH = EncoderConfig(name="scratch")
 SWITCHES = ("hardcoded", "ratio")
-
-
-def encoder_tokenizer(encoder: dict) -> str:
-    """The word pieces the agent reads with: its encoder's (MiniLM's unless the config names another)."""
-    return encoder.get("spec", {}).get("tokenizer", "minilm")
 
 
 def agent_config(value: AgentConfig | dict) -> AgentConfig:
@@ -224,18 +219,11 @@ class AgentModule(L.LightningModule):
 
     def space_stores(self) -> list[Path]:
         """The files :meth:`build_agent` keeps a pretrained encoder's vectors of the action and utterance spaces in
-        (:class:`lq.models.poly_encoder.CandidateCache`), found without encoding anything; none for scratch."""
+        (:func:`lq.envs.build.space_stores`), found without encoding anything; none for scratch."""
         h = self.hparams
         if not h.pretrained_checkpoint:
             return []
-        pretrained = load_poly_encoder(h.pretrained_checkpoint, dataset=self.data_dir)[0]
-        length = TextBatcher(load_tokenizer(encoder_tokenizer(h.encoder)), h.context_length).candidate_length
-        spaces = demonstration_spaces(load_dataset(self.data_dir).demos.all())
-        folder, weights = stores_beside(h.pretrained_checkpoint), weights_digest(pretrained)
-        return [
-            keyed(folder / f"agent-{name}.pt", candidates_key(weights, length, texts))
-            for name, texts in zip(("actions", "utterances"), spaces, strict=True)
-        ]
+        return space_stores(h.pretrained_checkpoint, encoder_tokenizer(h.encoder), h.context_length, self.data_dir)
 
     def make_actor(self, temperature: float = 1.0, policy: str | None = None, restrict: bool | None = None) -> Actor:
         """The agent's actor, or with ``policy`` ("random", "overlap") a baseline with the same switch and spaces;

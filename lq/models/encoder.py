@@ -14,6 +14,12 @@ from transformers.utils import logging as hf_logging
 from lq.models.pretrained import MINILM, load_tokenizer, resolve
 
 
+def encoder_tokenizer(encoder: dict) -> str:
+    """The word pieces an agent reads with: its encoder config's (``model.encoder``: MiniLM's unless its ``spec`` names
+    another)."""
+    return (encoder.get("spec") or {}).get("tokenizer", MINILM)
+
+
 @dataclass
 class EncoderSpec:
     """How to build a text encoder.
