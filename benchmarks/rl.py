@@ -50,7 +50,7 @@ import lq.envs.episode as episode
 import lq.envs.quest_env as quest_env
 import lq.models.agent as agent_model
 from lq.conf.lengths import length_problems
-from lq.conf.resolver import Profile, Resolver, merged_config, profiles
+from lq.conf.resolver import Profile, merged_config, profiles
 from lq.envs.protocol import protocol_of
 from lq.envs.spec import EnvSpec
 from lq.lit.rl import RLModule
@@ -58,6 +58,7 @@ from lq.models.agent import AgentConfig
 from lq.models.encoder import EncoderConfig, EncoderSpec, scratch_like
 from lq.models.poly_encoder import PolyEncoder
 from lq.rl.a2c import collect
+from lq.stages import Resolver
 
 ROOT = Path(__file__).resolve().parents[1]
 FROZEN = "of which the frozen base"  # a part of the agent forward and the imitation term, not beside them
@@ -85,7 +86,7 @@ def env_stand_in(profile: str) -> tuple[EncoderSpec, int]:
     """The profile's partner and DM as an untrained model of their shape stands in for them: its environment encoder's
     shape (MiniLM's for the paper profile's, read from its config without its weights) and its env.yaml's codes."""
     encoder = Profile(profile).env_encoder
-    files = [ROOT / "conf/poly_encoder.yaml", ROOT / f"conf/encoder/{encoder}.yaml", *Profile(profile).files("dm")]
+    files = [ROOT / "conf/poly_encoder.yaml", ROOT / f"conf/encoder/{encoder}.yaml", *Profile(profile).files("env")]
     model = merged_model_config(*files)
     return scratch_like(EncoderSpec(**model["encoder"].get("spec", {}))), int(model["n_codes"])
 

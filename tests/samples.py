@@ -206,3 +206,19 @@ def one_env_rollout(**given) -> Rollout:
     given.setdefault("rewards", torch.zeros(a.shape[0]))
     given.setdefault("dones", torch.zeros(a.shape[0]))
     return Rollout(**{k: v.unsqueeze(1) for k, v in given.items()})
+
+
+def parsed_cli(stage: str, args: list[str]):
+    """The stage's LightningCLI with ``args`` parsed and checked (its context lengths: ``StageCLI.check_lengths``)
+    and nothing built: what a test reads the stage CLI's own reading of a command line from (lq never reads a
+    setting back from one: a run's configuration is ``lq.stages.Run.config``)."""
+    from lq.lit.cli import STAGES, stage_classes
+
+    class Parsed(STAGES[stage]):
+        def before_instantiate_classes(self) -> None:
+            self.check_lengths()
+
+        def instantiate_classes(self) -> None:
+            pass
+
+    return Parsed(*stage_classes(stage), args=args, run=False)

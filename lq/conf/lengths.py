@@ -22,7 +22,6 @@ from typing import Any
 import yaml
 
 from lq.conf import ROOT
-from lq.conf.resolver import AGENT_STAGES
 
 # a length that an encoder has too few positions for: (its field, its value, the rest of the line: what and the fix)
 Problem = tuple[str, int, str]
@@ -34,7 +33,7 @@ def length_problems(stage: str, config: Mapping[str, Any], files: Sequence[str |
     reading it has too few positions for, as one line naming the file of ``files`` (the run's config files, in the
     order read) that set it, the field and the fix; empty where every length fits."""
     model = config.get("model") or {}
-    found = agent_lengths(model) if stage in AGENT_STAGES else encoder_lengths(config)
+    found = agent_lengths(model) if "env" in model else encoder_lengths(config)  # an agent's: its environment
     return [f"{origin(field, value, files)}: {field} {value} {rest}" for field, value, rest in found]
 
 

@@ -159,7 +159,7 @@ def environment_arguments(
     filled in: the default data (``data/default``), the newest partner trained on it whose run finished and the newest
     DM beside it (``make quickstart``'s or ``make partner dm``'s), the word pieces the partner was trained to read, and
     the environment the agents are evaluated in (:data:`AGENTS_ENVIRONMENT`)."""
-    from lq.conf.resolver import finished, outputs_for
+    from lq.data.outputs import finished, outputs_for
     from lq.envs.protocol import PROTOCOLS
 
     if "batch_size" in kwargs or "num_envs" in kwargs:

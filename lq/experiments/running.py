@@ -12,23 +12,15 @@ from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
 
-from lq.conf.resolver import (
-    AGENT_CHECKPOINT,
-    AGENT_STAGES,
-    ENV_STAGES,
-    PREPARATION,
-    Resolver,
-    Run,
-    agent_dir,
-    finished,
-)
 from lq.data.dataset import dataset_id
+from lq.data.outputs import finished
 from lq.experiments.launchers import JobFailed, shown
 from lq.experiments.parents import end_dead_runs, log_best_model, open_parent, parents_to_resume, peek_parent
 from lq.experiments.reporting import _client, _print, build_tables, children, experiment_id
 from lq.experiments.setup import Setup
 from lq.experiments.specs import Config, Experiment
-from lq.lit.cli import commit_tag, log_dataset, run_tags
+from lq.lit.cli import build_module, commit_tag, log_dataset, module_hparams, run_tags
+from lq.stages import Resolver, Run, kind_of
 
 
 def run_of(config: Config, setup: Setup, seed: int, out_dir: str | None = None) -> Run:
@@ -49,11 +41,11 @@ def run_of(config: Config, setup: Setup, seed: int, out_dir: str | None = None) 
 def with_extras(run: Run, setup: Setup, more: Sequence[str] = ()) -> Run:
     """``run`` with the setup's arguments for it (``more`` after them): a stage's, logging to the setup's store and
     its extra arguments (``*``, then the stage's); a preparation job's module, the RL stage's."""
-    if run.stage in PREPARATION:
+    if not run.kind.trains:
         extra = [*setup.extra_args.get("*", ()), *setup.extra_args.get("rl", ())]
     else:
         extra = ["--trainer.logger.init_args.tracking_uri", setup.tracking_uri]
-        extra += ["--eval_seeds", str(setup.eval_seeds)] if run.stage in AGENT_STAGES else []
+        extra += ["--eval_seeds", str(setup.eval_seeds)] if run.kind.agent else []
         extra += [*setup.extra_args.get("*", ()), *setup.extra_args.get(run.stage, ())]
     return dataclasses.replace(run, extra=(*extra, *more))
 
@@ -66,8 +58,8 @@ def child_run(config: Config, setup: Setup, seed: int, experiment: str = "") -> 
 
 
 def prep(stage: str, setup: Setup, encoder: str = "", **identity) -> Run:
-    """A preparation job of the setup (``calibrate``, ``spaces``, ``baselines``: :data:`lq.conf.resolver.PREPARATION`)
-    whose agent module takes the RL stage's extra arguments."""
+    """A preparation job of the setup (``calibrate``, ``spaces``, ``baselines``: :data:`lq.stages.PREPARATION`) whose
+    agent module takes the RL stage's extra arguments."""
     return with_extras(dataclasses.replace(setup.run(stage, encoder), **identity), setup)
 
 
@@ -124,13 +116,15 @@ def layered(runs: Sequence[Run], needs: Callable[[Run], Sequence[Run]] = Run.nee
 
 
 def waves_of(layers: Sequence[Sequence[Run]], step: Callable[[Run], Step], jobs: int) -> list[Wave]:
-    """Layers of runs as waves of steps: within a layer, the pretraining runs one at a time (each on every core), the
-    dataset, then the environment's models and the preparation a core each, two at once, then the agents and the
-    baselines ``jobs`` at a time."""
-    kinds = ((("pretrain",), 1), (("data",), 1), ((*ENV_STAGES, "calibrate", "spaces"), 2),
-             ((*AGENT_STAGES, "baselines"), jobs))  # fmt: skip
-    waves = [([step(r) for r in layer if r.stage in stages], n) for layer in layers for stages, n in kinds]
-    return [(steps, n) for steps, n in waves if steps]
+    """Layers of runs as waves of steps: within a layer, one wave per :attr:`lq.stages.Stage.wave` of its runs' kinds,
+    in order (the pretraining runs one at a time, each on every core; the dataset; the environment's models and the
+    preparation a core each, two at once; the agents and the baselines ``jobs`` at a time: each kind's ``at_once``)."""
+    waves = []
+    for layer in layers:
+        for wave in sorted({run.kind.wave for run in layer}):
+            runs = [run for run in layer if run.kind.wave == wave]
+            waves.append(([step(run) for run in runs], runs[0].kind.at_once or jobs))
+    return waves
 
 
 def preparation(
@@ -161,52 +155,23 @@ def _preparation(runs: Sequence[Run], setup: Setup) -> list[Wave]:
 
 def _prep_step(run: Run, setup: Setup) -> Step:
     """The step of a run that the configurations need (with the setup's arguments for it): done when its output is
-    there."""
-    if run.stage == "data":
-        return _data_step(setup)
+    there (:attr:`lq.stages.Run.done_as`, asked when its wave runs: the models a keyed file is named by exist by
+    then); an agent others need, an RL agent's BC start, only where it was trained as that RL agent would be."""
+    run.kind.check(run)
     run = with_extras(run, setup)
-    if run.stage == "pretrain":
-        return _pretrain_step(run)
-    if run.stage in ENV_STAGES:
-        return trained(run.stage, run.args, run.checkpoint)
-    if run.stage == "bc":  # an RL agent's start that the configurations do not train
-        config = Config("bc", run.encoder, run.ability, run.switch)
-        label = f"bc {config.key[3:]} s{run.seed} (the RL agent's start)"
-        return Step(label, run.args, _bc_start(config, setup, run.seed))
-    label = "the partner's calibration" if run.stage == "calibrate" else f"{run.encoder} vectors of the agents' spaces"
-    return Step(label, run.args, check=lambda: prepared(run))  # asked when the wave runs: the models exist by then
+    if run.kind.agent:
+        return Step(run.label, run.args, _bc_start(run, setup))
+    return Step(run.label, run.kind.prep_args(run), check=lambda: run.done_as)
 
 
-def _bc_start(config: Config, setup: Setup, seed: int) -> str | None:
-    """The BC agent an RL agent of ``config`` and ``seed`` starts from, as a step's output: None (train it) where it is
-    missing, its run did not finish (killed, interrupted), or it was trained unlike that RL agent would be
+def _bc_start(bc: Run, setup: Setup) -> str | None:
+    """The BC agent an RL agent of the same configuration and seed starts from, as a step's output: None (train it)
+    where it is missing, its run did not finish (killed, interrupted), or it was trained unlike that RL agent would be
     (:func:`_trained_alike`: another protocol, size or environment)."""
-    checkpoint = setup.agent_checkpoint("bc", config.encoder, config.ability, config.switch, seed)
-    if not finished(checkpoint):
+    if not finished(bc.checkpoint):
         return None
-    return checkpoint if _trained_alike(checkpoint, rl_hparams(_module_args(config, setup, seed))) else None
-
-
-def trained(label: str, args: Sequence[str], checkpoint: str) -> Step:
-    """A step that trains a stage run whose checkpoint is ``checkpoint``: done once that run finished
-    (:func:`lq.conf.resolver.finished`), not when a killed run left its checkpoint."""
-    return Step(label, args, checkpoint, check=lambda: checkpoint if finished(checkpoint) else None)
-
-
-def _data_step(setup: Setup) -> Step:
-    """The dataset: the embedded default data is generated where it is missing (seconds); another must exist."""
-    manifest = f"{setup.data_dir}/manifest.json"
-    if not Path(manifest).exists() and Path(setup.data_dir) != Path("data/default"):
-        raise FileNotFoundError(
-            f"{manifest}: no dataset in {setup.data_dir}; lq data generate {setup.data_dir} writes the embedded "
-            "default data there, lq data download DEST fetches the release"
-        )
-    return Step("data", ["data", "generate", setup.data_dir], manifest)
-
-
-def _pretrain_step(run: Run) -> Step:
-    """A pretraining run that agents or other encoders need (Table 4/5 is make pretrain's and table45's to write)."""
-    return trained(f"pretrain {run.encoder}", [*run.args, "--tables.enabled", "false"], run.checkpoint)
+    rl = rl_run(Config("rl", bc.encoder, bc.ability, bc.switch), setup, bc.seed)
+    return bc.checkpoint if _trained_alike(bc.checkpoint, module_hparams(rl)) else None
 
 
 def prepare(configs: Sequence[Config], setup: Setup, experiment: str = "") -> None:
@@ -262,8 +227,9 @@ def stage_waves(
     if not compare:
         return waves
     seeds = setup.seeds
-    rl_dir = out_dir_of(stage_args(config, setup, seeds[0]))  # the resolver's, or one the stage's ARGS name
-    rl = [f"{agent_dir(rl_dir, encoder, ability, switch, s)}/{AGENT_CHECKPOINT['rl']}" for s in seeds]
+    first = run_of(config, setup, seeds[0])
+    rl_dir = first.config.get("out_dir", first.stage_dir())  # the resolver's, or one the stage's ARGS name
+    rl = [dataclasses.replace(first, seed=s, folder=rl_dir).checkpoint for s in seeds]
     bc = [setup.agent_checkpoint("bc", encoder, ability, switch, s) for s in seeds]
     plain = dataclasses.replace(setup, extra_args={})  # not the RL stage's extras
     cloned = Config("bc", encoder, ability, switch)
@@ -297,16 +263,6 @@ def shown_waves(waves: Sequence[Wave]) -> list[str]:
     return lines
 
 
-def out_dir_of(args: Sequence[str]) -> str:
-    """The folder a stage run writes to: the last ``--out_dir`` of its command line (the last one counts, as for
-    every argument LightningCLI reads)."""
-    where = [i for i, a in enumerate(args) if a == "--out_dir" or a.startswith("--out_dir=")]
-    if not where:
-        raise ValueError(f"no --out_dir in the stage's command line: {shown(args)}")
-    last = args[where[-1]]
-    return args[where[-1] + 1] if last == "--out_dir" else last.split("=", 1)[1]
-
-
 # what else an agent's evaluation depends on: the protocol and the environment's partner and DM
 ENVIRONMENT = ("env.protocol", "env.context_length", "env.partner_calibration", "env.partner_checkpoint",
                "env.dm_checkpoint")  # fmt: skip
@@ -330,7 +286,7 @@ def _trained_alike(bc_checkpoint: str, rl: str | Mapping) -> bool:
 
 def stage_runs(config: Config, setup: Setup) -> list[tuple[str, Run]]:
     """The runs of one stage, labelled: one per seed for the agents, the first seed's alone for a poly-encoder stage."""
-    seeds = setup.seeds if config.stage in AGENT_STAGES else setup.seeds[:1]
+    seeds = setup.seeds if kind_of(config.stage).agent else setup.seeds[:1]
     return [(f"{config.stage} s{seed}", run_of(config, setup, seed)) for seed in seeds]
 
 
@@ -340,32 +296,15 @@ def _rl(config: Config) -> Config:
     return Config("rl", config.encoder or "scratch", config.ability, config.switch, variant)
 
 
-def _module_args(config: Config, setup: Setup, seed: int) -> list[str]:
-    """The RL stage's arguments for ``config``'s encoder, ability and switch (after ``rl fit``)."""
-    return stage_args(_rl(config), setup, seed)[2:]
-
-
-def _rl_cli(module_args: Sequence[str]):
-    from lq.lit.cli import STAGES, stage_classes
-
-    return STAGES["rl"](*stage_classes("rl"), args=list(module_args), parse_only=True)
-
-
-def rl_module(module_args: Sequence[str]):
-    """The RL stage's agent module built from its command line (not set up: nothing built yet)."""
-    cli = _rl_cli(module_args)
-    return cli.parser.instantiate(cli.config).model
+def rl_run(config: Config, setup: Setup, seed: int) -> Run:
+    """The RL run of ``config``'s encoder, ability and switch with ``seed`` under the setup (:func:`run_of`)."""
+    return run_of(_rl(config), setup, seed)
 
 
 def prep_module(run: Run):
-    """The agent module a preparation job builds (:attr:`Run.module`'s command line after ``rl fit``)."""
-    return rl_module(run.module.args[2:])
-
-
-def rl_hparams(module_args: Sequence[str]) -> dict:
-    """The hyperparameters an RL agent of this command line is built with (its CLI's defaults under its configs and
-    arguments), read without building it: what its checkpoint's ``hyper_parameters`` hold."""
-    return _rl_cli(module_args).config.model.as_dict()
+    """The agent module a preparation job is computed with (:attr:`Run.module`), built from its one configuration
+    (:func:`lq.lit.cli.build_module`; not set up: nothing built yet)."""
+    return build_module(run.module)
 
 
 @contextmanager
@@ -395,17 +334,6 @@ def run_preparation(run: Run) -> None:
             module.build_agent()
         else:
             raise ValueError(f"{run!r}: not a calibration or the spaces' vectors")
-
-
-def prepared(run: Run) -> str | None:
-    """The file that :func:`run_preparation` writes, found by its key (the calibration's: one per environment models,
-    data and settings, :meth:`lq.envs.spec.EnvSpec.calibration_file`; the spaces': the last of
-    :meth:`lq.lit.agent.AgentModule.space_stores`), or None while its data or models are missing."""
-    needed = [n for n in run.needs() if n.stage != "data"]
-    if not Path(run.data, "manifest.json").exists() or not all(n.done for n in needed):
-        return None
-    module = prep_module(run)
-    return str(module.env_spec.calibration_file() if run.stage == "calibrate" else module.space_stores()[-1])
 
 
 def child_waves(experiment: Experiment, setup: Setup, pid: str, done: set[tuple[str, str]] = frozenset()) -> list[Wave]:
@@ -447,8 +375,9 @@ def child_waves(experiment: Experiment, setup: Setup, pid: str, done: set[tuple[
 
 def resumable(run: Run) -> str | None:
     """The last checkpoint of an RL run that was stopped mid-training (killed, interrupted: no done marker), where it
-    is this run's (the same hyperparameters, read without building the module) and holds its rollout: resumed from it
-    (``--ckpt_path``), the run goes on as the uninterrupted one would have (``tests/lit/test_rl.py``). Else None."""
+    is this run's (the same hyperparameters: :func:`lq.lit.cli.module_hparams`, read without building the module) and
+    holds its rollout: resumed from it (``--ckpt_path``), the run goes on as the uninterrupted one would have
+    (``tests/lit/test_rl.py``). Else None."""
     last = Path(run.outputs["last"]) if run.stage == "rl" else None
     if last is None or run.done or not last.is_file():
         return None
@@ -459,7 +388,7 @@ def resumable(run: Run) -> str | None:
     def plain(hparams: Mapping) -> object:  # as a checkpoint keeps them: lists for tuples, no CLI bookkeeping
         return json.loads(json.dumps({k: v for k, v in hparams.items() if not k.startswith("_")}, default=str))
 
-    if saved.get("lq_rollout") is None or plain(saved.get("hyper_parameters", {})) != plain(rl_hparams(run.args[2:])):
+    if saved.get("lq_rollout") is None or plain(saved.get("hyper_parameters", {})) != plain(module_hparams(run)):
         return None
     return str(last)
 
@@ -585,3 +514,4 @@ def log_identity(client, run_id: str, params: Mapping[str, object], data_dir: st
 
     client.log_batch(run_id, params=[Param(key, str(value)) for key, value in params.items()])
     log_dataset(client, run_id, data_dir)
+

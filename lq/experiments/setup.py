@@ -6,7 +6,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 
-from lq.conf.resolver import Resolver
+from lq.stages import Resolver
 from lq.experiments.launchers import Launcher, Local
 from lq.lit.cli import DEFAULT_TRACKING_URI
 

@@ -1,7 +1,7 @@
 """LightningCLI entry points of every training stage (``lq pretrain``, ``partner``, ``dm``, ``bc``, ``rl``).
 
 Configs merge in order: ``--config conf/poly_encoder.yaml --config conf/pretrain.yaml --config
-conf/encoder/general_light.yaml --config conf/profile/tiny/pretrain.yaml`` (the order :class:`lq.conf.resolver.Resolver`
+conf/encoder/general_light.yaml --config conf/profile/tiny/pretrain.yaml`` (the order :attr:`lq.stages.Run.configs`
 gives). Runs log to MLflow (``sqlite:///mlflow.db`` unless the config
 says otherwise), named after the encoder; the resolved config is logged as the run's
 ``config.yaml`` artifact by :class:`LogConfigToMLflow` (Lightning's own config-saving callback
@@ -10,6 +10,7 @@ fails with a sqlite tracking URI: Lightning issues 19441 and 20273).
 
 from __future__ import annotations
 
+import functools
 import json
 import os
 import socket
@@ -25,16 +26,9 @@ from lightning.pytorch.cli import LightningArgumentParser, LightningCLI, SaveCon
 from lightning.pytorch.loggers import MLFlowLogger
 
 from lq.conf.lengths import length_problems
-from lq.conf.resolver import (
-    DEFAULT_THREADS,
-    Resolver,
-    agent_dir,
-    bc_checkpoint,
-    mark_finished,
-    model_dir,
-    pretrained_checkpoint,
-    unfinished,
-)
+from lq.conf.resolver import DEFAULT_THREADS
+from lq.data.outputs import mark_finished, unfinished
+from lq.stages import Resolver, agent_dir, bc_checkpoint, model_dir, pretrained_checkpoint
 from lq.data.dataset import dataset_id
 from lq.lit.callbacks import LogProgress, StageTimer, wants_log_progress
 
@@ -210,15 +204,14 @@ class StageCLI(LightningCLI):
     work (:meth:`finish`: test, tables, zero-shot evaluation) and where the wall time went.
 
     ``run=False`` builds the model, data and trainer without running: :meth:`fit` then trains (what
-    :func:`fit_stage` and ``lq STAGE fit`` do). ``parse_only=True`` parses and validates the configs without
-    building anything (for tests).
+    :func:`fit_stage` and ``lq STAGE fit`` do). lq itself never parses a stage's command line to read a setting back:
+    a run's configuration is :attr:`lq.stages.Run.config`, its module's :func:`module_hparams`.
     """
 
     stage = "pretrain"
 
-    def __init__(self, *args, parse_only: bool = False, **kwargs):
-        self.parse_only = parse_only
-        self.subcommands_run = kwargs.get("run", True) and not parse_only  # LightningCLI's fit/validate/... commands
+    def __init__(self, *args, **kwargs):
+        self.subcommands_run = kwargs.get("run", True)  # LightningCLI's fit/validate/... commands
         kwargs.setdefault("save_config_callback", LogConfigToMLflow)
         kwargs.setdefault("save_config_kwargs", {"overwrite": True})
         kwargs.setdefault(
@@ -230,8 +223,6 @@ class StageCLI(LightningCLI):
                 },
             },
         )
-        if parse_only:
-            kwargs["run"] = False
         with warnings.catch_warnings():
             # lq passes ``args`` from its own command line (``lq STAGE fit ...``, the drivers): LightningCLI's warning
             # that ``sys.argv`` holds arguments too is moot here
@@ -271,12 +262,16 @@ class StageCLI(LightningCLI):
     def link_checkpoint_dir(self, parser: LightningArgumentParser) -> None:
         parser.link_arguments(("out_dir", "model.encoder.name"), "checkpoint.dirpath", compute_fn=model_dir)
 
+    @classmethod
+    def module_links(cls, config: dict) -> dict:
+        """What this CLI links into its module's arguments, computed from a run's merged config (``config``: its
+        :attr:`lq.stages.Run.config`) as its ``link_arguments`` compute them (:func:`module_hparams`)."""
+        return {}
+
     def before_instantiate_classes(self) -> None:
         import torch
 
         self.check_lengths()
-        if self.parse_only:
-            return
         threads = self.stage_config.threads
         if threads < 1:
             raise ValueError(f"--threads {threads}: a run needs at least one CPU thread")
@@ -292,8 +287,6 @@ class StageCLI(LightningCLI):
             raise ValueError("\n".join(problems))
 
     def instantiate_classes(self) -> None:
-        if self.parse_only:
-            return
         super().instantiate_classes()
         callbacks = self.trainer.callbacks
         self.timer = StageTimer()
@@ -311,7 +304,7 @@ class StageCLI(LightningCLI):
     def fit(self) -> dict[str, float]:
         """Train, then the stage's own work after fitting; returns the run's metrics (the last logged, the test and
         evaluation figures, ``time/*_s``). The MLflow run ends FINISHED once all is logged, then :data:`DONE
-        <lq.conf.resolver.DONE>` is written beside the checkpoint, last; Ctrl-C ends the run KILLED and raises
+        <lq.data.outputs.DONE>` is written beside the checkpoint, last; Ctrl-C ends the run KILLED and raises
         KeyboardInterrupt, an error FAILED; neither leaves the marker."""
         try:
             self.before_fit()
@@ -335,7 +328,7 @@ class StageCLI(LightningCLI):
         return metrics
 
     def mark_done(self) -> None:
-        """The marker that the kept checkpoint's run finished (:func:`lq.conf.resolver.mark_finished`)."""
+        """The marker that the kept checkpoint's run finished (:func:`lq.data.outputs.mark_finished`)."""
         callback = self.trainer.checkpoint_callback
         if callback is None or not callback.best_model_path or not self.trainer.is_global_zero:
             return
@@ -513,6 +506,12 @@ class AgentCLI(StageCLI):
             ("pretrain_dir", "model.encoder.name"), "model.pretrained_checkpoint", compute_fn=pretrained_checkpoint
         )
 
+    @classmethod
+    def module_links(cls, config: dict) -> dict:
+        model = config.get("model") or {}
+        pretrain_dir = config.get("pretrain_dir", Resolver().stage_dir("pretrain"))
+        return {"pretrained_checkpoint": pretrained_checkpoint(pretrain_dir, model["encoder"]["name"])}
+
     @property
     def data_dir(self) -> str:
         return self.stage_config.model.env.data_dir
@@ -650,6 +649,13 @@ class RLCLI(AgentCLI):
         )
         parser.set_defaults({"checkpoint.monitor": None, "checkpoint.filename": "agent"})
 
+    @classmethod
+    def module_links(cls, config: dict) -> dict:
+        model = config.get("model") or {}
+        bc_dir = config.get("bc_dir", Resolver().stage_dir("bc"))
+        start = bc_checkpoint(bc_dir, model["encoder"]["name"], model["ability"], model["switch"], model["seed"])
+        return {**super().module_links(config), "bc_checkpoint": start}
+
 
 STAGES: dict[str, type[StageCLI]] = {
     "pretrain": PretrainCLI,
@@ -717,3 +723,37 @@ def stage_classes(stage: str) -> tuple[type, type | None]:
     from lq.lit.pretrain import PretrainDataModule, PretrainModule
 
     return PretrainModule, PretrainDataModule
+
+
+@functools.cache
+def module_parser(stage: str) -> LightningArgumentParser:
+    """A parser of the stage's LightningModule's arguments alone (``model``: their types and the module's defaults),
+    as its CLI adds them."""
+    parser = LightningArgumentParser(exit_on_error=False)
+    parser.add_lightning_class_args(stage_classes(stage)[0], "model", subclass_mode=False)
+    return parser
+
+
+def _module_config(run):
+    """``run``'s module arguments, resolved once: its configuration (:attr:`lq.stages.Run.config`: its config files,
+    then its arguments), what its CLI links (:meth:`StageCLI.module_links`), the module's defaults and types."""
+    config = run.config
+    model = {**(config.get("model") or {}), **STAGES[run.stage].module_links(config)}
+    return module_parser(run.stage).parse_object({"model": model})
+
+
+def module_hparams(run) -> dict:
+    """The hyperparameters the module of a stage run (:class:`lq.stages.Run`) is built with, read without building it:
+    what its checkpoints' ``hyper_parameters`` hold. Whether a BC agent is the start an RL run would use and whether a
+    last checkpoint is a run's own (:mod:`lq.experiments.running`) read this."""
+    return _module_config(run).model.as_dict()
+
+
+def build_module(run):
+    """The module of a stage run (not set up: nothing built yet), its context lengths checked as its CLI checks them
+    (:func:`lq.conf.lengths.length_problems`)."""
+    config = _module_config(run)
+    problems = length_problems(run.stage, config.as_dict(), [str(f) for f in run.configs])
+    if problems:
+        raise ValueError("\n".join(problems))
+    return module_parser(run.stage).instantiate(config).model

@@ -16,7 +16,7 @@ from pathlib import Path
 import torch
 from torch.utils.data import DataLoader
 
-from lq.conf.resolver import DONE, finished
+from lq.data.outputs import DONE, finished
 from lq.data.dataset import load_dataset
 from lq.envs.episode import instances_from_data
 from lq.lit.agent import VOCABULARY, AgentModule, read_checkpoint, start_differences

@@ -2,11 +2,11 @@
 
 import pytest
 
-from lq.conf import resolver
+from lq import stages
 from lq.conf.lengths import length_problems
-from lq.conf.resolver import Resolver, merged_config
-from lq.lit.cli import STAGES, stage_classes
-from tests.samples import tiny_env_models
+from lq.conf.resolver import merged_config, profiles
+from lq.stages import Resolver
+from tests.samples import parsed_cli, tiny_env_models
 
 ENCODERS = ("scratch", "light", "general", "general_light", "adaptive")
 
@@ -15,16 +15,16 @@ def _config(files) -> dict:
     return merged_config([a for f in files for a in ("--config", str(f))])
 
 
-@pytest.mark.parametrize("profile", resolver.profiles())
+@pytest.mark.parametrize("profile", profiles())
 def test_every_profiles_context_lengths_fit_its_encoders(profile):
     """Every stage of every profile, for every encoder, as the resolver orders its files (the paper profile once fed
     1024 word pieces to a scratch encoder, a partner and a DM of 512 positions)."""
     where = Resolver(profile=profile)
-    for stage in resolver.STAGES:
-        for encoder in ENCODERS if stage not in resolver.ENV_STAGES else (where.env_encoder,):
+    for stage in stages.STAGES:
+        for encoder in ENCODERS if stage not in stages.ENV_STAGES else (where.env_encoder,):
             files = where.configs(stage, encoder)
             config = _config(files)
-            if stage in resolver.AGENT_STAGES and encoder != "scratch":  # lq stage links its pretraining run
+            if stage in stages.AGENT_STAGES and encoder != "scratch":  # lq stage links its pretraining run
                 config["model"]["pretrained_checkpoint"] = where.checkpoint("pretrain", encoder)
             assert length_problems(stage, config, files) == [], (stage, encoder)
 
@@ -38,7 +38,7 @@ def _agent_args(tmp_path, *extra: str, stage: str = "rl") -> list[str]:
 
 def _refusal(stage: str, args: list[str]) -> str:
     with pytest.raises(ValueError) as refused:
-        STAGES[stage](*stage_classes(stage), args=args, parse_only=True)
+        parsed_cli(stage, args)
     return str(refused.value)
 
 

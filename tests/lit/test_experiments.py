@@ -21,11 +21,15 @@ from mlflow.tracking import MlflowClient
 from lq import conf
 from lq import experiments as X
 from lq.cli import main
-from lq.conf.resolver import bc_checkpoint, finished, mark_finished
+from lq.data.outputs import finished, mark_finished
 from lq.experiments import launchers
 from lq.experiments.launchers import Local, Submitit
+from lq.lit.cli import build_module, module_hparams
+from lq.stages import bc_checkpoint
+from lq.stages.calibrate import Calibrate
 from tests.lit.stopping import stop_once
 from tests.lit.test_agent_cli import TINY_AGENT
+from tests.samples import parsed_cli
 
 ROOT = Path(__file__).resolve().parents[2]
 
@@ -171,7 +175,7 @@ def test_resume_trains_only_the_children_an_interrupted_parent_lacks(tmp_path, m
         mark_finished(outputs / name / "small" / "best.ckpt")
     calibration = outputs / "partner" / "small" / "candidates" / "partner-calibration-completions-0123.pt"
     calibration.touch()  # the file of its key (found by hashing the models' weights: these are empty files)
-    monkeypatch.setattr(X.running, "prepared", lambda run: str(calibration))
+    monkeypatch.setattr(Calibrate, "file", lambda self, run: calibration)
     (tmp_path / "data").mkdir()
     (tmp_path / "data" / "manifest.json").touch()
     launcher = Recorder()
@@ -221,8 +225,8 @@ def test_resuming_a_parent_from_another_machine_makes_again_the_bc_start_its_rl_
         (outputs / name / "small" / "best.ckpt").touch()
         mark_finished(outputs / name / "small" / "best.ckpt")
     (tmp_path / "data").mkdir()
-    monkeypatch.setattr(X.running, "prepared", lambda run: str(tmp_path / "data"))  # the calibration: there
     (tmp_path / "data" / "manifest.json").touch()
+    monkeypatch.setattr(Calibrate, "file", lambda self, run: tmp_path / "data" / "manifest.json")  # it is there
     launcher = Recorder()
     setup = X.Setup(seeds=(0,), data_dir=str(tmp_path / "data"), tracking_uri=uri, outputs=str(outputs),
                     launcher=launcher)  # fmt: skip
@@ -321,7 +325,7 @@ def test_the_rl_agents_bc_starts_are_trained_first_unless_they_start_from_their_
     (tmp_path / "data").mkdir()
     (tmp_path / "data" / "manifest.json").touch()
     setup = X.Setup(seeds=(0, 1), data_dir=str(tmp_path / "data"), outputs=str(tmp_path / "o"))
-    rl = dict(X.running.rl_module(X.running._module_args(X.Config("rl", "scratch", "act"), setup, 0)).hparams)
+    rl = dict(build_module(X.running.rl_run(X.Config("rl", "scratch", "act"), setup, 0)).hparams)
     env = rl["env"]
     for seed, protocol in ((0, env["protocol"]), (1, {**env["protocol"], "name": "restricted", "choice": "valid"})):
         checkpoint = Path(setup.agent_checkpoint("bc", "scratch", "act", "hardcoded", seed))
@@ -440,7 +444,7 @@ def test_make_rl_trains_again_a_bc_agent_of_other_sizes_than_the_rl_agents(tmp_p
         outputs=str(tmp_path / "o"),
         launcher=launcher,
     )
-    rl = dict(X.running.rl_module(X.running._module_args(X.Config("rl", "scratch"), setup, 0)).hparams)
+    rl = dict(build_module(X.running.rl_run(X.Config("rl", "scratch"), setup, 0)).hparams)
     launcher.bc_hparams = rl  # a BC agent trained now is trained alike
     for seed, bc_length in ((0, rl["context_length"]), (1, 64)):
         for stage, length in (("rl", rl["context_length"]), ("bc", bc_length)):
@@ -606,7 +610,7 @@ def test_a_bc_agent_whose_run_did_not_finish_is_trained_again_before_rl_starts_f
         seeds=(0, 1), data_dir=str(tmp_path / "data"), tracking_uri=f"sqlite:///{tmp_path / 'm.db'}",
         outputs=str(tmp_path / "o"), launcher=launcher,
     )  # fmt: skip
-    module = X.running.rl_module(X.running._module_args(X.Config("rl", "scratch"), setup, 0))
+    module = build_module(X.running.rl_run(X.Config("rl", "scratch"), setup, 0))
     launcher.bc_hparams = rl = dict(module.hparams)
     for seed in (0, 1):
         path = Path(setup.agent_checkpoint("bc", "scratch", "act_speech", "hardcoded", seed))
@@ -763,8 +767,6 @@ def test_the_paper_tables_have_their_configurations():
 
 def test_the_quick_profile_trains_every_stage_less_than_tiny_and_apart_from_it(monkeypatch):
     monkeypatch.chdir(ROOT)
-    from lq.lit.cli import STAGES, stage_classes
-
     quick = X.Setup(profile="quick")
     args = X.stage_args(X.Config("rl", "scratch"), quick, 0)
     configs = [args[i + 1] for i, a in enumerate(args) if a == "--config"]
@@ -779,16 +781,14 @@ def test_the_quick_profile_trains_every_stage_less_than_tiny_and_apart_from_it(m
     assert args[args.index("--out_dir") + 1] == "outputs/quick/rl"  # not over the tiny agents
     for stage, encoder, epochs in (("rl", "scratch", 2), ("bc", "scratch", 2), ("partner", "small", 2)):
         args = X.stage_args(X.Config(stage, encoder), quick, 0)[2:]
-        config = STAGES[stage](*stage_classes(stage), args=args, parse_only=True).config
+        config = parsed_cli(stage, args).config
         assert config.trainer.max_epochs == epochs  # tiny's 8, 5 and 6
         if stage == "partner":  # tiny's sizes: the partner and DM read 64 word pieces, the agents 128
             assert config.data.context_length == 64
         else:
             assert (config.model.context_length, config.model.env.context_length) == (128, 64)
     args = X.stage_args(X.Config("pretrain", "general_light"), quick, 0)[2:]
-    assert (
-        STAGES["pretrain"](*stage_classes("pretrain"), args=args, parse_only=True).config.data.max_train_examples == 128
-    )
+    assert parsed_cli("pretrain", args).config.data.max_train_examples == 128
 
 
 def test_prepare_encodes_the_agents_spaces_once_for_every_agent_of_a_pretrained_encoder(
@@ -812,7 +812,7 @@ def test_prepare_encodes_the_agents_spaces_once_for_every_agent_of_a_pretrained_
     assert sorted(p.name.rsplit("-", 1)[0] for p in stores.iterdir()) == ["agent-actions", "agent-utterances"]
     assert X.preparation(X.table1(["general_light"]).configs, setup)[3][0][-1].done  # found by its key
     written = {p.name: p.stat().st_mtime_ns for p in stores.iterdir()}
-    module = X.running.rl_module(X.running._module_args(X.Config("bc", "general_light"), setup, 0))
+    module = build_module(X.running.rl_run(X.Config("bc", "general_light"), setup, 0))
     module.build_agent()  # an agent of that encoder: its key matches, so it reads the stores and writes none
     assert {p.name: p.stat().st_mtime_ns for p in stores.iterdir()} == written
     saved = torch.load(next(stores.glob("agent-actions-*.pt")), weights_only=True)["embeddings"]
@@ -870,8 +870,6 @@ def test_the_plan_of_table1_names_every_preparation_step_and_child_as_a_command(
     before adaptive, the environment's models and the spaces' vectors after them) and the tables; every agent line
     parses as its stage's command line."""
     monkeypatch.chdir(ROOT)
-    from lq.lit.cli import STAGES, stage_classes
-
     setup = X.Setup(data_dir="data/default", tracking_uri=f"sqlite:///{tmp_path / 'm.db'}", outputs=str(tmp_path / "o"))
     lines = X.plan(X.table1(), setup)
     steps = [line for line in lines[1:] if line.startswith("# step")]
@@ -898,7 +896,7 @@ def test_the_plan_of_table1_names_every_preparation_step_and_child_as_a_command(
     )
     parent = re.search(r"parent run (\w+)", lines[0]).group(1)
     for args in agents[:2]:  # two parse fully (every one is built by the same function)
-        config = STAGES[args[0]](*stage_classes(args[0]), args=args[2:], parse_only=True).config
+        config = parsed_cli(args[0], args[2:]).config
         assert config.trainer.logger.init_args.tags["mlflow.parentRunId"] == parent
     assert [c[1:3] for c in commands].count(["experiment", "baselines"]) == 3
     assert commands[-1][1:5] == ["experiment", "tables", "table1", "--parent"] and commands[-1][5] == parent
@@ -1193,10 +1191,10 @@ def test_the_deviation_table_adds_each_of_lqs_departures_to_the_paper_objective_
     assert rows[0] == "RL (paper objective)" and rows[-2:] == ["RL from BC + imitation (lq objective)", "BC"]
     columns = list(experiment.tables[0].rows[0][1])
     assert columns[:3] == ["Val act goals", "Val speech goals", "Val act & speech"] and columns[3] == "Act goals"
-    paper = dict(X.running.rl_module(X.running._module_args(X.Config("rl", "scratch"), setup, 0)).hparams)
+    paper = dict(build_module(X.running.rl_run(X.Config("rl", "scratch"), setup, 0)).hparams)
     changed = {}
     for config in (c for c in experiment.configs if c.stage == "rl"):
-        hparams = dict(X.running.rl_module(X.running._module_args(config, setup, 0)).hparams)
+        hparams = dict(build_module(X.running.rl_run(config, setup, 0)).hparams)
         changed[config.variant] = {k for k in hparams if hparams[k] != paper[k]} - {"bc_checkpoint"}
         args = X.stage_args(config, setup, 0)
         assert args[args.index("--out_dir") + 1] == f"{tmp_path}/o/rl-paper" + (
@@ -1229,10 +1227,10 @@ def test_the_candidates_table_adds_each_sharper_agent_change_to_lqs_objective_al
         and len(rows) == 2 + len(X.specs.CANDIDATES)
     )
     assert list(experiment.tables[0].rows[0][1])[:3] == ["Val act goals", "Val speech goals", "Val act & speech"]
-    lq = dict(X.running.rl_module(X.running._module_args(X.Config("rl", "scratch"), setup, 0)).hparams)
+    lq = dict(build_module(X.running.rl_run(X.Config("rl", "scratch"), setup, 0)).hparams)
     changed = {}
     for config in (c for c in experiment.configs if c.stage == "rl"):
-        hparams = dict(X.running.rl_module(X.running._module_args(config, setup, 0)).hparams)
+        hparams = dict(build_module(X.running.rl_run(config, setup, 0)).hparams)
         changed[config.variant] = {k: hparams[k] for k in hparams if hparams[k] != lq[k]}
         args = X.stage_args(config, setup, 0)
         assert args[args.index("--out_dir") + 1] == f"{tmp_path}/o/rl" + f"/{config.variant}" * bool(config.variant)
@@ -1317,7 +1315,7 @@ def test_an_rl_child_stopped_mid_training_resumes_from_its_own_last_checkpoint_o
     run = X.running.run_of(X.Config("rl", "scratch"), setup, 0)
     last = Path(run.outputs["last"])
     last.parent.mkdir(parents=True)
-    hparams = X.running.rl_hparams(run.args[2:])
+    hparams = module_hparams(run)
 
     def rl_step() -> list[str]:
         waves = X.running.child_waves(experiment, setup, "pid")
@@ -1547,7 +1545,7 @@ def test_the_budget_experiment_trains_one_run_per_objective_and_seed_and_draws_i
     assert budgets[("budget_paper", 1)] == budgets[("budget_lq", 0)] == [32_000, 100_000, 320_000]
     assert C("objective", "lq.yaml") in runs[("budget_lq", 0)] and C("objective", "paper.yaml") in runs[("budget_paper", 0)]
     assert runs[("budget_lq", 0)][runs[("budget_lq", 0)].index("--out_dir") + 1] == f"{tmp_path}/o/rl-paper/budget_lq"
-    hparams = X.running.rl_module(X.running._module_args(X.Config("rl", "scratch", variant="budget_lq"), setup, 1))
+    hparams = build_module(X.running.rl_run(X.Config("rl", "scratch", variant="budget_lq"), setup, 1))
     assert list(hparams.hparams.budgets) == [32_000, 100_000, 320_000] and hparams.hparams.init_from == "bc"
     with pytest.raises(ValueError, match="--objective paper"):
         X.EXPERIMENTS["budget"](objective="lq")

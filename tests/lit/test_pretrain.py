@@ -8,14 +8,15 @@ import torch
 from lightning.pytorch.callbacks import ModelCheckpoint
 
 from lq.cli import main
+from lq import stages
 from lq.conf import resolver
 from lq.generate import generate_dataset
-from lq.lit.cli import STAGES, fit_pretrain, stage_classes
+from lq.lit.cli import STAGES, fit_pretrain
 from lq.lit.metrics import HitsAtK
 from lq.lit.pretrain import PretrainDataModule, PretrainModule
 from lq.models.encoder import EncoderConfig
 from lq.models.poly_encoder import CandidateMemo
-from tests.samples import tiny_encoder_spec
+from tests.samples import parsed_cli, tiny_encoder_spec
 
 ROOT = Path(__file__).resolve().parents[2]
 TINY_SPEC = tiny_encoder_spec()
@@ -157,17 +158,17 @@ def test_every_encoder_config_parses_with_every_stage_and_profile(encoder, monke
     assert stage_files == set(STAGES), "a stage config without a CLI"
     assert set(resolver.profiles()) >= {"tiny", "paper", "quick"}
     for profile in resolver.profiles():
-        where = resolver.Resolver(profile=profile)
-        for stage, cli_class in STAGES.items():
+        where = stages.Resolver(profile=profile)
+        for stage in STAGES:
             args = [a for f in where.configs(stage, encoder) for a in ("--config", str(f))]
-            if stage in resolver.AGENT_STAGES:  # no default environment models: lq stage names them
+            if stage in stages.AGENT_STAGES:  # no default environment models: lq stage names them
                 args += ["--model.env.partner_checkpoint", "p.ckpt", "--model.env.dm_checkpoint", "d.ckpt"]
-            cli = cli_class(*stage_classes(stage), parse_only=True, args=args)
+            cli = parsed_cli(stage, args)
             assert cli.config.model.encoder.name == encoder
-            if stage in resolver.AGENT_STAGES:  # one folder per configuration and seed
+            if stage in stages.AGENT_STAGES:  # one folder per configuration and seed
                 assert cli.config.checkpoint.dirpath == f"outputs/{stage}/{encoder}/act_speech-hardcoded/seed-0"
                 # the configs alone: the default pretraining folder (lq stage adds the profile's --pretrain_dir)
-                expected = None if encoder == "scratch" else resolver.Resolver().checkpoint("pretrain", encoder)
+                expected = None if encoder == "scratch" else stages.Resolver().checkpoint("pretrain", encoder)
                 assert cli.config.model.pretrained_checkpoint == expected
                 assert cli.config.model.env.data_dir == "data/default" and cli.config.model.env.objects
                 continue

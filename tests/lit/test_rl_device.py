@@ -7,7 +7,7 @@ import lightning as L
 import pytest
 import torch
 
-from lq.conf.resolver import Resolver
+from lq.stages import Resolver
 from lq.lit.bc import BCModule
 from lq.lit.cli import STAGES, stage_classes
 from lq.lit.rl import RLModule

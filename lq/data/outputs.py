@@ -1,0 +1,45 @@
+"""Where a dataset's trained models go (:func:`outputs_for`) and whether the run that wrote a checkpoint finished (the
+:data:`DONE` marker beside it). Read by every layer that looks for a trained model: the stages (:mod:`lq.stages`), the
+Gymnasium entry's defaults (:mod:`lq.envs.gym`) and the stage CLIs, which write the marker."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+# written beside a stage's checkpoint once its run has done all its work, last: a checkpoint without it is a run's
+# that was interrupted (killed, Ctrl-C, failed) and counts as not there
+DONE = "done.json"
+
+
+def finished(checkpoint: str | Path) -> bool:
+    """Whether ``checkpoint`` is there and the run that wrote it finished (:data:`DONE` beside it names it)."""
+    checkpoint = Path(checkpoint)
+    marker = checkpoint.parent / DONE
+    if not checkpoint.is_file() or not marker.is_file():
+        return False
+    try:
+        return json.loads(marker.read_text(encoding="utf-8")).get("checkpoint") == checkpoint.name
+    except (ValueError, AttributeError):  # a marker from elsewhere, half a file: not this run's
+        return False
+
+
+def mark_finished(checkpoint: str | Path, **about: object) -> Path:
+    """Write :data:`DONE` beside ``checkpoint`` (atomically), naming it and ``about`` (the run id, the stage)."""
+    from lq.data.io import write_json
+
+    checkpoint = Path(checkpoint)
+    marker = checkpoint.parent / DONE
+    write_json(marker, {"checkpoint": checkpoint.name, **about})
+    return marker
+
+
+def unfinished(folder: str | Path) -> None:
+    """Remove a folder's :data:`DONE` before a run writes its checkpoints there: until it finishes they are not done."""
+    (Path(folder) / DONE).unlink(missing_ok=True)
+
+
+def outputs_for(data_dir: str | Path) -> str:
+    """Where a dataset's checkpoints go: ``outputs/`` for the default data, ``outputs/<folder name>/`` for any other, so
+    that a partner, DM or agent trained on one dataset is never picked up for another."""
+    return "outputs" if Path(data_dir) == Path("data/default") else f"outputs/{Path(data_dir).resolve().name}"

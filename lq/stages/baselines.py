@@ -1,0 +1,25 @@
+"""The baselines and the ceiling played in the environment of an agent of an ability and switch (Tables 1, 2 and 7):
+an experiment's child run, whose figures MLflow holds."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from lq.stages.families import Prepared
+from lq.stages.run import Run
+
+
+class Baselines(Prepared):
+    """Never done: it writes no file (its figures are its child run's in MLflow, and a parent's finished children are
+    not asked again), so a child always runs."""
+
+    name = "baselines"
+    wave, at_once = 3, None  # beside the agents
+
+    def fixed(self, run: Run) -> dict[str, Any]:
+        return {"encoder": "scratch"}  # its objective is its module's: the RL agents' it is played beside
+
+    def needs(self, run: Run) -> list[Run]:
+        """The partner and the DM, and the partner's calibration, as an agent's."""
+        needed = [run.another("data"), run.env_run("partner"), run.env_run("dm")]
+        return needed + [run.another("calibrate", protocol=run.protocol)]

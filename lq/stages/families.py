@@ -1,0 +1,180 @@
+"""What the stage kinds of one family share: the poly-encoders (pretraining, the partner, the DM), the agents
+(behaviour cloning, RL) and the preparation jobs computed with an agent module (the calibration, the spaces' vectors,
+the baselines). Where things go::
+
+    OUTPUTS/pretrain/ENCODER/best.ckpt              pretrained encoders (and their vectors of the agents' spaces)
+    OUTPUTS/{partner,dm}/ENV_ENCODER/best.ckpt      the environment's partner and Dungeon Master
+    OUTPUTS/{rl,bc}/ENCODER/ABILITY-SWITCH/seed-N/{agent,best}.ckpt   the agents (rl-paper/: the paper objective's)
+    OUTPUTS/OVERLAY/STAGE/...                       an overlay's runs of the stages it has a file of its own for
+"""
+
+from __future__ import annotations
+
+import dataclasses
+from pathlib import Path
+from typing import Any
+
+from lq.conf import path
+from lq.conf.resolver import Profile
+from lq.data.outputs import DONE, finished
+from lq.stages.run import Run, Stage
+
+
+def model_dir(stage_dir: str, encoder: str) -> str:
+    """A poly-encoder stage's folder (pretraining, partner, DM): ``STAGE_DIR/ENCODER``."""
+    return f"{stage_dir.rstrip('/')}/{encoder}"
+
+
+def agent_dir(stage_dir: str, encoder: str, ability: str, switch: str, seed: int) -> str:
+    """``STAGE_DIR/ENCODER/ABILITY-SWITCH/seed-N``: one folder per configuration and seed of an agent stage."""
+    return f"{stage_dir.rstrip('/')}/{encoder}/{ability}-{switch}/seed-{seed}"
+
+
+def pretrained_checkpoint(pretrain_dir: str, encoder: str) -> str | None:
+    """An agent's frozen encoder: the pretraining run's best checkpoint (none for scratch)."""
+    return None if encoder == "scratch" else f"{model_dir(pretrain_dir, encoder)}/best.ckpt"
+
+
+NO_CHOICES = {"ability": "act_speech", "switch": "hardcoded", "seed": 0}  # a run that is no agent's
+
+
+class Trained(Stage):
+    """A stage CLI's training run (``lq NAME fit``): a checkpoint, resumable from ``last.ckpt``, done once its run
+    wrote the :data:`lq.data.outputs.DONE` marker beside it."""
+
+    trains = True
+    checkpoint_name = "best.ckpt"  # the checkpoint the run keeps
+
+    def checkpoint(self, run: Run) -> str:
+        return f"{run.dir}/{self.checkpoint_name}"
+
+    def outputs(self, run: Run) -> dict[str, str]:
+        return {"checkpoint": run.checkpoint, "last": f"{run.dir}/last.ckpt", "done": f"{run.dir}/{DONE}"}
+
+    def done_as(self, run: Run) -> str | None:
+        return run.checkpoint if finished(run.checkpoint) else None
+
+    def base_configs(self, run: Run) -> list[Path]:
+        """The family's base file, the stage's, the encoder's and the profile's (base, then overlay)."""
+        files = [path(self.base_file), path(f"{self.name}.yaml"), path("encoder", f"{run.encoder}.yaml")]
+        return files + Profile(run.profile).files(self.profile_file)
+
+    def fit_args(self, run: Run) -> list[str]:
+        """``NAME fit``, its config files, its seed and folder."""
+        args = [self.name, "fit", *(a for f in run.configs for a in ("--config", str(f)))]
+        return args + ["--seed_everything", str(run.seed), "--out_dir", run.stage_dir()]
+
+
+class PolyEncoder(Trained):
+    """Pretraining, the partner and the Dungeon Master: a poly-encoder on a DataModule, in ``STAGE_DIR/ENCODER``, its
+    encoded candidates in ``candidates/`` beside its checkpoint."""
+
+    base_file = "poly_encoder.yaml"
+    wave, at_once = 2, 2  # a core each, two at once
+
+    def fixed(self, run: Run) -> dict[str, Any]:
+        return {"objective": "lq", **NO_CHOICES, "protocol": "paper"}
+
+    def dir(self, run: Run) -> str:
+        return model_dir(run.stage_dir(), run.encoder)
+
+    def outputs(self, run: Run) -> dict[str, str]:
+        return {**super().outputs(run), "candidates": f"{run.dir}/candidates"}
+
+    def configs(self, run: Run) -> list[Path]:
+        return self.base_configs(run)
+
+    def args(self, run: Run) -> list[str]:
+        return [*self.fit_args(run), *self.init_args(run), "--data.data_dir", run.data, *run.extra]
+
+    def init_args(self, run: Run) -> list[str]:
+        """Where its encoder starts from, where not its config's."""
+        return []
+
+
+class EnvModel(PolyEncoder):
+    """The environment's partner and Dungeon Master: one per profile and data (the profile's ``env_encoder``)."""
+
+    profile_file = "env"
+
+
+class Agent(Trained):
+    """Behaviour cloning and RL: an agent of an encoder, ability, switch and seed, in
+    ``STAGE_DIR/ENCODER/ABILITY-SWITCH/seed-N``, trained and evaluated in the agents' environment (the profile's
+    partner and DM, the partner's calibration), on its encoder's vectors of the agents' spaces."""
+
+    base_file = "agent.yaml"
+    agent = True
+    profile_file = ""  # the stage's own name (set by each kind)
+
+    def dir(self, run: Run) -> str:
+        return agent_dir(run.stage_dir(), run.encoder, run.ability, run.switch, run.seed)
+
+    def configs(self, run: Run) -> list[Path]:
+        """The base (agent.yaml: what BC and RL share), the stage's, the encoder's, the profile's, the protocol's."""
+        return [*self.base_configs(run), path("protocol", f"{run.protocol}.yaml")]
+
+    def needs(self, run: Run) -> list[Run]:
+        """The dataset; for ``adaptive`` the general encoder; the partner and the DM, and the partner's calibration;
+        its pretrained encoder and that encoder's vectors of the agents' spaces."""
+        needed = [run.another("data")]
+        if run.encoder == "adaptive":
+            needed.append(run.another("pretrain", "general"))
+        needed += [run.env_run("partner"), run.env_run("dm"), run.another("calibrate", protocol=run.protocol)]
+        if run.encoder != "scratch":
+            needed.append(run.another("pretrain", run.encoder))
+            needed.append(run.another("spaces", run.encoder, protocol=run.protocol))
+        return needed
+
+    def args(self, run: Run) -> list[str]:
+        env = [run.env_run("partner").checkpoint, run.env_run("dm").checkpoint]
+        return [
+            *self.fit_args(run),
+            *self.start_args(run),
+            *("--model.env.data_dir", run.data, "--model.ability", run.ability, "--model.switch", run.switch),
+            *("--model.seed", str(run.seed), "--pretrain_dir", run.stage_dir("pretrain")),
+            *("--model.env.partner_checkpoint", env[0], "--model.env.dm_checkpoint", env[1]),
+            *run.extra,
+        ]
+
+    def start_args(self, run: Run) -> list[str]:
+        """Where the agent can start from, where not its encoder."""
+        return []
+
+    def label(self, run: Run) -> str:
+        return f"{self.name} {run.encoder}-{run.ability}-{run.switch} s{run.seed}"
+
+
+class Prepared(Stage):
+    """A preparation job computed with the RL agent module of its identity (:meth:`module`): ``lq experiment NAME``
+    and its identity; its configuration is that module's."""
+
+    wave, at_once = 2, 2
+
+    def module(self, run: Run) -> Run:
+        return dataclasses.replace(run, stage="rl")
+
+    def config(self, run: Run) -> dict[str, Any]:
+        return run.module.config
+
+
+class Keyed(Prepared):
+    """A preparation job whose file is named by a key of the models it is computed with (their weights, read and
+    hashed), beside one model's checkpoint: known, without building the module, once those models are trained."""
+
+    def candidates(self, run: Run) -> str:
+        """The ``candidates`` folder its file goes to."""
+        raise NotImplementedError
+
+    def file(self, run: Run) -> Path:
+        """Its file, from its module's configuration (the models it needs are trained)."""
+        raise NotImplementedError
+
+    def outputs(self, run: Run) -> dict[str, str]:
+        """The ``candidates`` folder its file goes to and, once the models it needs are trained, that ``file``."""
+        out = {"candidates": self.candidates(run)}
+        return {**out, "file": str(self.file(run))} if all(n.done for n in run.needs()) else out
+
+    def done_as(self, run: Run) -> str | None:
+        file = run.outputs.get("file")
+        return file if file is not None and Path(file).is_file() else None

@@ -1,0 +1,38 @@
+"""Poly-encoder pretraining (paper 4.1, Tables 4 and 5): one encoder per folder, ``adaptive`` starting from the
+``general`` encoder of the same folder."""
+
+from __future__ import annotations
+
+import dataclasses
+from typing import Any
+
+from lq.stages.families import PolyEncoder, model_dir
+from lq.stages.run import Run
+
+
+class Pretrain(PolyEncoder):
+    name = "pretrain"
+    profile_file = "pretrain"
+    wave, at_once = 0, 1  # one at a time, each on every core
+
+    def fixed(self, run: Run) -> dict[str, Any]:
+        return {**super().fixed(run), "seed": run.seed}  # an experiment's pretraining children differ by seed
+
+    def needs(self, run: Run) -> list[Run]:
+        needed = super().needs(run)
+        if run.encoder == "adaptive":  # initialised from the general encoder of its folder
+            needed.append(dataclasses.replace(run, encoder="general", extra=()))
+        return needed
+
+    def init_args(self, run: Run) -> list[str]:
+        if run.encoder == "adaptive":  # from the general encoder of the same folder
+            return ["--model.encoder.init_from", f"{model_dir(run.stage_dir(), 'general')}/best.ckpt"]
+        return []
+
+    def label(self, run: Run) -> str:
+        return f"pretrain {run.encoder}"
+
+    def prep_args(self, run: Run) -> list[str]:
+        """An encoder that agents or other encoders need: Table 4/5 is make pretrain's and table45's to write."""
+        return [*run.args, "--tables.enabled", "false"]
+

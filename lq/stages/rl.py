@@ -1,0 +1,45 @@
+"""The switch A2C agent (paper 4.2): its final weights are the agent; under lq's objective it starts from the BC agent
+of its configuration and seed, under another objective its agents go beside lq's (``rl-OBJECTIVE/``)."""
+
+from __future__ import annotations
+
+import dataclasses
+from pathlib import Path
+from typing import Any
+
+from lq.conf import path
+from lq.stages.families import Agent
+from lq.stages.run import Run
+
+
+def starts_from_bc(config: dict[str, Any]) -> bool:
+    """Whether an RL run of merged config ``config`` starts from the BC agent of its configuration and seed
+    (``init_from: bc``, the lq objective's)."""
+    return (config.get("model") or {}).get("init_from") == "bc"
+
+
+class ReinforcementLearning(Agent):
+    name = "rl"
+    profile_file = "rl"
+    checkpoint_name = "agent.ckpt"
+
+    def fixed(self, run: Run) -> dict[str, Any]:
+        return {}  # its objective is its own
+
+    def folder_name(self, run: Run) -> str:
+        return f"rl-{run.objective}" if run.objective != "lq" else "rl"
+
+    def configs(self, run: Run) -> list[Path]:
+        """The agents' files, then its objective's, last: it sets sizes of its own, such as the paper's 32
+        environments."""
+        return [*super().configs(run), path("objective", f"{run.objective}.yaml")]
+
+    def needs(self, run: Run) -> list[Run]:
+        """An agent's, and the BC agent of the same configuration and seed that it starts from (``init_from: bc``)."""
+        needed = super().needs(run)
+        if starts_from_bc(run.config):
+            needed.append(dataclasses.replace(run, stage="bc", folder="", extra=()))
+        return needed
+
+    def start_args(self, run: Run) -> list[str]:
+        return ["--bc_dir", run.stage_dir("bc")]  # the BC agents it starts from (init_from: bc, the lq objective's)

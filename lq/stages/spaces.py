@@ -1,0 +1,39 @@
+"""A pretrained encoder's vectors of the agents' action and utterance spaces, kept beside its checkpoint: encoded once
+for every agent on that encoder (each would otherwise encode them at its start)."""
+
+from __future__ import annotations
+
+import dataclasses
+from pathlib import Path
+from typing import Any
+
+from lq.envs.build import space_stores
+from lq.models.encoder import encoder_tokenizer
+from lq.stages.families import NO_CHOICES, Keyed, pretrained_checkpoint
+from lq.stages.run import Run
+
+
+class Spaces(Keyed):
+    name = "spaces"
+
+    def fixed(self, run: Run) -> dict[str, Any]:
+        return {"objective": "lq", **NO_CHOICES}
+
+    def needs(self, run: Run) -> list[Run]:
+        needed = [run.another("data")]
+        return needed + ([run.another("pretrain", run.encoder)] if run.encoder != "scratch" else [])
+
+    def candidates(self, run: Run) -> str:
+        return dataclasses.replace(run, stage="pretrain").outputs["candidates"]
+
+    def file(self, run: Run) -> Path:
+        """The last of the encoder's stores of its module's agent (:func:`lq.envs.build.space_stores`): its encoder
+        as the stage CLI links it (``--pretrain_dir``), its tokenizer, context length and data."""
+        config = run.config
+        model = config["model"]
+        checkpoint = pretrained_checkpoint(config["pretrain_dir"], model["encoder"]["name"])
+        data_dir = model["env"]["data_dir"]
+        return space_stores(checkpoint, encoder_tokenizer(model["encoder"]), model["context_length"], data_dir)[-1]
+
+    def label(self, run: Run) -> str:
+        return f"{run.encoder} vectors of the agents' spaces"

@@ -1,0 +1,70 @@
+"""Every stage kind answers for its runs (:mod:`lq.stages`): whether they are done and every file they write, without
+building a model; and the stage graph ``lq experiment graph`` draws from them."""
+
+from pathlib import Path
+
+import pytest
+import torch
+
+from lq import stages
+from lq.data.outputs import mark_finished
+from lq.lit.agent import AgentModule
+from lq.lit.cli import StageCLI, build_module
+
+ROOT = Path(__file__).resolve().parents[2]
+
+
+def _trained(setup_dir: Path, outputs: Path) -> None:
+    """The setup's tiny partner and DM as the profile's, and the partner's weights as a pretrained encoder."""
+    for name, target in (("partner", "partner/small"), ("dm", "dm/small"), ("partner", "pretrain/general_light")):
+        (outputs / target).mkdir(parents=True)
+        checkpoint = torch.load(setup_dir / f"{name}.ckpt", weights_only=False)
+        checkpoint["hyper_parameters"]["encoder"]["name"] = target.split("/")[1]
+        torch.save(checkpoint, outputs / target / "best.ckpt")
+        mark_finished(outputs / target / "best.ckpt")
+
+
+def test_every_stage_kind_says_whether_it_is_done_and_what_it_writes_without_building_a_model(
+    setup_dir, tmp_path, monkeypatch
+):
+    """The calibration's and the spaces' files are named by a key of the models' weights: found from the run's
+    configuration (no agent module, no CLI), and the same files the agent module would name; the baselines write no
+    file and are never done (a child always runs)."""
+    monkeypatch.chdir(ROOT)
+    outputs = tmp_path / "outputs"
+    _trained(setup_dir, outputs)
+    where = stages.Resolver(data_dir=str(setup_dir / "data"), outputs=str(outputs))
+    encoders = {"pretrain": "general_light", "partner": "small", "dm": "small", "spaces": "general_light"}
+    runs = {kind: where.run(kind, encoders.get(kind, "general_light")) for kind in stages.KINDS}
+
+    def built(*args, **kwargs):
+        raise AssertionError("a model was built")
+
+    monkeypatch.setattr(AgentModule, "__init__", built)
+    monkeypatch.setattr(StageCLI, "__init__", built)
+    done = {kind: run.done for kind, run in runs.items()}
+    assert done == {"pretrain": True, "partner": True, "dm": True, "rl": False, "bc": False, "data": True,
+                    "calibrate": False, "spaces": False, "baselines": False}  # fmt: skip
+    calibration, spaces = Path(runs["calibrate"].outputs["file"]), Path(runs["spaces"].outputs["file"])
+    assert calibration.parent == outputs / "partner/small/candidates"
+    assert spaces.parent == outputs / "pretrain/general_light/candidates" and spaces.name.startswith("agent-utterances")
+    assert runs["baselines"].outputs == {} and runs["data"].outputs == {"manifest": f"{setup_dir}/data/manifest.json"}
+    assert set(runs["rl"].outputs) == {"checkpoint", "last", "done"}
+    for file in (calibration, spaces):
+        file.parent.mkdir(parents=True, exist_ok=True)
+        file.touch()
+    assert runs["calibrate"].done_as == str(calibration) and runs["spaces"].done_as == str(spaces)
+    assert not stages.Run("spaces", "light", root=str(outputs)).done  # its encoder is not trained: nothing to key
+
+    monkeypatch.undo()  # the agent module names the same files
+    module = build_module(runs["calibrate"].module)
+    assert module.env_spec.calibration_file() == calibration
+    assert build_module(runs["spaces"].module).space_stores()[-1] == spaces
+
+
+def test_a_stage_kind_is_one_registry_entry():
+    assert stages.STAGES == ("pretrain", "partner", "dm", "rl", "bc")
+    assert stages.PREPARATION == ("data", "calibrate", "spaces", "baselines")
+    assert stages.AGENT_STAGES == ("rl", "bc") and stages.ENV_STAGES == ("partner", "dm")
+    with pytest.raises(ValueError, match="unknown stage eval: choose from pretrain, partner, dm, rl, bc, data"):
+        stages.Run("eval")
