@@ -34,7 +34,7 @@ from lq.envs.calibration import CALIBRATIONS
 from lq.envs.episode import Slot
 from lq.envs.protocol import Protocol, protocol_of
 from lq.envs.quest_env import QuestEnv
-from lq.envs.spec import EnvSpec
+from lq.envs.spec import AGENTS_ENVIRONMENT, EnvSpec
 
 ENV_ID = "lq/Quest-v0"  # registered by ``import lq`` (lq/__init__.py), under this name
 
@@ -143,9 +143,6 @@ def checked_selection(split: Any, quests: Any, batch: Any) -> list[str] | None:
 OWN = ("data_dir", "split", "partner_checkpoint", "dm_checkpoint", "batch_size", "auto_reset", "protocol")
 BUILD_SETTINGS = ("seed", "device", "max_steps", "sampler")
 SETTINGS = (*(f.name for f in fields(EnvSpec) if f.name not in OWN), *BUILD_SETTINGS)
-# what the agents are evaluated in (conf/agent.yaml): the partner calibrated on the demonstrations' completions, the
-# room's objects in the context
-AGENTS_ENVIRONMENT = {"partner_calibration": "completions", "objects": True}
 
 
 def environment_arguments(
@@ -158,7 +155,7 @@ def environment_arguments(
     """``lq/Quest-v0``'s arguments checked, each bad one named with its fix, before any model loads; the defaults
     filled in: the default data (``data/default``), the newest partner trained on it whose run finished and the newest
     DM beside it (``make quickstart``'s or ``make partner dm``'s), the word pieces the partner was trained to read, and
-    the environment the agents are evaluated in (:data:`AGENTS_ENVIRONMENT`)."""
+    the environment the agents are evaluated in (:data:`lq.envs.spec.AGENTS_ENVIRONMENT`)."""
     from lq.data.outputs import finished, outputs_for
     from lq.envs.protocol import PROTOCOLS
 

@@ -30,7 +30,12 @@ class EnvSpec:
     turns it off); ``top_k``, ``num_valid_utterances``: the DM's rewarded and valid utterances (paper 4.2: k = 10, M =
     50); ``top_k_every_repeat``: the DM's top-k reward on every repeat of a line, not only its first;
     ``scene_filter``: the partner says, and the DM ranks first, only utterances naming no character or place absent
-    from the scene (:class:`lq.envs.scene.SceneFilter`; an option, off by default: docs/agents.md)."""
+    from the scene (:class:`lq.envs.scene.SceneFilter`; an option, off by default: docs/agents.md).
+
+    The defaults are those of a spec that names nothing else: one built in code (``lq.api.build_env``) and a
+    checkpoint saved before a field existed (:func:`nested`: its environment was built so). The agents are trained and
+    evaluated in :data:`AGENTS_ENVIRONMENT` over them: ``conf/agent.yaml`` (the stage CLIs) states those values, and
+    the Gymnasium entry (``lq/Quest-v0``) reads them from here."""
 
     data_dir: str
     partner_checkpoint: str
@@ -155,6 +160,12 @@ class EnvSpec:
         _, train, held_out = split_instances(dataset, "valid", self.partner_calibration)
         key = calibration_key(self.context_length, keys, train, held_out)
         return calibration_store(self.partner_checkpoint, bool(held_out), key)
+
+
+# the environment the agents are trained and evaluated in, over EnvSpec's defaults: the partner calibrated on the
+# demonstrations' completions, the room's objects in the context. conf/agent.yaml states the same values (model.env:
+# tests/envs/test_spec.py holds them equal); lq/Quest-v0 takes them where its caller sets none (lq.envs.gym).
+AGENTS_ENVIRONMENT = {"partner_calibration": "completions", "objects": True}
 
 
 # an agent's hyperparameters from before EnvSpec held these at the top level (``context_objects``: ``objects``;

@@ -58,3 +58,26 @@ def test_an_agent_saved_before_a_field_was_added_reads_as_built_with_its_default
     assert hparams_at(before, SAME_AGENT) == hparams_at(now, SAME_AGENT)
     assert hparams_at(before, SAME_AGENT) != hparams_at({**now, "agent": {"gru_hidden": 16, "head_temperature": True}},
                                                        SAME_AGENT)  # fmt: skip
+
+
+def test_the_agents_environment_is_stated_once_and_the_agents_config_states_the_same(tmp_path):
+    """EnvSpec's defaults are a spec's that names nothing else (code, old checkpoints); the agents' environment is
+    AGENTS_ENVIRONMENT over them: conf/agent.yaml (the stage CLIs) and the Gymnasium entry give the same values."""
+    import yaml
+
+    from lq.conf import path
+    from lq.envs.gym import environment_arguments
+    from lq.envs.spec import AGENTS_ENVIRONMENT
+
+    assert (EnvSpec.of({"data_dir": "d", "partner_checkpoint": "p", "dm_checkpoint": "m"}).partner_calibration,
+            EnvSpec("d", "p", "m").objects) == ("share", False)  # fmt: skip
+    env = yaml.safe_load(path("agent.yaml").read_text())["model"]["env"]
+    assert {key: env[key] for key in AGENTS_ENVIRONMENT} == AGENTS_ENVIRONMENT == {
+        "partner_calibration": "completions",
+        "objects": True,
+    }
+    (tmp_path / "manifest.json").write_text("{}")
+    for name in ("p.ckpt", "m.ckpt"):
+        (tmp_path / name).touch()
+    given = environment_arguments(tmp_path, tmp_path / "p.ckpt", tmp_path / "m.ckpt", "paper", {"context_length": 64})
+    assert given[3] == {**AGENTS_ENVIRONMENT, "context_length": 64}  # lq/Quest-v0's, where its caller sets none
