@@ -109,7 +109,7 @@ SWITCH ?= hardcoded
 PROTOCOL ?= paper
 OBJECTIVE ?= lq
 SEEDS ?= 0 1 2
-# one stage as lq's resolver (lq/conf/resolver.py) configures it: config files, checkpoints, what it needs first
+# one stage as its kind (lq/stages/) configures it: config files, checkpoints, what it needs first
 STAGE = $(BIN)/lq stage --profile $(PROFILE) --protocol $(PROTOCOL) --objective $(OBJECTIVE) --data $(DATA) --jobs $(JOBS) $(if $(ARGS),--args '$(ARGS)')
 AGENT = --encoder $(ENCODER) --ability $(ABILITY) --switch $(SWITCH) --seeds $(SEEDS)
 

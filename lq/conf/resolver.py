@@ -17,9 +17,8 @@ from typing import Any
 import yaml
 
 from lq.conf import ROOT, path
-from lq.data.outputs import DONE, finished, mark_finished, outputs_for, unfinished
-
-__all__ = ["DONE", "finished", "mark_finished", "outputs_for", "unfinished"]  # where they were first: lq.data.outputs
+# where a run's outputs go and whether it finished: lq.data.outputs's, named here too, where they were first
+from lq.data.outputs import DONE, finished, mark_finished, outputs_for, unfinished  # noqa: F401
 
 
 def profiles() -> list[str]:

@@ -15,7 +15,8 @@ from functools import cached_property
 from pathlib import Path
 from typing import Any
 
-from lq.conf.resolver import ROOT, Profile, config_threads, merged_config, objectives, outputs_for, protocols
+from lq.conf.resolver import ROOT, Profile, config_threads, merged_config, objectives, protocols
+from lq.data.outputs import outputs_for
 
 # every stage kind by its name, in the order lq lists them: filled by the registry, lq/stages/__init__.py
 KINDS: dict[str, Stage] = {}
