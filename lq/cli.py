@@ -337,11 +337,12 @@ def _setup(args: argparse.Namespace, stage: str, **fields):
 def _cmd_stage(args: argparse.Namespace) -> int:
     from lq import experiments as X
     from lq.experiments.launchers import JobFailed
+    from lq.stages import ENV_STAGES
 
     setup = _setup(
         args, args.stage, profile=args.profile, protocol=args.protocol, objective=args.objective, jobs=args.jobs
     )
-    encoder = args.encoder or (setup.env_encoder if args.stage in ("partner", "dm") else "general_light")
+    encoder = args.encoder or (setup.env_encoder if args.stage in ENV_STAGES else "general_light")
     if args.compare and args.stage != "rl":
         raise UsageError(f"--compare compares RL agents with BC's and the baselines: lq stage rl, not {args.stage}")
     if args.print:  # the same jobs run_stage runs, as command lines
@@ -402,6 +403,11 @@ def _cmd_experiment(args: argparse.Namespace) -> int:
         args, "*", profile=args.profile or "tiny", protocol=args.protocol or "paper", jobs=args.jobs,
         log_model=args.log_model, objective=args.objective or "lq", outputs=args.outputs or "",
     )  # fmt: skip
+    if args.action == "graph":
+        for name in names:
+            experiment = X.EXPERIMENTS[name](*([args.encoders] if args.encoders else []), objective=setup.objective)
+            print("\n".join(X.running.experiment_graph(experiment, setup)))
+        return 0
     if args.action in ("run", "plan"):
         if args.parent and len(names) != 1:
             raise UsageError(f"experiment {args.action} --parent: name the one experiment the parent run belongs to")
@@ -575,8 +581,9 @@ def build_parser() -> argparse.ArgumentParser:
     xp = sub.add_parser("experiment", help="the paper's tables: train as MLflow parent/child runs, or rebuild tables")
     xp.add_argument(
         "action",
-        choices=["run", "plan", "tables", "report", "export", "import", "baselines", "spaces", "calibrate"],
-        help="run: train and tabulate; plan: print every job as a command line, for any scheduler; tables: from the "
+        choices=["run", "plan", "graph", "tables", "report", "export", "import", "baselines", "spaces", "calibrate"],
+        help="run: train and tabulate; plan: print every job as a command line, for any scheduler; graph: its stage "
+        "runs and what each needs, as a Mermaid flowchart (nothing opened or run); tables: from the "
         "store only (--parent: that parent, finished by it); report: the results page (every experiment and objective "
         "of --profile and --protocol, the paper's orderings marked) from the store only, to --page; export: the runs "
         "of each parent that page shows, one file each, to --records; import: those files' runs into the store, once; "

@@ -515,3 +515,35 @@ def log_identity(client, run_id: str, params: Mapping[str, object], data_dir: st
     client.log_batch(run_id, params=[Param(key, str(value)) for key, value in params.items()])
     log_dataset(client, run_id, data_dir)
 
+
+def stage_graph(runs: Sequence[Run], title: str = "") -> list[str]:
+    """``runs`` and every run they need (:meth:`Run.needs`, the stage kinds' answer), as a Mermaid flowchart: one node
+    per run, in the layers of :func:`layered` (each after the one before), an edge from each need to the run that needs
+    it; what ``lq experiment graph`` prints (docs: paste it in a ```mermaid block)."""
+    layers = layered(runs)
+    ids = {run: f"n{i}" for i, run in enumerate(run for layer in layers for run in layer)}
+    lines = ["flowchart LR"] + ([f"  %% {title}"] if title else [])
+    for run, node in ids.items():
+        lines.append(f'  {node}["{_node_label(run)}"]')
+    for run, node in ids.items():
+        lines += [f"  {ids[need]} --> {node}" for need in dict.fromkeys(run.needs()) if need in ids]
+    return lines
+
+
+def _node_label(run: Run) -> str:
+    """A run as a graph shows it: its kind and what tells it from the others of its kind."""
+    if run.stage == "data":
+        return f"data {run.data}"
+    words = [run.stage, run.encoder] if run.encoder and run.stage not in ("calibrate", "baselines") else [run.stage]
+    if run.kind.agent or run.stage == "baselines":
+        words += [f"{run.ability}-{run.switch}", f"s{run.seed}"]
+    if run.stage == "pretrain" and run.folder:
+        words.append(f"s{run.seed}")
+    return " ".join(words)
+
+
+def experiment_graph(experiment: Experiment, setup: Setup) -> list[str]:
+    """The stage graph of an experiment's children (each configuration and seed of the setup) and of what they need
+    (:func:`stage_graph`)."""
+    runs = [child_run(c, setup, seed, experiment.name) for c in experiment.configs for seed in setup.seeds]
+    return stage_graph(runs, f"{experiment.title}: profile {setup.profile}, seeds {' '.join(map(str, setup.seeds))}")

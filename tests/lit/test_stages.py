@@ -68,3 +68,31 @@ def test_a_stage_kind_is_one_registry_entry():
     assert stages.AGENT_STAGES == ("rl", "bc") and stages.ENV_STAGES == ("partner", "dm")
     with pytest.raises(ValueError, match="unknown stage eval: choose from pretrain, partner, dm, rl, bc, data"):
         stages.Run("eval")
+
+
+def test_lq_experiment_graph_draws_each_run_and_what_it_needs_from_the_stage_kinds(capsys, tmp_path, monkeypatch):
+    from lq.cli import main
+
+    monkeypatch.chdir(tmp_path)
+    assert main(["experiment", "graph", "table1", "--encoders", "adaptive", "--seeds", "0"]) == 0
+    lines = capsys.readouterr().out.splitlines()
+    assert lines[0] == "flowchart LR" and lines[1].startswith("  %% Table 1")
+    names = {line.split("[")[0].strip(): line.split('["')[1][:-2] for line in lines if '["' in line}
+    edges = {(names[a], names[b]) for a, _, b in (line.split() for line in lines if " --> " in line)}
+    assert sorted(names.values()) == sorted(
+        ["data data/default", "pretrain general", "pretrain adaptive", "partner small", "dm small", "calibrate",
+         "spaces adaptive", "bc adaptive act_speech-hardcoded s0", "rl adaptive act_speech-hardcoded s0",
+         "baselines act_speech-hardcoded s0"]
+    )  # fmt: skip
+    assert {
+        ("data data/default", "pretrain general"),
+        ("pretrain general", "pretrain adaptive"),
+        ("pretrain adaptive", "spaces adaptive"),
+        ("partner small", "calibrate"),
+        ("calibrate", "baselines act_speech-hardcoded s0"),
+        ("spaces adaptive", "rl adaptive act_speech-hardcoded s0"),
+        ("bc adaptive act_speech-hardcoded s0", "rl adaptive act_speech-hardcoded s0"),
+    } <= edges
+    assert ("pretrain adaptive", "baselines act_speech-hardcoded s0") not in edges  # the baselines read no encoder
+    order = list(names.values())
+    assert order.index("bc adaptive act_speech-hardcoded s0") < order.index("rl adaptive act_speech-hardcoded s0")
