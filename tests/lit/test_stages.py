@@ -96,3 +96,15 @@ def test_lq_experiment_graph_draws_each_run_and_what_it_needs_from_the_stage_kin
     assert ("pretrain adaptive", "baselines act_speech-hardcoded s0") not in edges  # the baselines read no encoder
     order = list(names.values())
     assert order.index("bc adaptive act_speech-hardcoded s0") < order.index("rl adaptive act_speech-hardcoded s0")
+
+
+def test_the_architecture_page_shows_the_graph_the_registry_draws_for_the_quickstart(capsys, tmp_path, monkeypatch):
+    from lq.cli import main
+
+    page = (ROOT / "docs" / "architecture.md").read_text(encoding="utf-8")
+    command = ".venv/bin/lq experiment graph table1 --encoders scratch general_light --seeds 0 --profile quick"
+    assert command in page  # the page says how its picture is made
+    shown = page.split("```mermaid\n", 1)[1].split("```", 1)[0]
+    monkeypatch.chdir(tmp_path)
+    assert main(command.split()[1:]) == 0
+    assert shown == capsys.readouterr().out, "docs/architecture.md: paste the output of the command above"
