@@ -10,6 +10,7 @@ from lq.eval.baselines import TITLES, baseline_results
 from lq.eval.play import LOST, EvalResult, decodings, evaluate
 from lq.eval.reports import (
     COLUMNS,
+    CURVES,
     cell,
     lost_table,
     markdown_table,
@@ -24,6 +25,7 @@ from lq.eval.reports import (
 
 __all__ = [
     "COLUMNS",
+    "CURVES",
     "LOST",
     "TITLES",
     "EvalResult",

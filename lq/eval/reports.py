@@ -134,6 +134,15 @@ def run_series(client, run_id: str, metrics: Sequence[str]) -> dict[str, dict[in
     return {m: {p.step: p.value for p in client.get_metric_history(run_id, m)} for m in metrics}
 
 
+# what each stage's learning curves plot (Figures 5 and 15 to 17 for RL, 13 and 14 for pretraining): a run's own
+# curves (lq rl fit) and a table's (lq experiment) read this one list
+CURVES = {
+    "rl": ("rl/act_goal_rate", "rl/speech_goal_rate", "rl/return"),
+    "bc": ("val/loss", "val/action_accuracy"),
+    "pretrain": ("val/hits_at_1",),
+}
+
+
 def plot_curves(
     series: dict[str, Sequence[dict[str, dict[int, float]]]], metrics: Sequence[str], path, title: str
 ) -> bool:

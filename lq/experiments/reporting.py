@@ -11,11 +11,10 @@ from pathlib import Path
 
 from lq.data.io import atomic_open
 from lq.envs.protocol import protocol_of
-from lq.eval import cell, markdown_table, mean_std_of, plot_budget, plot_curves, run_series
+from lq.eval import CURVES, cell, markdown_table, mean_std_of, plot_budget, plot_curves, run_series
 from lq.experiments.specs import (
     BUDGET_TITLES,
     BUDGETS,
-    CURVES,
     EXPERIMENTS,
     GOALS,
     VALIDATION_GOALS,

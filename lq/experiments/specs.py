@@ -45,12 +45,6 @@ TIMELINE_COLUMNS = (
     ("Leave easiest out Hits@1", "leave_easiest_out_hits_at_1"),
 )
 MOTIVATION_TITLES = {"none": "No motivations", "short": "Short motivations", "long_mid": "Long & mid motivations"}
-# what each stage's learning curves plot (Figures 5 and 15 to 17 for RL, 13 and 14 for pretraining)
-CURVES = {
-    "rl": ("rl/act_goal_rate", "rl/speech_goal_rate", "rl/return"),
-    "bc": ("val/loss", "val/action_accuracy"),
-    "pretrain": ("val/hits_at_1",),
-}
 
 
 @dataclass(frozen=True)

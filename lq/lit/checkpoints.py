@@ -15,7 +15,7 @@ import torch
 from lq.data.dataset import dataset_id
 from lq.envs.quest_env import QuestEnv
 from lq.envs.spec import nested, overridden
-from lq.eval import TITLES, EvalResult, baseline_results, decodings, plot_curves, run_series
+from lq.eval import CURVES, TITLES, EvalResult, baseline_results, decodings, plot_curves, run_series
 from lq.lit.agent import VOCABULARY, AgentModule, read_checkpoint
 from lq.lit.bundles import built_module, export_bundle, is_bundle, load_bundle
 from lq.lit.places import located, overridden_places
@@ -139,9 +139,6 @@ def evaluate_checkpoints(
     return list(rows.items())
 
 
-RL_CURVES = ("rl/act_goal_rate", "rl/speech_goal_rate", "rl/return")
-
-
 def training_curves(checkpoints: Sequence[str | Path], path: str | Path) -> bool:
     """The RL learning curves of ``checkpoints`` (from the MLflow runs that trained them), mean ± std over the seeds
     of each configuration, as one PNG; False if none of them recorded a run."""
@@ -157,8 +154,8 @@ def training_curves(checkpoints: Sequence[str | Path], path: str | Path) -> bool
             continue
         label = agent_label("rl", h)
         client = MlflowClient(where["tracking_uri"])
-        series.setdefault(label, []).append(run_series(client, where["run_id"], RL_CURVES))
-    return bool(series) and plot_curves(series, RL_CURVES, path, "RL learning curves (training episodes)")
+        series.setdefault(label, []).append(run_series(client, where["run_id"], CURVES["rl"]))
+    return bool(series) and plot_curves(series, CURVES["rl"], path, "RL learning curves (training episodes)")
 
 
 def training_identity(module: AgentModule, training_run: dict | None) -> dict[str, object]:

@@ -611,15 +611,14 @@ class AgentCLI(StageCLI):
         """The run's own learning curves as ``curves/rl.png`` in MLflow."""
         import tempfile
 
-        from lq.eval import plot_curves, run_series
-        from lq.lit.checkpoints import RL_CURVES
+        from lq.eval import CURVES, plot_curves, run_series
 
         for logger in self.trainer.loggers:
             if isinstance(logger, MLFlowLogger):
-                series = {"this run": [run_series(logger.experiment, logger.run_id, RL_CURVES)]}
+                series = {"this run": [run_series(logger.experiment, logger.run_id, CURVES["rl"])]}
                 with tempfile.TemporaryDirectory() as tmp:
                     path = f"{tmp}/rl.png"
-                    if plot_curves(series, RL_CURVES, path, f"RL learning curves ({logger.run_id[:8]})"):
+                    if plot_curves(series, CURVES["rl"], path, f"RL learning curves ({logger.run_id[:8]})"):
                         logger.experiment.log_artifact(logger.run_id, path, "curves")
 
 
