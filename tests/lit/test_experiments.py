@@ -29,6 +29,7 @@ from lq.stages import bc_checkpoint
 from lq.stages.calibrate import Calibrate
 from tests.lit.stopping import stop_once
 from tests.lit.test_agent_cli import TINY_AGENT
+from tests.lit.test_stages import trained_env_models
 from tests.samples import parsed_cli
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -798,12 +799,7 @@ def test_prepare_encodes_the_agents_spaces_once_for_every_agent_of_a_pretrained_
     vectors of the action and utterance spaces beside its checkpoint, where the agents' build reads them."""
     monkeypatch.chdir(ROOT)
     outputs = tmp_path / "outputs"
-    for name, target in (("partner", "partner/small"), ("dm", "dm/small"), ("partner", "pretrain/general_light")):
-        (outputs / target).mkdir(parents=True)
-        checkpoint = torch.load(setup_dir / f"{name}.ckpt", weights_only=False)
-        checkpoint["hyper_parameters"]["encoder"]["name"] = target.split("/")[1]
-        torch.save(checkpoint, outputs / target / "best.ckpt")
-        mark_finished(outputs / target / "best.ckpt")
+    trained_env_models(setup_dir, outputs)
     setup = X.Setup(seeds=(0,), data_dir=str(setup_dir / "data"), outputs=str(outputs), extra_args={"*": TINY_AGENT})
     X.prepare(X.table1(["general_light"]).configs, setup)
     out = capsys.readouterr().out

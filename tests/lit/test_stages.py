@@ -14,7 +14,7 @@ from lq.lit.cli import StageCLI, build_module
 ROOT = Path(__file__).resolve().parents[2]
 
 
-def _trained(setup_dir: Path, outputs: Path) -> None:
+def trained_env_models(setup_dir: Path, outputs: Path) -> None:
     """The setup's tiny partner and DM as the profile's, and the partner's weights as a pretrained encoder."""
     for name, target in (("partner", "partner/small"), ("dm", "dm/small"), ("partner", "pretrain/general_light")):
         (outputs / target).mkdir(parents=True)
@@ -32,7 +32,7 @@ def test_every_stage_kind_says_whether_it_is_done_and_what_it_writes_without_bui
     file and are never done (a child always runs)."""
     monkeypatch.chdir(ROOT)
     outputs = tmp_path / "outputs"
-    _trained(setup_dir, outputs)
+    trained_env_models(setup_dir, outputs)
     where = stages.Resolver(data_dir=str(setup_dir / "data"), outputs=str(outputs))
     encoders = {"pretrain": "general_light", "partner": "small", "dm": "small", "spaces": "general_light"}
     runs = {kind: where.run(kind, encoders.get(kind, "general_light")) for kind in stages.KINDS}
