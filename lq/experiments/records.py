@@ -6,12 +6,15 @@ no table.
 params and metric histories (not the parent's metrics nor any artifact: ``lq experiment tables`` derives those again).
 The bytes depend on the runs alone: the same parent written from the store it ran in, or from a store it was imported
 into, gives the same file. ``import`` makes those runs in a store, once: each run made carries ``lq.origin_run_id``,
-the id it had where it ran, which the page prints and which a second import finds.
+the id it had where it ran, which the page prints and which a second import finds. The parent it makes also carries
+the record's digest: a later record of the same parent (an unfinished campaign exported again, or finished) replaces
+the runs an earlier one made.
 """
 
 from __future__ import annotations
 
 import gzip
+import hashlib
 import json
 from collections.abc import Iterator
 from pathlib import Path
@@ -22,7 +25,8 @@ from lq.experiments.reporting import _client, children, experiment_id
 
 FORMAT = "lq-runs/1"
 ORIGIN = "lq.origin_run_id"  # on an imported run: the id it had in the store it ran in
-STRUCTURAL = ("mlflow.parentRunId", ORIGIN)  # tags a store gives its runs, not part of a record
+DIGEST = "lq.record_digest"  # on an imported parent: the digest of the record it was made from
+STRUCTURAL = ("mlflow.parentRunId", ORIGIN, DIGEST)  # tags a store gives its runs, not part of a record
 
 
 def origin(run) -> str:
@@ -105,17 +109,23 @@ def read_record(path: str | Path) -> dict:
     return data
 
 
-def _imported(client, exp_id: str, run_id: str) -> bool:
-    """Whether the store holds the run of id ``run_id`` (where it ran) or a run imported from it."""
+def _held(client, exp_id: str, run_id: str):
+    """What the store holds of the parent of id ``run_id`` (where it ran): the parent an import made of it, True
+    where it ran in this store, None where it holds neither."""
     from mlflow.exceptions import MlflowException
 
-    if client.search_runs([exp_id], filter_string=f"tags.`{ORIGIN}` = '{run_id}'", max_results=1):
-        return True
+    imported = client.search_runs([exp_id], filter_string=f"tags.`{ORIGIN}` = '{run_id}'", max_results=1)
+    if imported:
+        return imported[0]
     try:
         client.get_run(run_id)
     except MlflowException:
-        return False
+        return None
     return True
+
+
+def _digest(data: dict) -> str:
+    return hashlib.sha256(json.dumps(data, sort_keys=True, separators=(",", ":")).encode()).hexdigest()[:16]
 
 
 def _batches(items: list, size: int) -> Iterator[list]:
@@ -129,10 +139,10 @@ def _ended(run: dict) -> str:
     return "KILLED" if run["status"] == "RUNNING" else run["status"]
 
 
-def _make_run(client, exp_id: str, run: dict, parent: str | None) -> str:
+def _make_run(client, exp_id: str, run: dict, parent: str | None, extra: dict | None = None) -> str:
     from mlflow.entities import Metric, Param
 
-    tags = {**run["tags"], ORIGIN: run["run_id"], **({"mlflow.parentRunId": parent} if parent else {})}
+    tags = {**run["tags"], ORIGIN: run["run_id"], **({"mlflow.parentRunId": parent} if parent else {}), **(extra or {})}
     run_id = client.create_run(exp_id, start_time=run["start_time"], tags=tags, run_name=run.get("name")).info.run_id
     params = [Param(k, str(v)) for k, v in run["params"].items()]
     for batch in _batches(params, 100):  # MLflow's limits on one batch
@@ -146,14 +156,17 @@ def _make_run(client, exp_id: str, run: dict, parent: str | None) -> str:
 
 def import_record(client, path: str | Path) -> str | None:
     """Make the runs of a record in the store, the children under a new parent that finishes last; returns the new
-    parent's id, or None where the store holds them already. A failure midway deletes what it made."""
+    parent's id, or None where the store holds them already (the parent ran here, or this very record was imported).
+    Runs an earlier record of the same parent made are deleted once the new ones are made; a failure midway deletes
+    what it made and leaves the earlier ones."""
     data = read_record(path)
     exp_id = experiment_id(client, data["experiment"])
-    if _imported(client, exp_id, data["parent"]["run_id"]):
+    held, digest = _held(client, exp_id, data["parent"]["run_id"]), _digest(data)
+    if held is True or (held is not None and held.data.tags.get(DIGEST) == digest):
         return None
     made: list[str] = []
     try:
-        parent = _make_run(client, exp_id, data["parent"], None)
+        parent = _make_run(client, exp_id, data["parent"], None, {DIGEST: digest})
         made.append(parent)
         for child in data["children"]:
             made.append(_make_run(client, exp_id, child, parent))
@@ -163,6 +176,10 @@ def import_record(client, path: str | Path) -> str | None:
         for run_id in made:
             client.delete_run(run_id)
         raise
+    if held is not None:  # an earlier record's runs
+        for run in children(client, held.info.run_id, finished=False):
+            client.delete_run(run.info.run_id)
+        client.delete_run(held.info.run_id)
     return parent
 
 

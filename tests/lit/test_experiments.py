@@ -1472,6 +1472,17 @@ def test_a_tables_records_rebuild_the_same_page_in_a_new_store_once(tmp_path, ca
     assert main(["experiment", "import", "--tracking-uri", uri, "--records", str(records)]) == 0  # where it ran
     assert len(MlflowClient(other).search_runs([imported.info.experiment_id])) == runs
 
+    killed = next(r for r in X.children(client, pid, finished=False) if r.info.status == "KILLED")
+    client.log_metric(killed.info.run_id, "test/act_and_speech_goal_rate", 0.9)  # the parent's record, later
+    client.set_terminated(killed.info.run_id, "FINISHED")
+    assert main(["experiment", "export", "--tracking-uri", uri, "--records", str(records)]) == 0
+    assert main(["experiment", "import", "--tracking-uri", other, "--records", str(records)]) == 0
+    assert "1 of 1 records" in capsys.readouterr().out  # it replaces the runs the earlier record made
+    assert len(MlflowClient(other).search_runs([imported.info.experiment_id])) == runs
+    assert main(["experiment", "report", "--tracking-uri", uri, "--page", str(page)]) == 0
+    assert main(["experiment", "report", "--tracking-uri", other, "--page", str(rebuilt)]) == 0
+    assert rebuilt.read_bytes() == page.read_bytes() and "killed or failed" not in page.read_text()
+
     import gzip
     import json
 
