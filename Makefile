@@ -19,6 +19,8 @@ SCALE ?= default
 SEED ?= 0
 LIGHT_DB ?=
 PYTEST_ARGS ?=
+# the test suite's worker processes (pytest-xdist): one per core; TEST_JOBS=0 runs it in this process
+TEST_JOBS ?= auto
 
 ENCODER ?= general_light
 PROFILE ?= tiny
@@ -85,9 +87,9 @@ ui-screenshot: $(STAMP) ## screenshots of the MLflow UI by headless chromium (ap
 
 venv: $(STAMP) ## create .venv and install lq with its dev extras
 
-test: $(STAMP) ## check the import layers (lint-imports, pyproject.toml), then run the whole test suite (fails if no test runs)
+test: $(STAMP) ## check the import layers (lint-imports, pyproject.toml), then run the whole test suite, TEST_JOBS processes side by side (fails if no test runs)
 	$(BIN)/lint-imports
-	$(BIN)/python -m pytest $(PYTEST_ARGS); rc=$$?; \
+	$(BIN)/python -m pytest -n $(TEST_JOBS) --dist worksteal $(PYTEST_ARGS); rc=$$?; \
 	if [ $$rc -eq 5 ]; then echo "error: pytest collected no tests"; exit 1; fi; exit $$rc
 
 test-fast: $(STAMP) ## run the tests, skipping those marked slow

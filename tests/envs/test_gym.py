@@ -20,7 +20,9 @@ def default_data(tmp_path_factory):
     root = tmp_path_factory.mktemp("gym")
     generate_dataset(root / "data", scale="default", seed=0, log=lambda _: None)
     partner, dm = tiny_env_models(root)
-    return {"data_dir": root / "data", "partner_checkpoint": partner, "dm_checkpoint": dm, "context_length": 64}
+    settings = {"data_dir": root / "data", "partner_checkpoint": partner, "dm_checkpoint": dm, "context_length": 64}
+    gymnasium.make("lq/Quest-v0", **settings)  # the partner calibrated and the spaces encoded once, beside the models
+    return settings
 
 
 def test_check_env_passes_on_the_default_data(default_data):
@@ -144,7 +146,8 @@ def test_reset_takes_numpy_indices_and_a_failed_reset_leaves_no_episode_to_step(
 def test_with_no_arguments_it_plays_the_default_data_with_the_newest_trained_partner_and_dm(default_data, tmp_path,
                                                                                               monkeypatch):  # fmt: skip
     """As after make quickstart: data/default, and the partner and DM under outputs/quick/ whose runs finished; the
-    context length the partner was trained at (in its checkpoint); the environment the agents are evaluated in."""
+    context length the partner was trained at (in its checkpoint); the calibration and candidates kept beside them
+    read, not written again: the environment the agents are evaluated in."""
     import shutil
 
     import torch
@@ -152,22 +155,29 @@ def test_with_no_arguments_it_plays_the_default_data_with_the_newest_trained_par
     monkeypatch.chdir(tmp_path)
     (tmp_path / "data").mkdir()
     (tmp_path / "data" / "default").symlink_to(default_data["data_dir"])
+    kept = {}
     for stage in ("partner", "dm"):
         saved = torch.load(default_data[f"{stage}_checkpoint"], map_location="cpu", weights_only=False)
-        saved["lq_context_length"] = 48
-        kept = tmp_path / "outputs" / "quick" / stage / "small" / "best.ckpt"
-        kept.parent.mkdir(parents=True)
-        torch.save(saved, kept)
-        mark_finished(kept)
+        saved["lq_context_length"] = 64  # the fixture's, not the environment's default (256)
+        kept[stage] = tmp_path / "outputs" / "quick" / stage / "small" / "best.ckpt"
+        kept[stage].parent.mkdir(parents=True)
+        torch.save(saved, kept[stage])
+        mark_finished(kept[stage])
+        shutil.copytree(default_data[f"{stage}_checkpoint"].parent / "candidates", kept[stage].parent / "candidates")
         stale = tmp_path / "outputs" / stage / "small" / "best.ckpt"  # an interrupted run's: not a trained model
         stale.parent.mkdir(parents=True)
-        shutil.copy(kept, stale)
+        shutil.copy(kept[stage], stale)
+    stores = sorted(p for stage in kept.values() for p in (stage.parent / "candidates").iterdir())
+    before = [(p, p.stat().st_mtime_ns) for p in stores]
     env = gymnasium.make("lq/Quest-v0")
     quest_env = env.unwrapped.env
-    assert quest_env.partner.batcher.context_length == 48 and quest_env.objects
-    calibrated = list((tmp_path / "outputs" / "quick" / "partner" / "small" / "candidates").glob("*calibration*"))
-    assert calibrated and not (tmp_path / "outputs" / "partner" / "small" / "candidates").exists()
-    check_env(env.unwrapped, skip_render_check=True)
+    assert quest_env.partner.batcher.context_length == 64 and quest_env.objects
+    after = sorted(p for stage in kept.values() for p in (stage.parent / "candidates").iterdir())
+    assert [(p, p.stat().st_mtime_ns) for p in after] == before  # read where the partner and DM are, none written
+    assert any("calibration" in p.name for p in stores) and not list((tmp_path / "outputs" / "partner" / "small").glob("c*"))
+    observation, info = env.reset(seed=0)  # Gymnasium's checker passes on this environment (the test above)
+    assert env.observation_space.contains(observation)
+    assert env.step(info["valid_actions"][0])[4]["steps"] == 1
 
 
 def test_import_lq_registers_the_environment_and_imports_nothing_heavy():

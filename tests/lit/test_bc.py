@@ -55,7 +55,7 @@ def test_behaviour_cloning_fits_the_training_demonstrations(setup_dir, tmp_path)
     batch = module.episodes["train"][:8]
     before = module.cloning_loss(batch)["loss"].item()
     module.episodes["train"] = batch  # one batch again and again: the loss must fall
-    trainer = _trainer(tmp_path, 300, limit_val_batches=1, check_val_every_n_epoch=300)
+    trainer = _trainer(tmp_path, 150, limit_val_batches=1, check_val_every_n_epoch=150)
     trainer.fit(module)
     after = module.cloning_loss(batch)
     assert after["loss"].item() < 0.2 * before, (before, after["loss"].item())

@@ -915,26 +915,23 @@ def _outcomes(setup: X.Setup, parent: str) -> dict:
 
 @pytest.mark.slow
 def test_a_table_gives_the_same_cells_whatever_the_job_count_launcher_or_plan(setup_dir, tmp_path, monkeypatch):
-    """Table 1 for the scratch encoder, one seed, four ways: the local launcher one child at a time and two side by
-    side; each job a job of submitit's local executor (real jobs, local processes); and every line ``lq experiment
-    plan`` prints, run by a shell as printed. Every figure of every child (BC and RL, sampled and greedy, the
-    baselines) is the same, to the last digit: each run sets its own threads (``threads`` param), whatever runs
-    beside it. ``lq stage rl`` (make rl) trains the same BC and RL agents."""
+    """Table 1 for the scratch encoder, one seed, four ways: the local launcher two children side by side; each job a
+    job of submitit's local executor (real jobs, local processes); every line ``lq experiment plan`` prints, run by a
+    shell as printed, one after another; and ``lq stage rl`` (make rl). Every figure of every child (BC and RL,
+    sampled and greedy, the baselines) is the same, to the last digit: each run sets its own threads (``threads``
+    param), whatever runs beside it."""
     monkeypatch.chdir(ROOT)
     experiment = X.table1(["scratch"])
-    one = _tiny_setup(setup_dir, tmp_path / "one", seeds=(0,), jobs=1)
-    parent = X.run_experiment(experiment, one, log=lambda _: None)[0]
-    expected, cells = _outcomes(one, parent), _cells(one, parent, experiment)
+    two = _tiny_setup(setup_dir, tmp_path / "two", seeds=(0,), jobs=2)
+    parent = X.run_experiment(experiment, two, log=lambda _: None)[0]
+    expected, cells = _outcomes(two, parent), _cells(two, parent, experiment)
     assert len(cells) == 5 + 7 * 3 - 2 and all(len(v) == 1 for v in cells.values())  # every cell filled
     agents = [k for k in expected if k[0].startswith(("rl-", "bc-"))]
     both = {"test/act_goal_rate", "test_greedy/act_goal_rate"}
     assert len(agents) == 2 and all(both <= set(expected[k]) for k in agents)
-    kids = X.children(MlflowClient(one.tracking_uri), parent)
+    kids = X.children(MlflowClient(two.tracking_uri), parent)
     assert {r.data.params.get("threads") for r in kids if r.data.tags["lq.stage"] != "baselines"} == {"1"}
     assert all(r.data.metrics["time/cpu_s"] > 0 for r in kids)  # what the table cost: every child, the baselines too
-
-    two = _tiny_setup(setup_dir, tmp_path / "two", one, seeds=(0,), jobs=2)  # the partner calibrated once
-    assert _outcomes(two, X.run_experiment(experiment, two, log=lambda _: None)[0]) == expected
 
     jobs = Submitit(str(tmp_path / "jobs"), {"cluster": "local", "timeout_min": 30})
     submitted = _tiny_setup(setup_dir, tmp_path / "submitit", seeds=(0,), launcher=jobs)
@@ -960,7 +957,7 @@ def test_a_table_gives_the_same_cells_whatever_the_job_count_launcher_or_plan(se
     assert (tmp_path / "plan" / "outputs" / "tables" / "table1.md").is_file()
 
     # make rl's way (lq stage rl): the BC agent it starts from, then the RL agent, as runs of lq-bc and lq-rl
-    staged = _tiny_setup(setup_dir, tmp_path / "stage", one, seeds=(0,))
+    staged = _tiny_setup(setup_dir, tmp_path / "stage", two, seeds=(0,))
     X.run_stage("rl", staged, "scratch")
     client = MlflowClient(staged.tracking_uri)
     for stage in ("bc", "rl"):
@@ -975,20 +972,22 @@ def test_a_child_killed_mid_training_is_marked_killed_and_resuming_gives_the_uni
 ):
     """kill -9 of the BC child after its first epoch (its best.ckpt written): the driver says which child, with its
     log; MLflow holds it KILLED, not RUNNING; its checkpoint does not count as done and no RL run starts; --resume
-    trains it again, then RL, and every figure equals the uninterrupted run's."""
+    trains it again, then RL, killed in turn after its first epoch; a second --resume goes on from RL's last
+    checkpoint, and every figure equals the uninterrupted run's."""
     monkeypatch.chdir(ROOT)
     experiment = X.table1(["scratch"])
 
-    def setup(name: str, flag: Path, rl_flag: Path | None = None) -> X.Setup:
+    def setup(name: str, flag: Path, rl_flag: Path) -> X.Setup:
         bc = [*TINY_TABLE["bc"], "--trainer.max_epochs=2", stop_once(flag, 9)]  # the flag there: nothing stops
-        rl = [*TINY_TABLE["rl"], "--trainer.max_epochs=2", stop_once(rl_flag or tmp_path / "never", 9)]
+        rl = [*TINY_TABLE["rl"], "--trainer.max_epochs=2", stop_once(rl_flag, 9)]
         return _tiny_setup(setup_dir, tmp_path / name, seeds=(0,), extra_args={**TINY_TABLE, "bc": bc, "rl": rl})
 
-    (tmp_path / "never").write_text("")
-    whole = setup("whole", tmp_path / "never")
+    never = tmp_path / "never"
+    never.write_text("")
+    whole = setup("whole", never, never)
     expected = _outcomes(whole, X.run_experiment(experiment, whole, log=lambda _: None)[0])
 
-    killed = setup("killed", tmp_path / "kill-once")
+    killed = setup("killed", tmp_path / "kill-bc", tmp_path / "kill-rl")
     with pytest.raises(launchers.JobFailed) as failed:
         X.run_experiment(experiment, killed, log=lambda _: None)
     [failure] = failed.value.failures
@@ -1003,18 +1002,15 @@ def test_a_child_killed_mid_training_is_marked_killed_and_resuming_gives_the_uni
     bc = Path(killed.agent_checkpoint("bc", "scratch", "act_speech", "hardcoded", 0))
     assert bc.is_file() and not finished(bc)  # its first epoch's checkpoint, not a finished agent
 
-    pid = X.run_experiment(experiment, killed, log=lambda _: None, resume=True)[0]
-    assert pid == parent.info.run_id and finished(bc)
-    assert _outcomes(killed, pid) == expected
-
-    # an RL child killed after its first epoch goes on from its last checkpoint, to the uninterrupted figures
-    stopped = setup("rl-killed", tmp_path / "never", tmp_path / "kill-rl")
+    # resumed: BC trained again to the end, then the RL child, killed after its first epoch
     with pytest.raises(launchers.JobFailed, match="rl-scratch-act_speech-hardcoded s0 was killed by SIGKILL"):
-        X.run_experiment(experiment, stopped, log=lambda _: None)
-    pid = X.run_experiment(experiment, stopped, log=lambda _: None, resume=True)[0]
-    log = (tmp_path / "rl-killed" / "outputs" / "logs" / "rl-scratch-act_speech-hardcoded_s0.log").read_text()
+        X.run_experiment(experiment, killed, log=lambda _: None, resume=True)
+    assert finished(bc)
+    pid = X.run_experiment(experiment, killed, log=lambda _: None, resume=True)[0]
+    assert pid == parent.info.run_id
+    log = (tmp_path / "killed" / "outputs" / "logs" / "rl-scratch-act_speech-hardcoded_s0.log").read_text()
     assert "Restoring states from the checkpoint path at " in log  # Lightning's: it went on, not from the start
-    assert _outcomes(stopped, pid) == expected
+    assert _outcomes(killed, pid) == expected
 
 
 @pytest.mark.slow
