@@ -23,9 +23,9 @@ from lq.experiments.reporting import (
     budget_png,
     children,
     cpu_seconds,
+    evaluated_line,
     experiment_for,
     latest_parent,
-    protocol_line,
     render,
     table_values,
 )
@@ -201,14 +201,14 @@ def section(client, experiment: Experiment, parent_id: str, images: Path | None 
         cost_line(client, parent_id),
         "",
     ]
-    protocol = protocol_line(tags.get("lq.protocol"))
+    evaluated = evaluated_line(experiment, tags.get("lq.protocol"))
     if images is not None:
         name = f"{experiment.name}-{tags.get('lq.profile', '?')}-{tags.get('lq.protocol', '?')}.png"
         images.mkdir(parents=True, exist_ok=True)
         if budget_png(experiment, values, images / name):
             lines += [f"![{experiment.title}]({images.name}/{name})", ""]
     for table in experiment.tables:
-        md, _ = render(table, values[table.name], protocol)
+        md, _ = render(table, values[table.name], evaluated)
         lines += [md.rstrip("\n"), ""]
     if experiment.name in ONE_AT_A_TIME:
         lines += departure_matrix(experiment, values[experiment.name])

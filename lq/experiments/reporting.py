@@ -147,10 +147,10 @@ def cell_metrics(table: Table, values: dict[tuple[str, str], list[float]]) -> di
     return out
 
 
-def render(table: Table, values: dict[tuple[str, str], list[float]], protocol: str = "") -> tuple[str, str]:
+def render(table: Table, values: dict[tuple[str, str], list[float]], evaluated: str = "") -> tuple[str, str]:
     """Markdown (mean ± std, and the number of seeds; one seed's figure alone) and CSV of a table; a cell without runs
-    reads "n/a", a column that does not apply to a row (the ceiling's speech goals) "—". ``protocol``: the line under
-    the title that says how the agents were evaluated."""
+    reads "n/a", a column that does not apply to a row (the ceiling's speech goals) "—". ``evaluated``: the line under
+    the title that says how the table's runs were evaluated (:func:`evaluated_line`)."""
     columns = list(dict.fromkeys(c for _, cells in table.rows for c in cells))
     md_rows, csv = [], ["row," + ",".join(f'"{c} mean","{c} std"' for c in columns) + ",seeds"]
     for row, cells in table.rows:
@@ -172,7 +172,7 @@ def render(table: Table, values: dict[tuple[str, str], list[float]], protocol: s
         n = min(s for s in seeds) if seeds else 0
         md_rows.append([row, *shown, str(n)])
         csv.append(f'"{row}",' + ",".join(numbers) + f",{n}")
-    head = [f"**{table.title}** (mean ± std over seeds)", *([f"Evaluated under {protocol}."] if protocol else [])]
+    head = [f"**{table.title}** (mean ± std over seeds)", *([evaluated] if evaluated else [])]
     md = [*head, "", *markdown_table(["", *columns, "seeds"], md_rows)]
     return "\n".join(md) + "\n", "\n".join(csv) + "\n"
 
@@ -222,13 +222,13 @@ def build_tables(
 
     client = _client(tracking_uri)
     runs = children(client, parent_id)
-    protocol = protocol_line(client.get_run(parent_id).data.tags.get("lq.protocol"))
+    evaluated = evaluated_line(experiment, client.get_run(parent_id).data.tags.get("lq.protocol"))
     timestamp = int(time.time() * 1000)
     out, by_table = {}, {}
     with tempfile.TemporaryDirectory() as tmp:
         for table in experiment.tables:
             values = by_table[table.name] = table_values(client, runs, table)
-            md, csv = render(table, values, protocol)
+            md, csv = render(table, values, evaluated)
             metrics = cell_metrics(table, values)
             if metrics:
                 client.log_batch(parent_id, metrics=[Metric(k, v, timestamp, 0) for k, v in metrics.items()])
@@ -249,9 +249,10 @@ def build_tables(
     return out
 
 
-def protocol_line(name: str | None) -> str:
-    """What a parent run's protocol fixes, for its tables' titles (a parent from before protocols: ``restricted``)."""
-    return protocol_of(name or "restricted").describe()
+def evaluated_line(experiment: Experiment, protocol: str | None) -> str:
+    """The line under a parent's tables' titles: how its runs were evaluated, the experiment's own where it says (Tables
+    4/5: no episodes), else what the parent's protocol fixes (a parent from before protocols: ``restricted``)."""
+    return experiment.evaluated or f"Evaluated under {protocol_of(protocol or 'restricted').describe()}."
 
 
 IDENTITY = ("profile", "protocol", "objective")  # what tells parents of one experiment apart (besides seeds, encoders)

@@ -129,6 +129,7 @@ class Experiment:
     objective: str = "lq"  # RL's (conf/objective/): the parent's identity, and its tables' RL columns
     variants: Sequence[str] = ()  # its rows' variants, where it has (the deviation and candidates tables)
     validation_baselines: bool = False  # its baselines child plays the validation quests too
+    evaluated: str = ""  # the line under its tables where no protocol evaluates it (no agent plays)
     configs: list[Config] = field(init=False)
 
     def __post_init__(self) -> None:
@@ -256,7 +257,13 @@ def table45(
             for m, mtitle in MOTIVATION_TITLES.items()
         ]
         tables.append(Table(name, title, rows))
-    return Experiment("table45", "Tables 4 and 5: supervised timeline prediction", tables, encoders, "")
+    evaluated = (
+        "Evaluated as Hits@k of 100: the gold action's rank among 100 candidates, on the test quests' timelines; one "
+        "encoder trained per seed, the motivations switched in its context."
+    )
+    return Experiment(
+        "table45", "Tables 4 and 5: supervised timeline prediction", tables, encoders, "", evaluated=evaluated
+    )
 
 
 VALIDATION_GOALS = tuple((f"Val {title.lower()}", metric.replace("test/", "val/")) for title, metric in GOALS)

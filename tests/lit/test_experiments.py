@@ -756,6 +756,11 @@ def test_the_paper_tables_have_their_configurations():
     assert {c.switch for c in X.table7().configs} == {"ratio", "hardcoded"}
     t45 = X.table45()
     assert [t.name for t in t45.tables] == ["table4", "table5"] and len(t45.configs) == 4
+    # no agent plays Tables 4/5: the line under their titles says Hits@k, not an episode protocol
+    from lq.experiments.reporting import evaluated_line
+
+    assert evaluated_line(t45, "paper").startswith("Evaluated as Hits@k of 100") and "episodes" not in t45.evaluated
+    assert evaluated_line(X.table1(), "paper").startswith("Evaluated under protocol paper: choice among the whole")
     env_model = X.stage_args(X.Config("partner", "small"), X.Setup(data_dir="d"), 0)
     assert env_model[:2] == ["partner", "fit"] and "--data.data_dir" in env_model and "--model.ability" not in env_model
     assert C("profile", "tiny", "env.yaml") in env_model and C("encoder", "small.yaml") in env_model
