@@ -184,7 +184,8 @@ def section(client, experiment: Experiment, parent_id: str, images: Path | None 
     run = client.get_run(parent_id)
     tags, params = run.data.tags, run.data.params
     runs = children(client, parent_id)
-    values = {table.name: table_values(client, runs, table) for table in experiment.tables}
+    unfinished = [r for r in children(client, parent_id, finished=False) if r.info.status != "FINISHED"]
+    values = {table.name: table_values(client, runs, table, unfinished) for table in experiment.tables}
     day = time.strftime("%Y-%m-%d", time.gmtime(run.info.start_time / 1000))
     objective = tags.get("lq.objective", "lq")
     # the heading names the objective once (Tables 2 and 7 name it in their titles already)

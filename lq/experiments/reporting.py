@@ -73,19 +73,35 @@ def cpu_seconds(client, run) -> float | None:
     return max(m.value for m in client.get_metric_history(run.info.run_id, "time/cpu_s"))
 
 
-def cell_values(client, runs: Sequence, cell: Cell) -> list[float]:
+def cell_values(client, runs: Sequence, cell: Cell, earlier: Sequence = ()) -> list[float]:
     """The cell's metric in each seed's child run (a metric logged several times, e.g. one zero-shot evaluation
-    per evaluation seed, counts as its mean)."""
-    values = [
-        metric_mean(client, run, cell.metric) for run in runs if run.data.tags.get("lq.config") == cell.config.key
-    ]
-    return [v for v in values if v is not None]
+    per evaluation seed, counts as its mean). A budget's evaluation (``budget/N/...``) that a finished run lacks is
+    read from the ``earlier`` runs of its configuration and seed, newest first: a run killed on its way (a session's
+    end) and resumed from its last checkpoint is a new MLflow run, and the budgets it passed before are in the old."""
+    values = []
+    for run in runs:
+        if run.data.tags.get("lq.config") != cell.config.key:
+            continue
+        value = metric_mean(client, run, cell.metric)
+        if value is None and cell.metric.startswith("budget/"):
+            same = (cell.config.key, run.data.tags.get("lq.seed"))
+            before = [r for r in earlier if (r.data.tags.get("lq.config"), r.data.tags.get("lq.seed")) == same]
+            for other in sorted(before, key=lambda r: r.info.start_time, reverse=True):
+                value = metric_mean(client, other, cell.metric)
+                if value is not None:
+                    break
+        if value is not None:
+            values.append(value)
+    return values
 
 
-def table_values(client, runs: Sequence, table: Table) -> dict[tuple[str, str], list[float]]:
-    """Each cell of ``table`` (by row and column title): its metric in each seed's child among ``runs``."""
+def table_values(client, runs: Sequence, table: Table, earlier: Sequence = ()) -> dict[tuple[str, str], list[float]]:
+    """Each cell of ``table`` (by row and column title): its metric in each seed's child among ``runs`` (the
+    finished ones), a budget's from the ``earlier`` runs of its seed where it is not there (:func:`cell_values`)."""
     return {
-        (row, column): cell_values(client, runs, cell) for row, cells in table.rows for column, cell in cells.items()
+        (row, column): cell_values(client, runs, cell, earlier)
+        for row, cells in table.rows
+        for column, cell in cells.items()
     }
 
 
@@ -222,12 +238,13 @@ def build_tables(
 
     client = _client(tracking_uri)
     runs = children(client, parent_id)
+    unfinished = [r for r in children(client, parent_id, finished=False) if r.info.status != "FINISHED"]
     evaluated = evaluated_line(experiment, client.get_run(parent_id).data.tags.get("lq.protocol"))
     timestamp = int(time.time() * 1000)
     out, by_table = {}, {}
     with tempfile.TemporaryDirectory() as tmp:
         for table in experiment.tables:
-            values = by_table[table.name] = table_values(client, runs, table)
+            values = by_table[table.name] = table_values(client, runs, table, unfinished)
             md, csv = render(table, values, evaluated)
             metrics = cell_metrics(table, values)
             if metrics:

@@ -1577,6 +1577,20 @@ def test_the_budget_experiment_trains_one_run_per_objective_and_seed_and_draws_i
                     for b in (b for b in X.specs.BUDGETS if b <= last):
                         client.log_metric(child, f"budget/{b}/{split}/act_and_speech_goal_rate", b / 2e6 + seed / 100)
             client.set_terminated(child, "FINISHED")
+    # a run killed past 100k (a session's end) and resumed from its last checkpoint is two MLflow runs: the killed one
+    # holds the budgets it reached, the resumed one those after; the table reads each budget where it was logged
+    resumed = X.Config("rl", "scratch", variant="budget_lq").key
+    [whole] = [
+        r for r in X.children(client, pid) if (r.data.tags["lq.config"], r.data.tags["lq.seed"]) == (resumed, "0")
+    ]
+    client.delete_run(whole.info.run_id)
+    tags = {"mlflow.parentRunId": pid, "lq.config": resumed, "lq.seed": "0"}
+    for status, budgets in (("KILLED", X.specs.BUDGETS[:2]), ("FINISHED", X.specs.BUDGETS[2:3])):
+        child = client.create_run(exp_id, tags=tags).info.run_id
+        for b in budgets:
+            for split in ("val", "test"):
+                client.log_metric(child, f"budget/{b}/{split}/act_and_speech_goal_rate", b / 2e6)
+        client.set_terminated(child, status)
     client.set_terminated(pid, "FINISHED")
     page = tmp_path / "docs" / "current.md"
     argv = ["experiment", "report", "--tracking-uri", uri, "--page", str(page)]
@@ -1590,6 +1604,8 @@ def test_the_budget_experiment_trains_one_run_per_objective_and_seed_and_draws_i
     assert "0.500" in row  # seed 0 alone
     row = next(line for line in text.splitlines() if line.startswith("| RL (lq objective), 320k interactions |"))
     assert "0.170 ± 0.008" in row  # 0.16, 0.17, 0.18
+    row = next(line for line in text.splitlines() if line.startswith("| RL (lq objective), 32k interactions |"))
+    assert "| 0.026 ± 0.008 |" in row  # 0.016, 0.026, 0.036: seed 0's from its killed run
     assert "| Word overlap (whole spaces) |" in text
 
 
