@@ -1,5 +1,5 @@
-"""Evaluation, in one package: playing zero-shot episodes (:mod:`lq.eval.play`: :func:`evaluate`, both decodings in
-one environment with :func:`decodings`), the baselines' runner (:mod:`lq.eval.baselines`) and reports
+"""Evaluation, in one package: playing zero-shot episodes (:mod:`lq.eval.episodes`: :func:`evaluate`, both decodings
+in one environment with :func:`decodings`), the baselines' runner (:mod:`lq.eval.baselines`) and reports
 (:mod:`lq.eval.reports`: tables, transcripts as HTML, learning curves).
 
 Below the Lightning stages (:mod:`lq.lit` calls it with an agent's environment and actor), above the environment and
@@ -7,7 +7,7 @@ the actor it plays.
 """
 
 from lq.eval.baselines import TITLES, baseline_results
-from lq.eval.play import LOST, EvalResult, decodings, evaluate
+from lq.eval.episodes import LOST, EvalResult, decodings, evaluate
 from lq.eval.reports import (
     COLUMNS,
     CURVES,

@@ -7,7 +7,7 @@ from __future__ import annotations
 from collections.abc import Callable, Sequence
 
 from lq.envs.quest_env import QuestEnv
-from lq.eval.play import EvalResult, evaluate
+from lq.eval.episodes import EvalResult, evaluate
 from lq.rl.acting import Actor
 from lq.rl.baselines import BASELINES, CEILING, REPLAY, REPLAY_WITH_PARTNER, ceiling, replay_demonstrations
 

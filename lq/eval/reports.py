@@ -8,7 +8,7 @@ import statistics
 from collections.abc import Sequence
 
 from lq.envs.episode import PLAYERS, goal_line, outcome_line
-from lq.eval.play import LOST, EvalResult
+from lq.eval.episodes import LOST, EvalResult
 
 HTML_STYLE = """
 body { font-family: Georgia, serif; max-width: 52em; margin: 2em auto; color: #222; background: #fdfbf6; }
