@@ -510,14 +510,8 @@ def _count(text: str) -> int:
     return int(text)
 
 
-def build_parser() -> argparse.ArgumentParser:
-    parser = argparse.ArgumentParser(prog="lq", description=__doc__.splitlines()[0])
-    sub = parser.add_subparsers(dest="command", required=True, metavar="COMMAND")
-    sub.add_parser("partner", help="train the partner agent's poly-encoder (LightningCLI)", add_help=False)
-    sub.add_parser("dm", help="train the Dungeon Master's poly-encoder (LightningCLI)", add_help=False)
-    sub.add_parser("bc", help="behaviour cloning of the switch agent on demonstrations (LightningCLI)", add_help=False)
-    sub.add_parser("rl", help="train the switch A2C agent in QuestEnv (LightningCLI)", add_help=False)
-
+def _eval_parser(sub) -> None:
+    """``lq eval``: trained agents evaluated zero-shot side by side."""
     ev = sub.add_parser("eval", help="zero-shot evaluation of trained agents, side by side (mean and std over seeds)")
     ev.add_argument(
         "checkpoints", type=Path, nargs="+", help="BC or RL agent checkpoints or bundles (lq export; one per seed)"
@@ -553,6 +547,10 @@ def build_parser() -> argparse.ArgumentParser:
     ev.add_argument("--out", type=Path, help="also write the table here (.md; a .csv beside it)")
     _add_places(ev)
     ev.set_defaults(func=_cmd_eval)
+
+
+def _gradients_parser(sub) -> None:
+    """``lq gradients``: where an RL agent's update goes."""
     gr = sub.add_parser(
         "gradients", help="where an RL agent's update goes: each term's gradient norm and its share of the total's"
     )
@@ -565,6 +563,10 @@ def build_parser() -> argparse.ArgumentParser:
         "candidates and steps, raw advantages) at these weights and sizes, not the run's own",
     )
     gr.set_defaults(func=_cmd_gradients)
+
+
+def _export_parser(sub) -> None:
+    """``lq export``: a trained agent as a bundle."""
     ex = sub.add_parser(
         "export", help="a trained agent as a self-contained bundle (weights, data, partner, DM, model card)"
     )
@@ -578,6 +580,10 @@ def build_parser() -> argparse.ArgumentParser:
     ex.add_argument("--tracking-uri", default="sqlite:///mlflow.db", help="the MLflow store of --log-model's run")
     _add_places(ex)
     ex.set_defaults(func=_cmd_export)
+
+
+def _experiment_parser(sub) -> None:
+    """``lq experiment``: the paper's tables as MLflow parent and child runs."""
     xp = sub.add_parser("experiment", help="the paper's tables: train as MLflow parent/child runs, or rebuild tables")
     xp.add_argument(
         "action",
@@ -657,11 +663,14 @@ def build_parser() -> argparse.ArgumentParser:
     xp.add_argument("--switch", default="hardcoded", help="baselines, spaces, calibrate: the agent's switch")
     xp.set_defaults(func=_cmd_experiment)
 
+
+def _stage_parser(sub) -> None:
+    """``lq stage``: one stage and what it needs first (the make targets)."""
     st = sub.add_parser(
         "stage",
         help="one stage as the resolver configures it: what it needs first, then one run per seed (the make targets)",
     )
-    st.add_argument("stage", choices=["pretrain", "partner", "dm", "bc", "rl"])
+    st.add_argument("stage", choices=TRAINING_STAGES)
     st.add_argument("--encoder", help="conf/encoder/ENCODER.yaml (default general_light; partner, dm: the profile's)")
     st.add_argument("--profile", default="tiny", help="the folder conf/profile/PROFILE/ (tiny, paper, quick, ...)")
     st.add_argument("--protocol", default="paper", help="conf/protocol/PROTOCOL.yaml (agents: paper or restricted)")
@@ -683,12 +692,10 @@ def build_parser() -> argparse.ArgumentParser:
     st.add_argument("--print", action="store_true", help="print the stage's command lines and run nothing")
     _launcher_arguments(st)
     st.set_defaults(func=_cmd_stage)
-    sub.add_parser(
-        "pretrain",
-        help="multi-task poly-encoder pretraining (LightningCLI: lq pretrain fit --config ...)",
-        add_help=False,
-    )
 
+
+def _data_parser(sub) -> None:
+    """``lq data``: download, generate and inspect datasets."""
     data = sub.add_parser("data", help="download, generate and inspect datasets")
     data_sub = data.add_subparsers(dest="data_command", required=True, metavar="SUBCOMMAND")
 
@@ -770,6 +777,9 @@ def build_parser() -> argparse.ArgumentParser:
     af.add_argument("worlds", type=Path, help="folder of LIGHT world graphs (e.g. ../shared/data/light_worlds)")
     af.set_defaults(func=_cmd_data_affordances)
 
+
+def _play_parser(sub) -> None:
+    """``lq play``: a person plays a world, a quest, or beside a trained agent."""
     pl = sub.add_parser(
         "play", help="play a LIGHT world or quest in the terminal, alone or against a trained agent (--agent)"
     )
@@ -802,6 +812,27 @@ def build_parser() -> argparse.ArgumentParser:
     pl.add_argument("--goal", help='an act goal to check, e.g. "get golden dragon egg"')
     pl.add_argument("--partner", metavar="CHARACTER", help="the partner, for partner act completion")
     pl.set_defaults(func=_cmd_play)
+
+
+def build_parser() -> argparse.ArgumentParser:
+    parser = argparse.ArgumentParser(prog="lq", description=__doc__.splitlines()[0])
+    sub = parser.add_subparsers(dest="command", required=True, metavar="COMMAND")
+    sub.add_parser("partner", help="train the partner agent's poly-encoder (LightningCLI)", add_help=False)
+    sub.add_parser("dm", help="train the Dungeon Master's poly-encoder (LightningCLI)", add_help=False)
+    sub.add_parser("bc", help="behaviour cloning of the switch agent on demonstrations (LightningCLI)", add_help=False)
+    sub.add_parser("rl", help="train the switch A2C agent in QuestEnv (LightningCLI)", add_help=False)
+    _eval_parser(sub)
+    _gradients_parser(sub)
+    _export_parser(sub)
+    _experiment_parser(sub)
+    _stage_parser(sub)
+    sub.add_parser(
+        "pretrain",
+        help="multi-task poly-encoder pretraining (LightningCLI: lq pretrain fit --config ...)",
+        add_help=False,
+    )
+    _data_parser(sub)
+    _play_parser(sub)
     return parser
 
 
