@@ -142,6 +142,8 @@ UNMEASURED_TRENDS = (
     "ATOMIC-LIGHT above ATOMIC without domain adaptation (the paper: about 4 points): not measured, lq pretrains on "
     "ATOMIC-LIGHT only",
     "more training quests help, Scratch most (Figures 13 and 14): not measured, lq's table trains on one quest count",
+    "Scratch best on the easiest action only (the fourth trend's first half): not measured, lq's table has no Scratch "
+    "row (Scratch is the agent's own encoder, not pretrained)",
 )
 
 
