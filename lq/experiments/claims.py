@@ -185,8 +185,9 @@ def section(client, experiment: Experiment, parent_id: str, images: Path | None 
     marked."""
     run = client.get_run(parent_id)
     tags, params = run.data.tags, run.data.params
-    runs = children(client, parent_id)
-    unfinished = [r for r in children(client, parent_id, finished=False) if r.info.status != "FINISHED"]
+    every = children(client, parent_id, finished=False)  # one search: the finished children, and the rest
+    runs = [r for r in every if r.info.status == "FINISHED"]
+    unfinished = [r for r in every if r.info.status != "FINISHED"]
     values = {table.name: table_values(client, runs, table, unfinished) for table in experiment.tables}
     day = time.strftime("%Y-%m-%d", time.gmtime(run.info.start_time / 1000))
     objective = tags.get("lq.objective", "lq")

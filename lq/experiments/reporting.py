@@ -237,8 +237,9 @@ def build_tables(
     from mlflow.entities import Metric
 
     client = _client(tracking_uri)
-    runs = children(client, parent_id)
-    unfinished = [r for r in children(client, parent_id, finished=False) if r.info.status != "FINISHED"]
+    every = children(client, parent_id, finished=False)  # one search: the finished children, and the rest
+    runs = [r for r in every if r.info.status == "FINISHED"]
+    unfinished = [r for r in every if r.info.status != "FINISHED"]
     evaluated = evaluated_line(experiment, client.get_run(parent_id).data.tags.get("lq.protocol"))
     timestamp = int(time.time() * 1000)
     out, by_table = {}, {}
