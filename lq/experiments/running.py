@@ -14,6 +14,7 @@ from pathlib import Path
 
 from lq.data.dataset import dataset_id
 from lq.data.outputs import finished
+from lq.eval import agent_baselines
 from lq.experiments.launchers import JobFailed, shown
 from lq.experiments.parents import end_dead_runs, log_best_model, open_parent, parents_to_resume, peek_parent
 from lq.experiments.reporting import _client, _print, build_tables, children, experiment_id
@@ -468,8 +469,6 @@ def run_baselines(client, experiment: str, run: Run, pid: str, validation: bool 
     a switch and a seed): its RL agent module (:attr:`Run.module`: its environment, switch, spaces and evaluation),
     each rule in place of the agent (``baselines/<rule>/<goal>_rate``; with ``validation``, on the validation quests
     too: ``baselines_val/...``); returns its run id."""
-    from lq.lit.checkpoints import agent_baselines
-
     seed, started = run.seed, time.process_time()
     module = prep_module(run)
     config = Config("baselines", "", run.ability, run.switch)

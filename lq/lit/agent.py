@@ -1,8 +1,8 @@
-"""What behaviour cloning and RL share: the switch agent, its actor, and the zero-shot evaluation.
+"""What behaviour cloning and RL share: the switch agent, its actor and its evaluation environment.
 
 :class:`AgentModule` builds the agent over the dataset's action and utterance spaces (every action and
-utterance of the demonstrations), on a frozen pretrained encoder or from scratch, and evaluates it
-in the test quests with the same code for both stages. :mod:`lq.lit.checkpoints` reopens either stage's
+utterance of the demonstrations), on a frozen pretrained encoder or from scratch; it is evaluated zero-shot by
+:mod:`lq.eval.agents`, with the same code for both stages. :mod:`lq.lit.checkpoints` reopens either stage's
 checkpoints (``lq eval``).
 """
 
@@ -25,7 +25,7 @@ from lq.envs.models import load_poly_encoder
 from lq.envs.protocol import Protocol
 from lq.envs.replay import demonstration_turns
 from lq.envs.spec import EnvSpec, nested
-from lq.eval import EvalResult, decodings, evaluate
+from lq.eval import EvalResult, evaluate_agent
 from lq.lit.places import recorded_places
 from lq.models.agent import AgentConfig, SwitchAgent
 from lq.models.encoder import EncoderConfig, EncoderSpec, Vocabulary, encoder_tokenizer
@@ -260,32 +260,10 @@ class AgentModule(L.LightningModule):
             split, h.eval_batch_size, seed, self.device, max_steps=h.eval_max_steps, auto_reset=False
         )
 
-    def evaluate(
-        self,
-        split: str = "test",
-        seed: int = 0,
-        policy: str | None = None,
-        restrict: bool | None = None,
-        greedy: bool | None = None,
-        env=None,
-    ) -> EvalResult:
-        """Zero-shot: one episode per quest of ``split``, greedy or sampled at temperature 1 (None: the protocol's
-        decoding); ``policy``: a baseline rule instead of the agent; ``restrict`` overrides the protocol's choice
-        among valid candidates; ``env``: an :meth:`eval_env` of ``split`` to play in (several evaluations share one:
-        it keeps nothing between them that the play reads)."""
-        greedy = self.protocol.greedy if greedy is None else greedy
-        env = env if env is not None else self.eval_env(split, seed)
-        return evaluate(env, self.make_actor(policy=policy, restrict=restrict), seed=seed, greedy=greedy)
-
-    def zero_shot(self, seed: int = 0) -> dict[str, EvalResult]:
-        """The zero-shot evaluation every agent run reports, by metric prefix: ``val``, the validation quests under the
-        protocol's decoding (what defaults are chosen by); ``test``, the test quests under it (what is reported); and
-        ``test_greedy`` or ``test_sampled``, the test quests under the other decoding, beside it."""
-        protocol = self.protocol
-        other = "sampled" if protocol.greedy else "greedy"
-        validation = self.evaluate("valid", seed=seed)
-        played = decodings(self.eval_env("test", seed), self.make_actor(), seed, (protocol.decoding, other))
-        return {"val": validation, "test": played[protocol.decoding], f"test_{other}": played[other]}
+    def evaluate(self, split: str = "test", seed: int = 0, **options) -> EvalResult:
+        """Zero-shot on the quests of ``split``: :func:`lq.eval.agents.evaluate_agent` of this agent (``options``:
+        ``policy``, ``restrict``, ``greedy``, ``env``)."""
+        return evaluate_agent(self, split, seed, **options)
 
     def cloning_episodes(self, instances) -> list[Episode]:
         """The supervised episodes: each demonstration's self turns that fall in the agent's spaces."""

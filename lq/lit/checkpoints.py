@@ -13,9 +13,8 @@ from pathlib import Path
 import torch
 
 from lq.data.dataset import dataset_id
-from lq.envs.quest_env import QuestEnv
 from lq.envs.spec import nested, overridden
-from lq.eval import CURVES, TITLES, EvalResult, baseline_results, decodings, plot_curves, run_series
+from lq.eval import CURVES, EvalResult, compare_agents, plot_curves, run_series
 from lq.lit.agent import VOCABULARY, AgentModule, read_checkpoint
 from lq.lit.bundles import built_module, export_bundle, is_bundle, load_bundle
 from lq.lit.places import located, overridden_places
@@ -76,28 +75,6 @@ def agent_label(stage: str, h) -> str:
     return f"{name} {h['encoder']['name']} {h['ability']} {h['switch']}"
 
 
-def agent_baselines(
-    module: AgentModule, split: str = "test", seeds: Sequence[int] = (0,), quests: int | None = None
-) -> dict[str, list]:
-    """The baselines through ``module``'s actor and environment (:func:`lq.eval.baselines.baseline_results`: its
-    protocol, switch, ability and spaces; one environment for every rule and seed), on the first ``quests`` quests of
-    ``split`` (None: all)."""
-    env = first_quests(module.eval_env(split), quests, split)
-    return baseline_results(env, module.make_actor, module.protocol.greedy, seeds)
-
-
-def first_quests(env: QuestEnv, quests: int | None, split: str) -> QuestEnv:
-    """``env`` playing only the first ``quests`` of its quests (``lq eval --quests N``: a quick look; None: all)."""
-    if quests is None:
-        return env
-    ids = list(dict.fromkeys(inst.quest.quest_id for inst in env.instances))
-    if not (isinstance(quests, int) and 0 < quests <= len(ids)):
-        raise ValueError(f"--quests {quests}: the {split} split has {len(ids)} quests; give 1 to {len(ids)}, or leave "
-                         "it out for all of them")  # fmt: skip
-    env.only(ids[:quests], f"a {split} quest")
-    return env
-
-
 def evaluate_checkpoints(
     checkpoints: Sequence[str | Path],
     baseline_runs: int = 0,
@@ -109,34 +86,13 @@ def evaluate_checkpoints(
     quests: int | None = None,
     **overrides,
 ) -> list[tuple[str, list[EvalResult]]]:
-    """Zero-shot results of trained agents, grouped by configuration (one checkpoint per seed), greedy and (with
-    ``sampled``) sampled at ``temperature`` (1: the agent's own distribution, what the protocols sample; another is
-    a diagnostic of how sharp the agent is); then the baselines through the same actor and environment over
-    ``baseline_runs`` seeds (the first agent's switch, ability and spaces), and the ceiling. ``seed``: the
-    evaluation's (the environment's and the sampling's), whatever seed trained the agent: 0, as the evaluation each
-    agent run makes after fitting (its ``--eval_seeds``' first), so that an agent scores here what its run logged.
-    ``quests``: play only the first that many quests of ``split``, agents and baselines alike (None: all)."""
-    if temperature <= 0:
-        raise ValueError(f"--temperature {temperature}: sample at a temperature above 0 (greedy is the argmax)")
-    at = f" at temperature {temperature:g}" if temperature != 1 else ""
-    rows: dict[str, list[EvalResult]] = {}
-    first = None
-    for path in checkpoints:
-        module = load_agent(path, **overrides)
-        first = first or module
-        env = first_quests(module.eval_env(split, seed), quests, split)
-        order = ("greedy", "sampled") if sampled else ("greedy",)
-        actor = module.make_actor(temperature)
-        for decoding, result in decodings(env, actor, seed, order).items():
-            decoding += at if decoding == "sampled" else ""
-            log(
-                f"{path} ({decoding}): act goals {result.act_goal_rate:.3f}, speech goals {result.speech_goal_rate:.3f}"
-            )
-            rows.setdefault(f"{agent_name(module)} ({decoding})", []).append(result)
-    if baseline_runs and first is not None:
-        for key, results in agent_baselines(first, split, range(baseline_runs), quests).items():
-            rows[TITLES[key]] = results
-    return list(rows.items())
+    """Trained agents' checkpoints or bundles, one per seed of a configuration, evaluated zero-shot side by side with
+    the baselines over ``baseline_runs`` seeds (:func:`lq.eval.agents.compare_agents`, which says what the other
+    arguments do), each loaded when its turn comes (:func:`load_agent`: ``overrides`` replace hyperparameters, e.g.
+    ``eval_max_steps``)."""
+    agents = ((str(path), agent_name(module), module) for path in checkpoints
+              for module in [load_agent(path, **overrides)])  # fmt: skip
+    return compare_agents(agents, baseline_runs, split, log, sampled, temperature, seed, quests)
 
 
 def training_curves(checkpoints: Sequence[str | Path], path: str | Path) -> bool:

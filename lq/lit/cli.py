@@ -568,7 +568,7 @@ class AgentCLI(StageCLI):
         quests (``val/...``: the protocol's decoding; what defaults are chosen by) and on the test quests (``test/...``,
         and ``test_greedy/...`` or ``test_sampled/...``: the other decoding beside it: what is reported), and the test
         transcripts; returns the rates' means over the evaluation seeds."""
-        from lq.eval import transcripts_html
+        from lq.eval import transcripts_html, zero_shot, zero_shot_lines
 
         config = self.stage_config
         callback = self.trainer.checkpoint_callback
@@ -582,19 +582,10 @@ class AgentCLI(StageCLI):
                     path = str(Path(callback.best_model_path).resolve())
                     logger.experiment.set_tag(logger.run_id, "lq.checkpoint", path)
         rates: list[dict[str, float]] = []
-        protocol = module.protocol
-        other = "sampled" if protocol.greedy else "greedy"
         for seed in range(config.eval_seeds):
-            played = module.zero_shot(seed)
-            validation, result, beside = played["val"], played["test"], played[f"test_{other}"]
-            shown = (("validation", protocol.decoding, validation), ("test", protocol.decoding, result),
-                     ("test", other, beside))  # fmt: skip
-            for split, decoding, r in shown:
-                print(
-                    f"zero-shot {split} (seed {seed}, {protocol.name} protocol, {decoding}): act goals "
-                    f"{r.act_goal_rate:.3f}, speech goals {r.speech_goal_rate:.3f}, both {r.act_and_speech_rate:.3f}, "
-                    f"by the partner {r.partner_act_goal_rate:.3f}"
-                )
+            played = zero_shot(module, seed)
+            result = played["test"]
+            print("\n".join(zero_shot_lines(played, module.protocol, seed)))
             rates.append(result.metrics("test/"))
             for logger in self.trainer.loggers:
                 if isinstance(logger, MLFlowLogger):

@@ -19,6 +19,7 @@ from torch.utils.data import DataLoader
 from lq.data.outputs import DONE, finished
 from lq.data.dataset import load_dataset
 from lq.envs.episode import instances_from_data
+from lq.eval import zero_shot
 from lq.lit.agent import VOCABULARY, AgentModule, read_checkpoint, start_differences
 from lq.rl.a2c import RolloutState, a2c_losses, collect
 from lq.rl.curves import StartedEpisodes
@@ -209,14 +210,14 @@ class RLModule(AgentModule):
 
     def evaluate_budget(self, budget: int) -> None:
         """The agent's weights at ``budget`` interactions, kept (``budget-N.ckpt`` beside the run's checkpoints) and
-        evaluated zero-shot as every agent run is after fitting (:meth:`AgentModule.zero_shot`, evaluation seed 0),
+        evaluated zero-shot as every agent run is after fitting (:func:`lq.eval.agents.zero_shot`, evaluation seed 0),
         logged as ``budget/N/val/...``, ``budget/N/test/...`` and the other decoding. The random state the rollouts
         sample with is put back after, so that training goes on as it would have without the evaluation."""
         rng = torch.get_rng_state()
         callback = self.trainer.checkpoint_callback
         if callback is not None and callback.dirpath and self.trainer.is_global_zero:
             self.trainer.save_checkpoint(Path(callback.dirpath) / f"budget-{budget}.ckpt")
-        played = self.zero_shot(0) if self.trainer.is_global_zero else {}
+        played = zero_shot(self, 0) if self.trainer.is_global_zero else {}
         torch.set_rng_state(rng)
         self.budgets_done.append(budget)
         metrics = {k: v for name, r in played.items() for k, v in r.metrics(f"budget/{budget}/{name}/").items()}

@@ -6,6 +6,7 @@ import pytest
 import torch
 from lightning.pytorch.callbacks import ModelCheckpoint
 
+from lq.eval import zero_shot
 from lq.lit.agent import SAME_AGENT
 from lq.lit.checkpoints import agent_name
 from lq.lit.rl import RLModule
@@ -383,7 +384,7 @@ def test_a_budget_run_is_evaluated_at_each_budget_and_stops_at_the_last(setup_di
     assert [s for s, _ in evaluated] == [2, 4]
     assert {k.split("/")[2] for k in evaluated[0][1]} == {"val", "test", "test_greedy"}
     # the last budget's figures are the zero-shot evaluation of the weights the run ended with
-    for split, result in module.zero_shot(0).items():
+    for split, result in zero_shot(module, 0).items():
         for name, value in result.metrics(f"budget/48/{split}/").items():
             assert evaluated[1][1].get(name, value) == value, name  # NaN rates are not logged
     assert (tmp_path / "budget" / "budget-24.ckpt").is_file() and (tmp_path / "budget" / "budget-48.ckpt").is_file()
