@@ -26,10 +26,8 @@ from lq.stages import Resolver, Run, kind_of
 
 def run_of(config: Config, setup: Setup, seed: int, out_dir: str | None = None) -> Run:
     """The :class:`Run` of ``config`` with ``seed`` under the setup: a stage's logs to the setup's store and takes the
-    setup's extra arguments for it; a deviation-table row has its own folder, objective or arguments; the baselines'
-    module takes the RL stage's extra arguments (:func:`prep`)."""
-    if config.stage == "baselines":
-        return prep("baselines", setup, ability=config.ability, switch=config.switch, seed=seed)
+    setup's extra arguments for it (:func:`with_extras`: the baselines' module the RL stage's); a deviation-table
+    row has its own folder, objective or arguments."""
     resolver = setup
     if config.variant:  # a row of the deviation table: its own folder, its objective or its arguments
         out_dir = out_dir or f"{setup.stage_dir(config.stage)}/{config.variant}"
@@ -154,19 +152,21 @@ def _preparation(runs: Sequence[Run], setup: Setup) -> list[Wave]:
     return waves_of(layered(needed), lambda run: _prep_step(run, setup), setup.jobs)
 
 
-def _prep_step(run: Run, setup: Setup) -> Step:
-    """The step of a run that the configurations need (with the setup's arguments for it): done when its output is
-    there (:attr:`lq.stages.Run.done_as`, asked when its wave runs: the models a keyed file is named by exist by
-    then); an agent others need, an RL agent's BC start, only where it was trained as that RL agent would be."""
+def _prep_step(run: Run, setup: Setup, label: str = "") -> Step:
+    """The step of a run that the configurations need (with the setup's arguments for it; ``label``: its name where
+    not its kind's): done when its output is there (:attr:`lq.stages.Run.done_as`, asked when its wave runs: the models
+    a keyed file is named by exist by then); a BC agent (an RL agent's start, or one ``compare`` puts beside it) only
+    where it was trained as that RL agent would be."""
     run.kind.check(run)
     run = with_extras(run, setup)
     if run.kind.agent:
-        return Step(run.label, run.args, _bc_start(run, setup))
-    return Step(run.label, run.kind.prep_args(run), check=lambda: run.done_as)
+        return Step(label or run.label, run.args, check=lambda: _bc_start(run, setup))
+    return Step(label or run.label, run.kind.prep_args(run), check=lambda: run.done_as)
 
 
 def _bc_start(bc: Run, setup: Setup) -> str | None:
-    """The BC agent an RL agent of the same configuration and seed starts from, as a step's output: None (train it)
+    """The BC agent an RL agent of the same configuration and seed starts from (or is compared with), as the file that
+    shows its step done: None (train it)
     where it is missing, its run did not finish (killed, interrupted), or it was trained unlike that RL agent would be
     (:func:`_trained_alike`: another protocol, size or environment)."""
     if not finished(bc.checkpoint):
@@ -214,8 +214,8 @@ def stage_waves(
     before: what the stage needs (:func:`preparation`; for ``adaptive`` the general encoder; for RL the BC agents it
     starts from), then one run per seed (poly-encoder stages: the first seed only; the agents ``setup.jobs`` at a
     time, as an experiment's children). ``compare`` (the RL stage): then
-    the BC agents of the same configuration and seeds, each where missing or trained unlike its RL agent (asked when
-    its wave comes, the RL agents trained by then), and all of them evaluated side by side with the baselines
+    the BC agents of the same configuration and seeds, each where missing or trained unlike its RL agent
+    (:func:`_prep_step`, as an RL agent's BC start), and all of them evaluated side by side with the baselines
     (``OUTPUTS/eval/``). What :func:`run_stage` runs and ``lq stage --print`` prints."""
     if compare and stage != "rl":
         raise ValueError(f"compare: the RL stage's agents are compared with BC's and the baselines, not {stage}'s")
@@ -231,15 +231,10 @@ def stage_waves(
     first = run_of(config, setup, seeds[0])
     rl_dir = first.config.get("out_dir", first.stage_dir())  # the resolver's, or one the stage's ARGS name
     rl = [dataclasses.replace(first, seed=s, folder=rl_dir).checkpoint for s in seeds]
-    bc = [setup.agent_checkpoint("bc", encoder, ability, switch, s) for s in seeds]
-    plain = dataclasses.replace(setup, extra_args={})  # not the RL stage's extras
-    cloned = Config("bc", encoder, ability, switch)
+    cloned = [dataclasses.replace(first, stage="bc", seed=s, folder="", extra=()) for s in seeds]
     prepared = {tuple(step.args) for steps, _ in waves for step in steps}  # RL's BC starts: the same runs
-    starts = [
-        Step(f"bc s{s}", args, check=lambda b=b, r=r: b if _trained_alike(b, r) else None)
-        for s, b, r in zip(seeds, bc, rl, strict=True)
-        if tuple(args := stage_args(cloned, plain, s)) not in prepared
-    ]
+    starts = [step for bc in cloned if tuple((step := _prep_step(bc, setup, f"bc s{bc.seed}")).args) not in prepared]
+    bc = [run.checkpoint for run in cloned]
     # beside the RL agents' folder; named after it where ARGS chose another than the resolver's
     named = "" if Path(rl_dir) == Path(setup.stage_dir("rl")) else f"{Path(rl_dir).name}-"
     out = f"{Path(rl_dir).parent}/eval/{named}{encoder}-{ability}-{switch}"
@@ -269,20 +264,17 @@ ENVIRONMENT = ("env.protocol", "env.context_length", "env.partner_calibration", 
                "env.dm_checkpoint")  # fmt: skip
 
 
-def _trained_alike(bc_checkpoint: str, rl: str | Mapping) -> bool:
-    """Whether a BC agent is there and has the sizes, data, encoder, protocol and environment of an RL agent (its
-    checkpoint, or the hyperparameters of one about to be trained): else ``compare`` and the RL agents' BC starts
-    train it again (a BC agent of another profile or context length would not compare, nor be a start; one without
+def _trained_alike(bc_checkpoint: str, rl: Mapping) -> bool:
+    """Whether a BC agent is there and has the sizes, data, encoder, protocol and environment of an RL agent (the
+    hyperparameters ``rl`` it is or will be trained with): else ``compare`` and the RL agents' BC starts train it
+    again (a BC agent of another profile or context length would not compare, nor be a start; one without
     head temperatures is the start of an RL agent that learns them: :func:`lq.lit.agent.start_differences`)."""
     from lq.lit.agent import SAME_AGENT, read_checkpoint, start_differences
 
     if not finished(bc_checkpoint):  # missing, or its run was killed before the end
         return False
-    if isinstance(rl, str) and not Path(rl).exists():
-        return True
-    ours = read_checkpoint(rl).get("hyper_parameters", {}) if isinstance(rl, str) else rl
     theirs = read_checkpoint(bc_checkpoint).get("hyper_parameters", {})
-    return not start_differences(theirs, ours, (*SAME_AGENT, *ENVIRONMENT))
+    return not start_differences(theirs, rl, (*SAME_AGENT, *ENVIRONMENT))
 
 
 def stage_runs(config: Config, setup: Setup) -> list[tuple[str, Run]]:
@@ -355,13 +347,7 @@ def child_waves(experiment: Experiment, setup: Setup, pid: str, done: set[tuple[
         config, seed = children[run]
         tags = {"mlflow.parentRunId": pid, "lq.config": config.key, "lq.seed": str(seed)}
         tags.update({"lq.variant": config.variant} if config.variant else {})
-        if config.stage == "baselines":
-            args = [*run.args[:2], experiment.name, *run.args[2:], "--parent", pid]
-            return Step(
-                f"{config.key} s{seed}", [*args, "--tracking-uri", setup.tracking_uri], config=config, seed=seed
-            )
-        logged = ["--trainer.logger.init_args.experiment_name", f"lq-{experiment.name}"]
-        args = [*run.args, *logged, "--trainer.logger.init_args.tags", json.dumps(tags)]
+        args = run.kind.child_args(run, experiment.name, pid, tags, setup.tracking_uri)
         if last := resumable(run):  # an RL child killed mid-training goes on from its last epoch, to the same figures
             args += ["--ckpt_path", last]
         return Step(f"{config.key} s{seed}", args, config=config, seed=seed)
@@ -370,7 +356,7 @@ def child_waves(experiment: Experiment, setup: Setup, pid: str, done: set[tuple[
     waves = waves_of(layers, step, setup.jobs)
     seeds = {s: i for i, s in enumerate(setup.seeds)}
     for steps, _ in waves:
-        steps.sort(key=lambda s: (seeds[s.seed], s.config.stage == "baselines", s.config.encoder == "scratch"))
+        steps.sort(key=lambda s: (seeds[s.seed], not kind_of(s.config.stage).trains, s.config.encoder == "scratch"))
     return waves
 
 
@@ -523,22 +509,10 @@ def stage_graph(runs: Sequence[Run], title: str = "") -> list[str]:
     ids = {run: f"n{i}" for i, run in enumerate(run for layer in layers for run in layer)}
     lines = ["flowchart LR"] + ([f"  %% {title}"] if title else [])
     for run, node in ids.items():
-        lines.append(f'  {node}["{_node_label(run)}"]')
+        lines.append(f'  {node}["{run.graph_label}"]')
     for run, node in ids.items():
         lines += [f"  {ids[need]} --> {node}" for need in dict.fromkeys(run.needs()) if need in ids]
     return lines
-
-
-def _node_label(run: Run) -> str:
-    """A run as a graph shows it: its kind and what tells it from the others of its kind."""
-    if run.stage == "data":
-        return f"data {run.data}"
-    words = [run.stage, run.encoder] if run.encoder and run.stage not in ("calibrate", "baselines") else [run.stage]
-    if run.kind.agent or run.stage == "baselines":
-        words += [f"{run.ability}-{run.switch}", f"s{run.seed}"]
-    if run.stage == "pretrain" and run.folder:
-        words.append(f"s{run.seed}")
-    return " ".join(words)
 
 
 def experiment_graph(experiment: Experiment, setup: Setup) -> list[str]:

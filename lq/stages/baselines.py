@@ -19,6 +19,15 @@ class Baselines(Prepared):
     def fixed(self, run: Run) -> dict[str, Any]:
         return {"encoder": "scratch"}  # its objective is its module's: the RL agents' it is played beside
 
+    def graph_label(self, run: Run) -> str:
+        return f"{self.name} {run.ability}-{run.switch} s{run.seed}"
+
+    def child_args(self, run: Run, experiment: str, parent: str, tags: dict[str, str], tracking_uri: str) -> list[str]:
+        """``lq experiment baselines EXPERIMENT`` and its identity, a child of ``parent`` in ``tracking_uri`` (it
+        tags itself as ``tags`` say: :func:`lq.experiments.running.run_baselines`)."""
+        command, name, *identity = run.args
+        return [command, name, experiment, *identity, "--parent", parent, "--tracking-uri", tracking_uri]
+
     def needs(self, run: Run) -> list[Run]:
         """The partner and the DM, and the partner's calibration, as an agent's."""
         needed = [run.another("data"), run.env_run("partner"), run.env_run("dm")]

@@ -32,6 +32,9 @@ class Data(Stage):
     def args(self, run: Run) -> list[str]:
         return ["data", "generate", run.data]
 
+    def graph_label(self, run: Run) -> str:
+        return f"data {run.data}"
+
     def check(self, run: Run) -> None:
         """The embedded default data is generated where it is missing (seconds); another must exist."""
         if not Path(run.outputs["manifest"]).exists() and Path(run.data) != Path("data/default"):

@@ -11,6 +11,7 @@ the baselines). Where things go::
 from __future__ import annotations
 
 import dataclasses
+import json
 from pathlib import Path
 from typing import Any
 
@@ -58,6 +59,12 @@ class Trained(Stage):
         """The family's base file, the stage's, the encoder's and the profile's (base, then overlay)."""
         files = [path(self.base_file), path(f"{self.name}.yaml"), path("encoder", f"{run.encoder}.yaml")]
         return files + Profile(run.profile).files(self.profile_file)
+
+    def child_args(self, run: Run, experiment: str, parent: str, tags: dict[str, str], tracking_uri: str) -> list[str]:
+        """Its command line, logging to ``lq-EXPERIMENT`` with ``tags`` (the parent's among them); the store is its
+        extra arguments' (:func:`lq.experiments.running.with_extras`)."""
+        logged = ["--trainer.logger.init_args.experiment_name", f"lq-{experiment}"]
+        return [*run.args, *logged, "--trainer.logger.init_args.tags", json.dumps(tags)]
 
     def fit_args(self, run: Run) -> list[str]:
         """``NAME fit``, its config files, its seed and folder."""
@@ -143,6 +150,9 @@ class Agent(Trained):
 
     def label(self, run: Run) -> str:
         return f"{self.name} {run.encoder}-{run.ability}-{run.switch} s{run.seed}"
+
+    def graph_label(self, run: Run) -> str:
+        return f"{self.name} {run.encoder} {run.ability}-{run.switch} s{run.seed}"
 
 
 class Prepared(Stage):

@@ -32,6 +32,10 @@ class Pretrain(PolyEncoder):
     def label(self, run: Run) -> str:
         return f"pretrain {run.encoder}"
 
+    def graph_label(self, run: Run) -> str:
+        """An experiment's pretraining child (in its seed's folder) says its seed."""
+        return f"{super().graph_label(run)} s{run.seed}" if run.folder else super().graph_label(run)
+
     def prep_args(self, run: Run) -> list[str]:
         """An encoder that agents or other encoders need: Table 4/5 is make pretrain's and table45's to write."""
         return [*run.args, "--tables.enabled", "false"]

@@ -92,6 +92,16 @@ class Stage:
         """Its name in a plan where others need it."""
         return self.name
 
+    def graph_label(self, run: Run) -> str:
+        """Its node in a stage graph (``lq experiment graph``): its kind and what tells it from the others of its
+        kind."""
+        return f"{self.name} {run.encoder}" if run.encoder else self.name
+
+    def child_args(self, run: Run, experiment: str, parent: str, tags: dict[str, str], tracking_uri: str) -> list[str]:
+        """Its command line as a child of the parent run ``parent`` of ``experiment`` (MLflow experiment
+        ``lq-EXPERIMENT``), tagged ``tags`` (its configuration and seed), in the store ``tracking_uri``."""
+        raise ValueError(f"{run!r}: a {self.name} run is no experiment's child")
+
     def check(self, run: Run) -> None:
         """Refuse now, with the fix, a run that could not start (before a plan is made of it)."""
 
@@ -236,6 +246,10 @@ class Run:
     @property
     def label(self) -> str:
         return self.kind.label(self)
+
+    @property
+    def graph_label(self) -> str:
+        return self.kind.graph_label(self)
 
 
 @dataclass
