@@ -1,7 +1,7 @@
 """The ``lq`` command (also ``python -m lq``).
 
 Data commands are plain argparse and import nothing heavy; training stages (added with their
-LightningModules) go through LightningCLI.
+LightningModules) go through LightningCLI. The stages and jobs it names are the registry's (:mod:`lq.stages`).
 """
 
 from __future__ import annotations
@@ -11,6 +11,8 @@ import shlex
 import sys
 from collections.abc import Sequence
 from pathlib import Path
+
+from lq.stages import JOBS, STAGES  # the registry: light (its kinds import torch only to compute)
 
 
 class UsageError(Exception):
@@ -369,7 +371,7 @@ def _cmd_experiment(args: argparse.Namespace) -> int:
     unknown = [n for n in names if n not in X.EXPERIMENTS]
     if unknown:
         raise UsageError(f"unknown experiment {', '.join(unknown)}; choose from {', '.join(X.EXPERIMENTS)}")
-    if args.action in ("spaces", "calibrate", "baselines"):
+    if args.action in JOBS:
         return _experiment_job(args, names)
     if args.action == "import":
         from lq.experiments.records import import_records
@@ -587,13 +589,13 @@ def _experiment_parser(sub) -> None:
     xp = sub.add_parser("experiment", help="the paper's tables: train as MLflow parent/child runs, or rebuild tables")
     xp.add_argument(
         "action",
-        choices=["run", "plan", "graph", "tables", "report", "export", "import", "baselines", "spaces", "calibrate"],
+        choices=["run", "plan", "graph", "tables", "report", "export", "import", *JOBS],
         help="run: train and tabulate; plan: print every job as a command line, for any scheduler; graph: its stage "
         "runs and what each needs, as a Mermaid flowchart (nothing opened or run); tables: from the "
         "store only (--parent: that parent, finished by it); report: the results page (every experiment and objective "
         "of --profile and --protocol, the paper's orderings marked) from the store only, to --page; export: the runs "
         "of each parent that page shows, one file each, to --records; import: those files' runs into the store, once; "
-        "baselines, spaces, calibrate: jobs plan prints",
+        f"{', '.join(JOBS)}: jobs plan prints",
     )
     xp.add_argument("names", nargs="*", help="table1, table2, table7, table45 (default: all)")
     xp.add_argument("--encoders", nargs="+", help="encoder types to include (default: the paper's for that table)")
@@ -659,8 +661,8 @@ def _experiment_parser(sub) -> None:
     xp.add_argument(
         "--outputs", help="where the stages' checkpoints go (default outputs/, or outputs/DATASET for another dataset)"
     )
-    xp.add_argument("--ability", default="act_speech", help="baselines, spaces, calibrate: the agent's ability")
-    xp.add_argument("--switch", default="hardcoded", help="baselines, spaces, calibrate: the agent's switch")
+    xp.add_argument("--ability", default="act_speech", help=f"{', '.join(JOBS)}: the agent's ability")
+    xp.add_argument("--switch", default="hardcoded", help=f"{', '.join(JOBS)}: the agent's switch")
     xp.set_defaults(func=_cmd_experiment)
 
 
@@ -670,7 +672,7 @@ def _stage_parser(sub) -> None:
         "stage",
         help="one stage as the resolver configures it: what it needs first, then one run per seed (the make targets)",
     )
-    st.add_argument("stage", choices=TRAINING_STAGES)
+    st.add_argument("stage", choices=STAGES)
     st.add_argument("--encoder", help="conf/encoder/ENCODER.yaml (default general_light; partner, dm: the profile's)")
     st.add_argument("--profile", default="tiny", help="the folder conf/profile/PROFILE/ (tiny, paper, quick, ...)")
     st.add_argument("--protocol", default="paper", help="conf/protocol/PROTOCOL.yaml (agents: paper or restricted)")
@@ -836,8 +838,6 @@ def build_parser() -> argparse.ArgumentParser:
     return parser
 
 
-TRAINING_STAGES = ("pretrain", "partner", "dm", "bc", "rl")
-
 
 def main(argv: Sequence[str] | None = None) -> int:
     """Run a command; a user's mistake (bad file, unknown name, no network) prints one line, not a traceback.
@@ -851,7 +851,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     from lq.world.state import UnknownCharacter
 
     argv = list(sys.argv[1:] if argv is None else argv)
-    if argv and argv[0] in TRAINING_STAGES:
+    if argv and argv[0] in STAGES:
         from lq.lit.cli import fit_stage, stage_main
 
         try:

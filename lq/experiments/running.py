@@ -315,18 +315,14 @@ def stage_threads(run: Run) -> Iterator[None]:
 
 
 def run_preparation(run: Run) -> None:
-    """Compute a preparation job's file, at the agents' threads: ``calibrate``, the environment's partner calibrated
-    on the demonstrations (:mod:`lq.envs.calibration`) and kept beside its checkpoint, for every agent that shares its
-    partner, DM and data; ``spaces``, a pretrained encoder's vectors of the agents' action and utterance spaces, stored
-    beside its checkpoint (a store already there with the same weights and texts is read, not encoded again)."""
+    """Compute a preparation job's file with its agent module, at the agents' threads (its kind's ``compute``:
+    ``calibrate``, the environment's partner calibrated on the demonstrations and kept beside its checkpoint, for every
+    agent that shares its partner, DM and data; ``spaces``, a pretrained encoder's vectors of the agents' action and
+    utterance spaces, stored beside its checkpoint)."""
+    if not hasattr(run.kind, "compute"):
+        raise ValueError(f"{run!r}: not a calibration or the spaces' vectors")
     with stage_threads(run):
-        module = prep_module(run)
-        if run.stage == "calibrate":
-            module.eval_env("valid")
-        elif run.stage == "spaces":
-            module.build_agent()
-        else:
-            raise ValueError(f"{run!r}: not a calibration or the spaces' vectors")
+        run.kind.compute(run, prep_module(run))
 
 
 def child_waves(experiment: Experiment, setup: Setup, pid: str, done: set[tuple[str, str]] = frozenset()) -> list[Wave]:

@@ -30,10 +30,12 @@ STAGES = tuple(name for name, kind in KINDS.items() if kind.trains)  # pretrain,
 AGENT_STAGES = tuple(name for name, kind in KINDS.items() if kind.agent)  # rl, bc
 ENV_STAGES = tuple(name for name, kind in KINDS.items() if kind.profile_file == "env")  # partner, dm
 PREPARATION = tuple(name for name, kind in KINDS.items() if not kind.trains)  # data, calibrate, spaces, baselines
+JOBS = tuple(name for name, kind in KINDS.items() if kind.job)  # calibrate, spaces, baselines: lq experiment NAME
 
 __all__ = [
     "AGENT_STAGES",
     "ENV_STAGES",
+    "JOBS",
     "KINDS",
     "PREPARATION",
     "STAGES",

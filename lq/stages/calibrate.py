@@ -37,5 +37,10 @@ class Calibrate(Keyed):
     def label(self, run: Run) -> str:
         return "the partner's calibration"
 
+    def compute(self, run: Run, module: Any) -> None:
+        """The environment's partner calibrated on the demonstrations (:mod:`lq.envs.calibration`), as the module's
+        evaluation environment fits it where it is missing."""
+        module.eval_env("valid")
+
     def graph_label(self, run: Run) -> str:
         return self.name  # one per environment, whatever module computes it

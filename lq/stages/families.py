@@ -160,6 +160,7 @@ class Prepared(Stage):
     and its identity; its configuration is that module's."""
 
     wave, at_once = 2, 2
+    job = True
 
     def module(self, run: Run) -> Run:
         return dataclasses.replace(run, stage="rl")
@@ -188,3 +189,8 @@ class Keyed(Prepared):
     def done_as(self, run: Run) -> str | None:
         file = run.outputs.get("file")
         return file if file is not None and Path(file).is_file() else None
+
+    def compute(self, run: Run, module: Any) -> None:
+        """Compute its file with ``module``, the agent module of :meth:`module` (:class:`lq.lit.agent.AgentModule`),
+        which keeps it where :meth:`file` says."""
+        raise NotImplementedError

@@ -40,6 +40,7 @@ class Stage:
     at_once: int | None = None  # how many of its runs train side by side in a wave (None: the setup's jobs)
     trains: bool = False  # a stage CLI's training run (``lq NAME fit``); else a job of ``lq data`` or ``lq experiment``
     agent: bool = False  # an agent (its own ability, switch and seed, evaluated in the agents' environment)
+    job: bool = False  # a job of its own, ``lq experiment NAME`` (the preparation computed with an agent module)
 
     def fixed(self, run: Run) -> dict[str, Any]:
         """What its runs do not depend on, set to one value so that two runs that write the same files are equal."""

@@ -7,8 +7,6 @@ import dataclasses
 from pathlib import Path
 from typing import Any
 
-from lq.envs.build import space_stores
-from lq.models.encoder import encoder_tokenizer
 from lq.stages.families import NO_CHOICES, Keyed, pretrained_checkpoint
 from lq.stages.run import Run
 
@@ -29,11 +27,19 @@ class Spaces(Keyed):
     def file(self, run: Run) -> Path:
         """The last of the encoder's stores of its module's agent (:func:`lq.envs.build.space_stores`): its encoder
         as the stage CLI links it (``--pretrain_dir``), its tokenizer, context length and data."""
+        from lq.envs.build import space_stores  # torch and transformers: not for lq.stages' readers (lq's parser)
+        from lq.models.encoder import encoder_tokenizer
+
         config = run.config
         model = config["model"]
         checkpoint = pretrained_checkpoint(config["pretrain_dir"], model["encoder"]["name"])
         data_dir = model["env"]["data_dir"]
         return space_stores(checkpoint, encoder_tokenizer(model["encoder"]), model["context_length"], data_dir)[-1]
+
+    def compute(self, run: Run, module: Any) -> None:
+        """The encoder's vectors of the spaces, as the module's agent encodes and stores them where they are missing
+        (a store with the same weights and texts is read, not encoded again)."""
+        module.build_agent()
 
     def label(self, run: Run) -> str:
         return f"{run.encoder} vectors of the agents' spaces"

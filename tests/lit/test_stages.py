@@ -66,8 +66,29 @@ def test_a_stage_kind_is_one_registry_entry():
     assert stages.STAGES == ("pretrain", "partner", "dm", "rl", "bc")
     assert stages.PREPARATION == ("data", "calibrate", "spaces", "baselines")
     assert stages.AGENT_STAGES == ("rl", "bc") and stages.ENV_STAGES == ("partner", "dm")
+    assert stages.JOBS == ("calibrate", "spaces", "baselines")
     with pytest.raises(ValueError, match="unknown stage eval: choose from pretrain, partner, dm, rl, bc, data"):
         stages.Run("eval")
+
+
+def test_lqs_parser_is_the_registrys_and_reading_it_imports_no_torch():
+    """``lq stage`` and ``lq experiment`` take the registry's stages and jobs; the registry, and with it ``lq``'s
+    parser, import neither torch nor transformers (``lq --help`` stays quick): a kind imports them when it computes."""
+    import subprocess
+    import sys
+
+    code = (
+        "import sys; from lq.cli import build_parser; p = build_parser(); "
+        "print(*(m in sys.modules for m in ('torch', 'transformers', 'lightning')))"
+    )
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True).stdout
+    assert out.split() == ["False", "False", "False"]
+    from lq.cli import build_parser
+
+    sub = next(a for a in build_parser()._actions if a.dest == "command").choices
+    assert tuple(next(a for a in sub["stage"]._actions if a.dest == "stage").choices) == stages.STAGES
+    actions = next(a for a in sub["experiment"]._actions if a.dest == "action").choices
+    assert tuple(actions[-len(stages.JOBS) :]) == stages.JOBS
 
 
 def test_lq_experiment_graph_draws_each_run_and_what_it_needs_from_the_stage_kinds(capsys, tmp_path, monkeypatch):
