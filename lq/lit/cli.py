@@ -3,8 +3,8 @@
 Configs merge in order: ``--config conf/poly_encoder.yaml --config conf/pretrain.yaml --config
 conf/encoder/general_light.yaml --config conf/profile/tiny/pretrain.yaml`` (the order :attr:`lq.stages.Run.configs`
 gives). Runs log to MLflow (``sqlite:///mlflow.db`` unless the config
-says otherwise), named after the encoder; the resolved config is logged as the run's
-``config.yaml`` artifact by :class:`LogConfigToMLflow` (Lightning's own config-saving callback
+says otherwise), named after the encoder; the resolved config is the run's ``config.yaml``, beside its checkpoints and
+as its MLflow artifact (:class:`LogConfigToMLflow`: Lightning's own config-saving callback
 fails with a sqlite tracking URI: Lightning issues 19441 and 20273).
 """
 
@@ -28,7 +28,7 @@ from lightning.pytorch.loggers import MLFlowLogger
 from lq.conf.lengths import length_problems
 from lq.conf.resolver import DEFAULT_THREADS
 from lq.data.outputs import mark_finished, unfinished
-from lq.stages import Resolver, agent_dir, bc_checkpoint, model_dir, pretrained_checkpoint
+from lq.stages import CONFIG, Resolver, agent_dir, bc_checkpoint, model_dir, pretrained_checkpoint
 from lq.data.dataset import dataset_id
 from lq.lit.callbacks import LogProgress, StageTimer, wants_log_progress
 
@@ -182,17 +182,28 @@ def mark_model_training(client, experiment_id: str) -> None:
 
 
 class LogConfigToMLflow(SaveConfigCallback):
-    """Logs the resolved config as an MLflow artifact instead of writing it into the log dir."""
+    """The run's configuration resolved once (its config files, its arguments, the defaults), as one file: its
+    ``config.yaml`` beside its checkpoints (written whole, then renamed into place) and the same bytes as its MLflow
+    artifact ``config.yaml``. ``lq STAGE fit --config RUN_DIR/config.yaml`` runs it again as it ran."""
 
     def __init__(self, *args, **kwargs):
-        kwargs["save_to_log_dir"] = False
+        kwargs["save_to_log_dir"] = False  # Lightning's log dir is not the run's folder; the file goes there below
         super().__init__(*args, **kwargs)
 
     def save_config(self, trainer, pl_module, stage) -> None:
-        text = self.parser.dump(self.config, skip_none=False)
+        self.text = self.parser.dump(self.config, skip_none=False)
         for logger in trainer.loggers:
             if isinstance(logger, MLFlowLogger):
-                logger.experiment.log_text(logger.run_id, text, "config.yaml")
+                logger.experiment.log_text(logger.run_id, self.text, CONFIG)
+
+    def on_fit_start(self, trainer, pl_module) -> None:
+        """The file, once every callback is set up (the checkpoint callback would see it as an earlier run's)."""
+        from lq.data.io import atomic_open
+
+        callback = trainer.checkpoint_callback
+        if getattr(self, "text", None) and callback is not None and callback.dirpath and trainer.is_global_zero:
+            with atomic_open(Path(callback.dirpath) / CONFIG) as f:
+                f.write(self.text)
 
 
 def _floats(metrics: dict) -> dict[str, float]:

@@ -14,7 +14,7 @@ from lq.stages.bc import BehaviourCloning, bc_checkpoint
 from lq.stages.calibrate import Calibrate
 from lq.stages.data import Data
 from lq.stages.dm import DungeonMaster
-from lq.stages.families import agent_dir, model_dir, pretrained_checkpoint
+from lq.stages.families import CONFIG, agent_dir, model_dir, pretrained_checkpoint
 from lq.stages.partner import Partner
 from lq.stages.pretrain import Pretrain
 from lq.stages.rl import ReinforcementLearning, starts_from_bc
@@ -34,6 +34,7 @@ JOBS = tuple(name for name, kind in KINDS.items() if kind.job)  # calibrate, spa
 
 __all__ = [
     "AGENT_STAGES",
+    "CONFIG",
     "ENV_STAGES",
     "JOBS",
     "KINDS",

@@ -36,6 +36,7 @@ def pretrained_checkpoint(pretrain_dir: str, encoder: str) -> str | None:
     return None if encoder == "scratch" else f"{model_dir(pretrain_dir, encoder)}/best.ckpt"
 
 
+CONFIG = "config.yaml"  # its configuration resolved once, beside its checkpoints (lq.lit.cli.LogConfigToMLflow)
 NO_CHOICES = {"ability": "act_speech", "switch": "hardcoded", "seed": 0}  # a run that is no agent's
 
 
@@ -50,7 +51,8 @@ class Trained(Stage):
         return f"{run.dir}/{self.checkpoint_name}"
 
     def outputs(self, run: Run) -> dict[str, str]:
-        return {"checkpoint": run.checkpoint, "last": f"{run.dir}/last.ckpt", "done": f"{run.dir}/{DONE}"}
+        return {"checkpoint": run.checkpoint, "last": f"{run.dir}/last.ckpt", "done": f"{run.dir}/{DONE}",
+                "config": f"{run.dir}/{CONFIG}"}  # fmt: skip
 
     def done_as(self, run: Run) -> str | None:
         return run.checkpoint if finished(run.checkpoint) else None

@@ -233,6 +233,11 @@ def test_lq_pretrain_end_to_end_logs_to_mlflow(data_dir, tmp_path):
     assert [a.path for a in client.list_artifacts(run.info.run_id)] == ["config.yaml", "tables"]
     text = Path(client.download_artifacts(run.info.run_id, "config.yaml", str(tmp_path))).read_text()
     assert "general_light" in text and "seq_timeline" in text
+    # the same configuration, resolved once, beside the checkpoints: the stage CLI reads it back as it ran
+    saved = tmp_path / "out" / "general_light" / "config.yaml"
+    assert saved.read_text() == text
+    again = parsed_cli("pretrain", [f"--config={saved}"])
+    assert again.parser.dump(again.config, skip_none=False) == text
     tables = sorted(a.path for a in client.list_artifacts(run.info.run_id, "tables"))
     assert tables == [
         f"tables/{t}.{ext}" for t in ("table4_seq_timeline", "table5_boa_timeline") for ext in ("csv", "md")

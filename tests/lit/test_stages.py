@@ -49,7 +49,7 @@ def test_every_stage_kind_says_whether_it_is_done_and_what_it_writes_without_bui
     assert calibration.parent == outputs / "partner/small/candidates"
     assert spaces.parent == outputs / "pretrain/general_light/candidates" and spaces.name.startswith("agent-utterances")
     assert runs["baselines"].outputs == {} and runs["data"].outputs == {"manifest": f"{setup_dir}/data/manifest.json"}
-    assert set(runs["rl"].outputs) == {"checkpoint", "last", "done"}
+    assert set(runs["rl"].outputs) == {"checkpoint", "last", "done", "config"}
     for file in (calibration, spaces):
         file.parent.mkdir(parents=True, exist_ok=True)
         file.touch()
