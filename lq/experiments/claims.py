@@ -202,7 +202,7 @@ def section(client, experiment: Experiment, parent_id: str, images: Path | None 
         + f", data `{tags.get('lq.data', '?')}`, seeds {params.get('seeds', '?')}, commit "
         f"`{tags.get('lq.commit', 'unknown')[:12]}`.",
         "",
-        cost_line(client, parent_id),
+        cost_line(client, every),
         "",
     ]
     evaluated = evaluated_line(experiment, tags.get("lq.protocol"))
@@ -230,11 +230,11 @@ def section(client, experiment: Experiment, parent_id: str, images: Path | None 
     return lines
 
 
-def cost_line(client, parent_id: str) -> str:
-    """What a parent's child runs cost in CPU time: the sum of their ``time/cpu_s`` (each process's own CPU time, so
-    neither a pause nor a second job beside it counts), over every child, a killed one to its last epoch's end and the
-    run that resumed it from there. The preparation (data, environment models, encoders) is not a child."""
-    runs = children(client, parent_id, finished=False)
+def cost_line(client, runs: Sequence) -> str:
+    """What a parent's child runs (``runs``: all of them, finished or not) cost in CPU time: the sum of their
+    ``time/cpu_s`` (each process's own CPU time, so neither a pause nor a second job beside it counts), over every
+    child, a killed one to its last epoch's end and the run that resumed it from there. The preparation (data,
+    environment models, encoders) is not a child."""
     seconds = [s for s in (cpu_seconds(client, run) for run in runs) if s is not None]
     if not seconds:
         return f"Cost: not measured (its {len(runs)} child runs ran before lq logged their CPU time, `time/cpu_s`)."
