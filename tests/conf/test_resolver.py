@@ -155,7 +155,7 @@ def test_a_run_is_a_value_that_knows_its_configs_outputs_needs_and_whether_it_is
                                              "paper.yaml", "lq.yaml"]  # fmt: skip
     assert run.dir == f"{tmp_path}/quick/rl/adaptive/act-ratio/seed-2"  # quick has its own RL file: its own runs
     assert run.outputs == {"checkpoint": f"{run.dir}/agent.ckpt", "last": f"{run.dir}/last.ckpt",
-                           "done": f"{run.dir}/done.json"}  # fmt: skip
+                           "done": f"{run.dir}/done.json", "config": f"{run.dir}/config.yaml"}  # fmt: skip
     # its config as lq reads it: the files merged, the arguments over them
     assert run.config["model"]["init_from"] == "bc" and run.config["model"]["ability"] == "act"
     assert run.config["model"]["env"]["partner_checkpoint"] == f"{tmp_path}/quick/partner/small/best.ckpt"
