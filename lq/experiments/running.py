@@ -166,9 +166,8 @@ def _prep_step(run: Run, setup: Setup, label: str = "") -> Step:
 
 def _bc_start(bc: Run, setup: Setup) -> str | None:
     """The BC agent an RL agent of the same configuration and seed starts from (or is compared with), as the file that
-    shows its step done: None (train it)
-    where it is missing, its run did not finish (killed, interrupted), or it was trained unlike that RL agent would be
-    (:func:`_trained_alike`: another protocol, size or environment)."""
+    shows its step done: None (train it) where it is missing, its run did not finish (killed, interrupted), or it was
+    trained unlike that RL agent would be (:func:`_trained_alike`: another protocol, size or environment)."""
     if not finished(bc.checkpoint):
         return None
     rl = rl_run(Config("rl", bc.encoder, bc.ability, bc.switch), setup, bc.seed)
