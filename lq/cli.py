@@ -838,7 +838,6 @@ def build_parser() -> argparse.ArgumentParser:
     return parser
 
 
-
 def main(argv: Sequence[str] | None = None) -> int:
     """Run a command; a user's mistake (bad file, unknown name, no network) prints one line, not a traceback.
 

@@ -21,7 +21,7 @@ from lq.experiments.records import ORIGIN, write_record
 from lq.experiments.reporting import (
     _client,
     budget_png,
-    children,
+    children_by_status,
     cpu_seconds,
     evaluated_line,
     experiment_for,
@@ -185,9 +185,7 @@ def section(client, experiment: Experiment, parent_id: str, images: Path | None 
     marked."""
     run = client.get_run(parent_id)
     tags, params = run.data.tags, run.data.params
-    every = children(client, parent_id, finished=False)  # one search: the finished children, and the rest
-    runs = [r for r in every if r.info.status == "FINISHED"]
-    unfinished = [r for r in every if r.info.status != "FINISHED"]
+    runs, unfinished = children_by_status(client, parent_id)
     values = {table.name: table_values(client, runs, table, unfinished) for table in experiment.tables}
     day = time.strftime("%Y-%m-%d", time.gmtime(run.info.start_time / 1000))
     objective = tags.get("lq.objective", "lq")
@@ -202,7 +200,7 @@ def section(client, experiment: Experiment, parent_id: str, images: Path | None 
         + f", data `{tags.get('lq.data', '?')}`, seeds {params.get('seeds', '?')}, commit "
         f"`{tags.get('lq.commit', 'unknown')[:12]}`.",
         "",
-        cost_line(client, every),
+        cost_line(client, [*runs, *unfinished]),
         "",
     ]
     evaluated = evaluated_line(experiment, tags.get("lq.protocol"))

@@ -65,6 +65,13 @@ def children(client, parent_id: str, finished: bool = True) -> list:
     return client.search_runs([exp_id], filter_string=where)
 
 
+def children_by_status(client, parent_id: str) -> tuple[list, list]:
+    """The child runs of parent ``parent_id``, in one search: those that finished, and the rest (killed, failed,
+    running)."""
+    every = children(client, parent_id, finished=False)
+    return [r for r in every if r.info.status == "FINISHED"], [r for r in every if r.info.status != "FINISHED"]
+
+
 def cpu_seconds(client, run) -> float | None:
     """The CPU time a run's process spent (``time/cpu_s``, growing over its epochs: the largest logged), None where
     the run logged none (it ran before lq logged it, or died before its first epoch ended)."""
@@ -237,9 +244,7 @@ def build_tables(
     from mlflow.entities import Metric
 
     client = _client(tracking_uri)
-    every = children(client, parent_id, finished=False)  # one search: the finished children, and the rest
-    runs = [r for r in every if r.info.status == "FINISHED"]
-    unfinished = [r for r in every if r.info.status != "FINISHED"]
+    runs, unfinished = children_by_status(client, parent_id)
     evaluated = evaluated_line(experiment, client.get_run(parent_id).data.tags.get("lq.protocol"))
     timestamp = int(time.time() * 1000)
     out, by_table = {}, {}

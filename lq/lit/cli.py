@@ -189,6 +189,7 @@ class LogConfigToMLflow(SaveConfigCallback):
     def __init__(self, *args, **kwargs):
         kwargs["save_to_log_dir"] = False  # Lightning's log dir is not the run's folder; the file goes there below
         super().__init__(*args, **kwargs)
+        self.text = ""  # the resolved config, once save_config has dumped it
 
     def save_config(self, trainer, pl_module, stage) -> None:
         self.text = self.parser.dump(self.config, skip_none=False)
@@ -201,7 +202,7 @@ class LogConfigToMLflow(SaveConfigCallback):
         from lq.data.io import atomic_open
 
         callback = trainer.checkpoint_callback
-        if getattr(self, "text", None) and callback is not None and callback.dirpath and trainer.is_global_zero:
+        if self.text and callback is not None and callback.dirpath and trainer.is_global_zero:
             with atomic_open(Path(callback.dirpath) / CONFIG) as f:
                 f.write(self.text)
 
