@@ -29,7 +29,18 @@ from lq.experiments.reporting import (
     render,
     table_values,
 )
-from lq.experiments.specs import ENCODER_TITLES, EXPERIMENTS, Experiment, rl_title
+from lq.experiments.specs import (
+    BUDGET_TITLES,
+    ENCODER_TITLES,
+    EXPERIMENTS,
+    GOALS,
+    VALIDATION_GOALS,
+    Experiment,
+    budget_label,
+    budget_row,
+    budgets_of,
+    rl_title,
+)
 
 Place = tuple[str, str, str]  # (table, row, column)
 
@@ -216,6 +227,8 @@ def section(client, experiment: Experiment, parent_id: str, images: Path | None 
         lines += departure_matrix(experiment, values[experiment.name])
     if experiment.name == "candidates":
         lines += [choice(experiment, values["candidates"]), ""]
+    if experiment.name == "budget":
+        lines += budget_reading(experiment, values)
     marked = orderings(experiment)
     if marked:
         lines += ["The paper's orderings (one standard error of the difference; mean ± std over seeds, as above):", ""]
@@ -281,6 +294,63 @@ def _departure(row: Sequence[float], base: Sequence[float]) -> str:
         return mark
     z = round(diff / se, 1)
     return f"{mark} ({z:+.1f})".replace("-", "−") if z else f"{mark} (0.0)"  # the marks' minus sign; no signed zero
+
+
+# the budget experiment's bars (issue 62), each read at every budget on the validation quests: (the bar, the RL row's
+# column, the table of the reference row (its suffix), the reference row); BC's row is the encoder's own
+BUDGET_BARS = (
+    ("Act & speech above BC", "Val act & speech", "", "BC"),
+    ("Act & speech above word overlap", "Val act & speech", "_baselines", "Word overlap (whole spaces)"),
+    ("Act goals above BC", "Val act goals", "", "BC"),
+    ("Act goals above random (valid)", "Val act goals", "_baselines", "Random (valid candidates)"),
+)
+TEST_COLUMN = {val: test for (val, _), (test, _) in zip(VALIDATION_GOALS, GOALS, strict=True)}
+
+
+def budget_reading(experiment: Experiment, values: dict[str, dict[tuple[str, str], list[float]]]) -> list[str]:
+    """The budget experiment's answers, from its cells alone: which of :data:`BUDGET_BARS` each objective's run passes
+    at which budget on the validation quests (a matrix marked as the deviation table's), and for each act & speech
+    bar the first budget that passes it, with the test quests' figures there (chosen on validation, reported on
+    test)."""
+    name, matrix, answers = experiment.name, [], []
+
+    def sides(row: str, bar: tuple[str, str, str, str], column: str, who: str) -> tuple[list[float], list[float]]:
+        """The RL row's cell in ``column`` and the bar's reference cell (BC's: the encoder's own row)."""
+        _, _, table, reference = bar
+        ours = values[name].get((row, column), [])
+        return ours, values[name + table].get((("" if table else who) + reference, column), [])
+
+    for e in experiment.encoders:
+        who = f"{ENCODER_TITLES[e]}, " if len(experiment.encoders) > 1 else ""
+        for variant, title in BUDGET_TITLES.items():
+            rows = {b: budget_row(experiment.encoders, e, variant, b) for b in budgets_of(variant)}
+            for row in rows.values():
+                matrix.append([row, *(_departure(*sides(row, bar, bar[1], who)) for bar in BUDGET_BARS)])
+            for bar in (bar for bar in BUDGET_BARS if bar[1] == "Val act & speech"):
+                said = f"- {who}{title}, {bar[0][0].lower()}{bar[0][1:]} on validation"
+                verdicts = {b: verdict(*sides(row, bar, bar[1], who)) for b, row in rows.items()}
+                passed = [b for b, v in verdicts.items() if v == "holds"]
+                if passed:
+                    val, test = (sides(rows[passed[0]], bar, c, who) for c in (bar[1], TEST_COLUMN[bar[1]]))
+                    said += (
+                        f": first at {budget_label(passed[0])} interactions ({_mean_std(val[0])} against "
+                        f"{_mean_std(val[1])}); on test there {_mean_std(test[0])} against {_mean_std(test[1])}: "
+                        f"**{verdict(*test)}**"
+                    )
+                else:
+                    tested = [budget_label(b) for b, v in verdicts.items() if v in ("does not hold", "within noise")]
+                    said += f": at none of {', '.join(tested)}" if tested else ": not tested yet"
+                    for b in (b for b, v in verdicts.items() if v.startswith("not tested")):  # one seed: no verdict
+                        val = sides(rows[b], bar, bar[1], who)
+                        said += f"; at {budget_label(b)} one seed: {_mean_std(val[0])} against {_mean_std(val[1])}"
+                answers.append(said + ".")
+    head = (
+        "Which bar each run passes at which budget, on the validation quests: + above it by more than one standard "
+        "error of the difference, − below it, · within one; ? one seed; in brackets, the difference in standard "
+        "errors."
+    )
+    columns = ["", *(bar for bar, *_ in BUDGET_BARS)]
+    return [head, "", *markdown_table(columns, matrix), "", "The first budget that passes each bar:", "", *answers, ""]
 
 
 CHOSEN_ON = "Val act & speech"  # the candidates table's rule (docs/experiments.md, fixed before it ran)

@@ -349,6 +349,18 @@ def budget_label(budget: int) -> str:
     return f"{budget // 1_000_000}M" if budget % 1_000_000 == 0 else f"{budget // 1000}k"
 
 
+def budgets_of(variant: str) -> tuple[int, ...]:
+    """The budgets some seed of run ``variant`` reaches: the table's rows of it."""
+    return BUDGETS if BUDGET_RUNS[variant][1] else tuple(b for b in BUDGETS if b <= FEW_SEEDS_BUDGET)
+
+
+def budget_row(encoders: Sequence[str], encoder: str, variant: str, budget: int) -> str:
+    """The budget table's row of ``encoder``'s run ``variant`` (:data:`BUDGET_RUNS`) at ``budget``; with one encoder
+    the row does not name it (neither does its BC row)."""
+    who = f"{ENCODER_TITLES[encoder]}, " if len(encoders) > 1 else ""
+    return f"{who}{BUDGET_TITLES[variant]}, {budget_label(budget)} interactions"
+
+
 def budget(encoders: Sequence[str] = ("scratch",), objective: str = "paper") -> Experiment:
     """The paper's budget (issue 62): the Scratch agent, act and speech, hardcoded switch, under the paper objective and
     under lq's, evaluated at each of :data:`BUDGETS` on its way (rows: objective x budget; validation and test
@@ -361,11 +373,11 @@ def budget(encoders: Sequence[str] = ("scratch",), objective: str = "paper") -> 
     rows = []
     for e in encoders:
         who = f"{ENCODER_TITLES[e]}, " if len(encoders) > 1 else ""
-        for variant, title in BUDGET_TITLES.items():
+        for variant in BUDGET_TITLES:
             config = Config("rl", e, variant=variant)
-            for b in BUDGETS:
+            for b in budgets_of(variant):
                 cells = {t: Cell(config, f"budget/{b}/{m}") for t, m in columns}
-                rows.append((f"{who}{title}, {budget_label(b)} interactions", cells))
+                rows.append((budget_row(encoders, e, variant, b), cells))
         rows.append((f"{who}BC", {t: Cell(Config("bc", e), m) for t, m in columns}))
     title = "The paper's budget: RL against environment interactions, BC and the baselines beside"
     return _with_baselines("budget", title, rows, encoders, objective, validation=True)

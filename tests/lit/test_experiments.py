@@ -1353,6 +1353,36 @@ def test_the_deviation_tables_reading_marks_which_departure_moves_which_column()
     assert cells()[0] == "?"  # one seed: no verdict and no distance
 
 
+def test_the_budget_reading_names_the_first_budget_that_passes_each_bar_on_validation_and_its_test_figures():
+    """Chosen on validation, reported on test: the first budget whose validation act & speech goals are above the bar
+    by one standard error; at none where every budget with two seeds is not; one seed's figures given without a
+    verdict; lq's objective has no 1M row (no seed of it goes there)."""
+    from lq.experiments.claims import budget_reading
+
+    experiment = X.EXPERIMENTS["budget"](objective="paper")
+    assert "RL (lq objective), 1M interactions" not in [row for row, _ in experiment.tables[0].rows]
+    paper = "RL (paper objective), {} interactions".format
+    val, test = "Val act & speech", "Act & Speech"
+    budget = {("BC", val): [0.12, 0.13, 0.14], ("BC", test): [0.10, 0.10, 0.10],
+              (paper("32k"), val): [0.05, 0.06, 0.07], (paper("100k"), val): [0.12, 0.14, 0.13],
+              (paper("320k"), val): [0.30, 0.31, 0.32], (paper("320k"), test): [0.20, 0.21, 0.22],
+              (paper("1M"), val): [0.50]}  # fmt: skip
+    overlap = {("Word overlap (whole spaces)", val): [0.40, 0.41, 0.42]}
+    lines = budget_reading(experiment, {"budget": budget, "budget_baselines": overlap})
+    said = [line for line in lines if line.startswith("- ")]
+    assert said == [
+        "- RL (paper objective), act & speech above BC on validation: first at 320k interactions (0.310 ± 0.008 "
+        "against 0.130 ± 0.008); on test there 0.210 ± 0.008 against 0.100 ± 0.000: **holds**.",
+        "- RL (paper objective), act & speech above word overlap on validation: at none of 32k, 100k, 320k; at 1M one "
+        "seed: 0.500 against 0.410 ± 0.008.",
+        "- RL (lq objective), act & speech above BC on validation: not tested yet.",
+        "- RL (lq objective), act & speech above word overlap on validation: not tested yet.",
+    ]
+    row = next(line for line in lines if line.startswith(f"| {paper('32k')} |"))
+    assert row.split(" | ")[1:3] == ["− (−8.6)", "− (−42.9)"]  # 0.07 / sqrt(2 * 0.0001 / 3); 0.35 / 0.00816
+    assert next(line for line in lines if line.startswith(f"| {paper('100k')} |")).split(" | ")[1] == "· (0.0)"
+
+
 def test_the_candidates_table_names_its_choice_by_the_rule_fixed_before_it_ran():
     """The candidate above lq's objective in validation act & speech goals by one standard error, and below it in no
     validation column, is chosen; of two, the higher; none while a candidate has one seed; none if none passes."""
