@@ -210,6 +210,15 @@ def _cmd_eval(args: argparse.Namespace) -> int:
 
         overrides["protocol"] = protocol_of(args.protocol)
     overrides.update(_places(args))
+    if args.demonstrations:
+        from lq.lit.checkpoints import demonstration_table
+
+        table = demonstration_table(args.checkpoints, args.split, args.quests, **overrides)
+        print(f"\nTeacher-forced on the demonstrations (the first {args.quests or 'all'} of each split)\n{table}")
+        if args.out:
+            with atomic_open(args.out.with_suffix(".md")) as f:
+                f.write(table + "\n")
+        return 0
     played = {"sampled": not args.greedy_only, "temperature": args.temperature, "seed": args.seed}
     played["quests"] = args.quests  # the first N quests of the split only (None: all)
     rows = evaluate_checkpoints(args.checkpoints, args.baselines, args.split, **played, **overrides)
@@ -546,6 +555,12 @@ def _eval_parser(sub) -> None:
     )  # fmt: skip
     ev.add_argument("--max-steps", type=int, help="agent turns per episode (default: the checkpoint's protocol's)")
     ev.add_argument("--quests", type=_count, metavar="N", help="play only the first N quests of the split")
+    ev.add_argument(
+        "--demonstrations",
+        action="store_true",
+        help="play nothing: each agent's teacher-forced cloning loss and accuracies on the training demonstrations and "
+        "on --split's (--quests: the first N of each), to see how much of what it imitates is memorised",
+    )
     ev.add_argument("--out", type=Path, help="also write the table here (.md; a .csv beside it)")
     _add_places(ev)
     ev.set_defaults(func=_cmd_eval)

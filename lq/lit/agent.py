@@ -21,6 +21,7 @@ from lq.data.context import HEADER_TAGS, HISTORY_TAGS
 from lq.data.dataset import dataset_id, load_dataset
 from lq.data.io import json_strings
 from lq.envs.build import demonstration_spaces, space_stores
+from lq.envs.episode import instances_from_data
 from lq.envs.models import load_poly_encoder
 from lq.envs.protocol import Protocol
 from lq.envs.replay import demonstration_turns
@@ -264,6 +265,31 @@ class AgentModule(L.LightningModule):
         """Zero-shot on the quests of ``split``: :func:`lq.eval.agents.evaluate_agent` of this agent (``options``:
         ``policy``, ``restrict``, ``greedy``, ``env``)."""
         return evaluate_agent(self, split, seed, **options)
+
+    def demonstration_episodes(self, split: str) -> list[Episode]:
+        """The supervised episodes of ``split``'s demonstrations (:meth:`cloning_episodes`): what BC trains and
+        validates on, and RL's imitation term imitates (``train``)."""
+        quests = load_dataset(self.data_dir).quests.all()
+        return self.cloning_episodes(instances_from_data(quests, self.demos[split]))
+
+    def demonstration_figures(self, split: str, limit: int | None = None, batch_size: int = 16) -> dict[str, float]:
+        """Teacher-forced figures on ``split``'s demonstrations (the first ``limit`` the agent can follow): their
+        number, the cloning loss per demonstrated turn and each head's accuracy over its turns (the demonstrated
+        choice ranked first). Between the training demonstrations and held-out ones, how much of what is imitated is
+        memorised (``lq eval --demonstrations``)."""
+        episodes = self.demonstration_episodes(split)[:limit]
+        sums = {"loss": 0.0, "action_accuracy": 0.0, "speech_accuracy": 0.0}
+        turns = dict.fromkeys(sums, 0)
+        with torch.no_grad():
+            for start in range(0, len(episodes), batch_size):
+                batch = episodes[start : start + batch_size]
+                acted = sum(sum(e.acted) for e in batch)
+                total = sum(len(e.contexts) for e in batch)
+                weights = {"loss": total, "action_accuracy": acted, "speech_accuracy": total - acted}
+                for key, value in self.cloning_loss(batch).items():
+                    sums[key] += value.item() * weights[key]
+                    turns[key] += weights[key]
+        return {"demonstrations": len(episodes), **{k: sums[k] / turns[k] for k in sums if turns[k]}}
 
     def cloning_episodes(self, instances) -> list[Episode]:
         """The supervised episodes: each demonstration's self turns that fall in the agent's spaces."""

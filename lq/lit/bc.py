@@ -15,8 +15,6 @@ from __future__ import annotations
 import torch
 from torch.utils.data import DataLoader
 
-from lq.data.dataset import load_dataset
-from lq.envs.episode import instances_from_data
 from lq.lit.agent import AgentModule, Episode
 
 
@@ -32,9 +30,8 @@ class BCModule(AgentModule):
         self.build_agent()
         if self.episodes or stage not in ("fit", "validate"):
             return
-        quests = load_dataset(self.data_dir).quests.all()
         for split in ("train", "valid"):
-            self.episodes[split] = self.cloning_episodes(instances_from_data(quests, self.demos[split]))
+            self.episodes[split] = self.demonstration_episodes(split)
             if not self.episodes[split]:
                 raise ValueError(
                     f"{self.data_dir}: no {split} demonstration is linked to a quest whose goal can be played; "

@@ -14,7 +14,7 @@ import torch
 
 from lq.data.dataset import dataset_id
 from lq.envs.spec import nested, overridden
-from lq.eval import CURVES, EvalResult, compare_agents, plot_curves, run_series
+from lq.eval import CURVES, EvalResult, compare_agents, markdown_table, plot_curves, run_series
 from lq.lit.agent import VOCABULARY, AgentModule, read_checkpoint
 from lq.lit.bundles import built_module, export_bundle, is_bundle, load_bundle
 from lq.lit.places import located, overridden_places
@@ -93,6 +93,23 @@ def evaluate_checkpoints(
     agents = ((str(path), agent_name(module), module) for path in checkpoints
               for module in [load_agent(path, **overrides)])  # fmt: skip
     return compare_agents(agents, baseline_runs, split, log, sampled, temperature, seed, quests)
+
+
+def demonstration_table(
+    checkpoints: Sequence[str | Path], split: str = "valid", limit: int | None = None, **overrides
+) -> str:
+    """Each checkpoint's teacher-forced figures (:meth:`AgentModule.demonstration_figures`) on the training
+    demonstrations and on ``split``'s, the first ``limit`` of each, as a Markdown table (one row per checkpoint and
+    split: a memorising agent's training loss falls while the held-out one rises)."""
+    rows = []
+    for path in checkpoints:
+        module = load_agent(path, **overrides)
+        for which in dict.fromkeys(("train", split)):
+            f = module.demonstration_figures(which, limit)
+            figures = [f"{f[k]:.3f}" if k in f else "—" for k in ("loss", "action_accuracy", "speech_accuracy")]
+            rows.append([str(path), which, str(f["demonstrations"]), *figures])
+    head = ["Checkpoint", "demonstrations of", "episodes", "loss per turn", "action accuracy", "speech accuracy"]
+    return "\n".join(markdown_table(head, rows, numeric_from=2))
 
 
 def training_curves(checkpoints: Sequence[str | Path], path: str | Path) -> bool:

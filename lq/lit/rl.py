@@ -17,8 +17,6 @@ import torch
 from torch.utils.data import DataLoader
 
 from lq.data.outputs import DONE, finished
-from lq.data.dataset import load_dataset
-from lq.envs.episode import instances_from_data
 from lq.eval import zero_shot
 from lq.lit.agent import VOCABULARY, AgentModule, read_checkpoint, start_differences
 from lq.rl.a2c import RolloutState, a2c_losses, collect
@@ -104,8 +102,7 @@ class RLModule(AgentModule):
         }
         self.curve_episodes = StartedEpisodes(h.recent_episodes)  # what the training curves average
         if self.settings.coefficients.imitation > 0:
-            quests = load_dataset(self.data_dir).quests.all()
-            self.demo_episodes = self.cloning_episodes(instances_from_data(quests, self.demos["train"]))
+            self.demo_episodes = self.demonstration_episodes("train")
             if not self.demo_episodes:
                 raise ValueError(
                     f"model.coefficients.imitation: {self.data_dir} has no training demonstration linked to a quest "

@@ -14,6 +14,7 @@ import torch
 from lq.cli import main
 from lq.conf.resolver import DONE, finished
 from lq.data.dataset import dataset_id
+from lq.lit.checkpoints import load_agent
 from lq.lit.cli import fit_rl
 from tests.lit.stopping import stop_once
 
@@ -159,6 +160,17 @@ def test_bc_and_rl_fit_evaluate_and_compare(setup_dir, tmp_path, capsys):
     assert "| valid_speech |" in printed and "| total |" in printed
     assert main(["gradients", str(bc_ckpt)]) == 2
     assert "a BC agent has no RL objective" in capsys.readouterr().err
+    # teacher-forced on the demonstrations: per turn and per head over batches, as over all of them at once
+    agent = load_agent(rl_ckpt)
+    episodes = agent.demonstration_episodes("valid")
+    with torch.no_grad():
+        whole = {k: v.item() for k, v in agent.cloning_loss(episodes).items()}
+    figures = agent.demonstration_figures("valid", batch_size=2)
+    assert figures.pop("demonstrations") == len(episodes) > 2
+    assert figures == pytest.approx(whole, abs=1e-5)
+    assert main(["eval", str(rl_ckpt), "--demonstrations", "--quests", "2", "--split", "valid"]) == 0
+    printed = capsys.readouterr().out
+    assert f"| {rl_ckpt} | train | 2 |" in printed and f"| {rl_ckpt} | valid | 2 |" in printed
     # the same agent, as a run meant to train 3 epochs would have left it when stopped after its first
     saved = torch.load(rl_ckpt, map_location="cpu", weights_only=False)
     assert (saved["epoch"], saved["lq_max_epochs"]) == (0, 1)
