@@ -107,6 +107,11 @@ def start_differences(theirs: Mapping, ours: Mapping, keys: Sequence[str] = SAME
 VOCABULARY = "agent.encoder.vocabulary.ids"
 
 
+# the demonstrations of each split an agent run reads teacher-forced when it is evaluated (the default data's
+# validation split has 60): how much of what it imitates is memorised, at a fixed cost (demonstration_metrics)
+DEMONSTRATIONS_READ = 60
+
+
 @dataclass
 class Episode:
     """A demonstration's self turns as the agent is trained on them (behaviour cloning, RL's imitation term)."""
@@ -280,6 +285,8 @@ class AgentModule(L.LightningModule):
         episodes = self.demonstration_episodes(split)[:limit]
         sums = {"loss": 0.0, "action_accuracy": 0.0, "speech_accuracy": 0.0}
         turns = dict.fromkeys(sums, 0)
+        was_training = self.agent.training
+        self.agent.eval()  # no dropout; no random draw, so a run's training goes on as without it
         with torch.no_grad():
             for start in range(0, len(episodes), batch_size):
                 batch = episodes[start : start + batch_size]
@@ -289,7 +296,18 @@ class AgentModule(L.LightningModule):
                 for key, value in self.cloning_loss(batch).items():
                     sums[key] += value.item() * weights[key]
                     turns[key] += weights[key]
+        self.agent.train(was_training)
         return {"demonstrations": len(episodes), **{k: sums[k] / turns[k] for k in sums if turns[k]}}
+
+    def demonstration_metrics(self, prefix: str = "") -> dict[str, float]:
+        """:meth:`demonstration_figures` on the first :data:`DEMONSTRATIONS_READ` training and validation
+        demonstrations, as every agent run logs them beside its zero-shot figures (``demos/train/loss``,
+        ``demos/val/speech_accuracy``, ...; a budget's under ``budget/N/``)."""
+        metrics = {}
+        for split, name in (("train", "train"), ("valid", "val")):
+            figures = self.demonstration_figures(split, DEMONSTRATIONS_READ)
+            metrics |= {f"{prefix}demos/{name}/{k}": v for k, v in figures.items() if k != "demonstrations"}
+        return metrics
 
     def cloning_episodes(self, instances) -> list[Episode]:
         """The supervised episodes: each demonstration's self turns that fall in the agent's spaces."""

@@ -579,7 +579,8 @@ class AgentCLI(StageCLI):
         """Zero-shot episodes of the kept checkpoint under its protocol, once per evaluation seed: on the validation
         quests (``val/...``: the protocol's decoding; what defaults are chosen by) and on the test quests (``test/...``,
         and ``test_greedy/...`` or ``test_sampled/...``: the other decoding beside it: what is reported), and the test
-        transcripts; returns the rates' means over the evaluation seeds."""
+        transcripts; then the demonstrations read teacher-forced (``demos/...``); returns the rates' means over the
+        evaluation seeds."""
         from lq.eval import transcripts_html, zero_shot, zero_shot_lines
 
         config = self.stage_config
@@ -608,6 +609,9 @@ class AgentCLI(StageCLI):
                         result.ordered(), f"{module.stage.upper()} {module.hparams.encoder['name']}, test, seed {seed}"
                     )
                     logger.experiment.log_text(logger.run_id, page, f"transcripts/test_seed{seed}.html")
+        read = module.demonstration_metrics()  # teacher-forced: the same whatever the evaluation seed
+        for logger in self.trainer.loggers:
+            logger.log_metrics(read, step=0)
         return {k: sum(r[k] for r in rates) / len(rates) for k in rates[0]} if rates else {}
 
     def log_curves(self) -> None:

@@ -208,16 +208,19 @@ class RLModule(AgentModule):
     def evaluate_budget(self, budget: int) -> None:
         """The agent's weights at ``budget`` interactions, kept (``budget-N.ckpt`` beside the run's checkpoints) and
         evaluated zero-shot as every agent run is after fitting (:func:`lq.eval.agents.zero_shot`, evaluation seed 0),
-        logged as ``budget/N/val/...``, ``budget/N/test/...`` and the other decoding. The random state the rollouts
+        logged as ``budget/N/val/...``, ``budget/N/test/...`` and the other decoding, with the demonstrations read
+        teacher-forced (``budget/N/demos/...``: :meth:`demonstration_metrics`). The random state the rollouts
         sample with is put back after, so that training goes on as it would have without the evaluation."""
         rng = torch.get_rng_state()
         callback = self.trainer.checkpoint_callback
         if callback is not None and callback.dirpath and self.trainer.is_global_zero:
             self.trainer.save_checkpoint(Path(callback.dirpath) / f"budget-{budget}.ckpt")
         played = zero_shot(self, 0) if self.trainer.is_global_zero else {}
+        read = self.demonstration_metrics(f"budget/{budget}/") if self.trainer.is_global_zero else {}
         torch.set_rng_state(rng)
         self.budgets_done.append(budget)
         metrics = {k: v for name, r in played.items() for k, v in r.metrics(f"budget/{budget}/{name}/").items()}
+        metrics |= read
         metrics = {k: v for k, v in metrics.items() if v == v}  # not NaN
         for logger in self.loggers:
             logger.log_metrics(metrics, step=self.global_step)

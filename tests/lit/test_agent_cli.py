@@ -119,6 +119,7 @@ def test_bc_and_rl_fit_evaluate_and_compare(setup_dir, tmp_path, capsys):
         assert tags.get("lq.objective") == ("lq" if stage == "rl" else None)
         # validated on the validation quests (what defaults are chosen by), tested on the test quests (reported)
         assert {"val/act_goal_rate", "val/speech_goal_rate", "test/act_goal_rate"} <= set(run.data.metrics)
+        assert {"demos/train/loss", "demos/val/loss", "demos/val/speech_accuracy"} <= set(run.data.metrics)
         assert tags["lq.configs"].split(",")[-1] == ("objective/lq.yaml" if stage == "rl" else "encoder/scratch.yaml")
         assert len(tags["lq.commit"].removesuffix("+dirty")) == 40
         if run.info.run_name.startswith("rl-"):

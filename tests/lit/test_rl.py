@@ -382,11 +382,15 @@ def test_a_budget_run_is_evaluated_at_each_budget_and_stops_at_the_last(setup_di
     assert trainer.global_step == 4 and module.interactions == 48
     assert steps == plain[:4]  # the same updates as a run without evaluations
     assert [s for s, _ in evaluated] == [2, 4]
-    assert {k.split("/")[2] for k in evaluated[0][1]} == {"val", "test", "test_greedy"}
-    # the last budget's figures are the zero-shot evaluation of the weights the run ended with
+    assert {k.split("/")[2] for k in evaluated[0][1]} == {"val", "test", "test_greedy", "demos"}
+    # the last budget's figures are the zero-shot evaluation of the weights the run ended with, and their
+    # demonstrations read teacher-forced
     for split, result in zero_shot(module, 0).items():
         for name, value in result.metrics(f"budget/48/{split}/").items():
             assert evaluated[1][1].get(name, value) == value, name  # NaN rates are not logged
+    read = module.demonstration_metrics("budget/48/")
+    assert {"budget/48/demos/train/loss", "budget/48/demos/val/speech_accuracy"} <= set(read)
+    assert {k: evaluated[1][1][k] for k in read} == pytest.approx(read)
     assert (tmp_path / "budget" / "budget-24.ckpt").is_file() and (tmp_path / "budget" / "budget-48.ckpt").is_file()
 
     _budget_fit(setup_dir, tmp_path / "short", 1, budgets=(24, 48))  # killed after an epoch: at the first budget
