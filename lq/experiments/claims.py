@@ -30,6 +30,7 @@ from lq.experiments.reporting import (
     table_values,
 )
 from lq.experiments.specs import (
+    BUDGET_RUNS,
     BUDGET_TITLES,
     ENCODER_TITLES,
     EXPERIMENTS,
@@ -200,14 +201,19 @@ def section(client, experiment: Experiment, parent_id: str, images: Path | None 
     values = {table.name: table_values(client, runs, table, unfinished) for table in experiment.tables}
     day = time.strftime("%Y-%m-%d", time.gmtime(run.info.start_time / 1000))
     objective = tags.get("lq.objective", "lq")
-    # the heading names the objective once (Tables 2 and 7 name it in their titles already)
-    named = bool(experiment.objective) and rl_title(objective) not in experiment.title
+    # the heading names the objective once (Tables 2 and 7 name it in their titles already; the budget's rows each
+    # name their own)
+    if experiment.name == "budget":
+        objectives = ", objectives " + " and ".join(f"`{o}`" for o, _ in BUDGET_RUNS.values()) + " (as each row says)"
+    else:
+        objectives = f", objective `{objective}`" if experiment.objective else ""
+    named = objectives.startswith(", objective ") and rl_title(objective) not in experiment.title
     lines = [
         f"## {experiment.title}" + (f", {rl_title(objective)}" if named else ""),
         "",
         f"Parent run `{tags.get(ORIGIN, parent_id)}` ({day}): profile `{tags.get('lq.profile', '?')}`, protocol "
         f"`{tags.get('lq.protocol', '?')}`"
-        + (f", objective `{objective}`" if experiment.objective else "")
+        + objectives
         + f", data `{tags.get('lq.data', '?')}`, seeds {params.get('seeds', '?')}, commit "
         f"`{tags.get('lq.commit', 'unknown')[:12]}`.",
         "",
@@ -253,7 +259,8 @@ def cost_line(client, runs: Sequence) -> str:
     spent = f"{hours:.1f} CPU hours" if hours >= 1 else f"{hours * 60:.0f} CPU minutes"
     ended = sum(run.info.status != "FINISHED" for run in runs)
     parts = [f"Cost: {spent} in its {len(runs)} child runs"]
-    parts += [f" ({ended} of them killed or failed before the end, their configurations run again)"] * bool(ended)
+    parts += [f" ({ended} of them killed or failed before the end, each configuration run again or resumed from its "
+              "last checkpoint)"] * bool(ended)  # fmt: skip
     parts += [", the CPU time of their processes (`time/cpu_s`); preparing data, models and encoders not counted"]
     missing = len(runs) - len(seconds)
     if missing:  # run before lq logged it, or stopped before its first epoch ended

@@ -1630,6 +1630,9 @@ def test_the_budget_experiment_trains_one_run_per_objective_and_seed_and_draws_i
     assert main(argv) == 0 and page.read_bytes() == first and figure.read_bytes() == drawn
     text = first.decode()
     assert "![The paper's budget" in text and "(img/budget-tiny-paper.png)" in text
+    # both objectives' rows: the heading names none, the identity both
+    assert "## The paper's budget: RL against environment interactions, BC and the baselines beside\n" in text
+    assert "protocol `paper`, objectives `paper` and `lq` (as each row says), data" in text
     row = next(line for line in text.splitlines() if line.startswith("| RL (paper objective), 1M interactions |"))
     assert "0.500" in row  # seed 0 alone
     row = next(line for line in text.splitlines() if line.startswith("| RL (lq objective), 320k interactions |"))
