@@ -10,9 +10,21 @@ from gymnasium.utils.env_checker import check_env
 
 import lq  # noqa: F401  (registers lq/Quest-v0)
 from lq.conf.resolver import mark_finished
+from lq.envs import calibration
 from lq.envs.gym import FreeText
 from lq.generate import generate_dataset
 from tests.samples import tiny_env_models
+
+
+@pytest.fixture(scope="module", autouse=True)
+def one_calibration_setting():
+    """The partner's calibration tries one setting of its 49 in this module: what it chooses is not what these tests
+    read, and the 460 demonstrations of the default data replayed per setting took a minute. The setting is in the
+    calibration's key, so every environment here reads the one the fixture below computes."""
+    with pytest.MonkeyPatch.context() as patch:
+        patch.setattr(calibration, "SHARE_STEPS", calibration.SHARE_STEPS[:1])
+        patch.setattr(calibration, "LISTEN_STEPS", calibration.LISTEN_STEPS[:1])
+        yield
 
 
 @pytest.fixture(scope="module")
