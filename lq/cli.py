@@ -561,7 +561,9 @@ def _eval_parser(sub) -> None:
         help="play nothing: each agent's teacher-forced cloning loss and accuracies on the training demonstrations and "
         "on --split's (--quests: the first N of each), to see how much of what it imitates is memorised",
     )
-    ev.add_argument("--out", type=Path, help="also write the table here (.md; a .csv beside it)")
+    ev.add_argument(
+        "--out", type=Path, help="also write the table here (.md; a .csv beside it, but for --demonstrations)"
+    )
     _add_places(ev)
     ev.set_defaults(func=_cmd_eval)
 

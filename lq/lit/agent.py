@@ -287,16 +287,18 @@ class AgentModule(L.LightningModule):
         turns = dict.fromkeys(sums, 0)
         was_training = self.agent.training
         self.agent.eval()  # no dropout; no random draw, so a run's training goes on as without it
-        with torch.no_grad():
-            for start in range(0, len(episodes), batch_size):
-                batch = episodes[start : start + batch_size]
-                acted = sum(sum(e.acted) for e in batch)
-                total = sum(len(e.contexts) for e in batch)
-                weights = {"loss": total, "action_accuracy": acted, "speech_accuracy": total - acted}
-                for key, value in self.cloning_loss(batch).items():
-                    sums[key] += value.item() * weights[key]
-                    turns[key] += weights[key]
-        self.agent.train(was_training)
+        try:
+            with torch.no_grad():
+                for start in range(0, len(episodes), batch_size):
+                    batch = episodes[start : start + batch_size]
+                    acted = sum(sum(e.acted) for e in batch)
+                    total = sum(len(e.contexts) for e in batch)
+                    weights = {"loss": total, "action_accuracy": acted, "speech_accuracy": total - acted}
+                    for key, value in self.cloning_loss(batch).items():
+                        sums[key] += value.item() * weights[key]
+                        turns[key] += weights[key]
+        finally:
+            self.agent.train(was_training)
         return {"demonstrations": len(episodes), **{k: sums[k] / turns[k] for k in sums if turns[k]}}
 
     def demonstration_metrics(self, prefix: str = "") -> dict[str, float]:
