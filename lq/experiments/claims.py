@@ -41,6 +41,7 @@ from lq.experiments.specs import (
     budget_row,
     budgets_of,
     rl_title,
+    row_prefix,
 )
 
 Place = tuple[str, str, str]  # (table, row, column)
@@ -203,11 +204,12 @@ def section(client, experiment: Experiment, parent_id: str, images: Path | None 
     objective = tags.get("lq.objective", "lq")
     # the heading names the objective once (Tables 2 and 7 name it in their titles already; the budget's rows each
     # name their own)
-    if experiment.name == "budget":
+    each_row = experiment.name == "budget"
+    if each_row:
         objectives = ", objectives " + " and ".join(f"`{o}`" for o, _ in BUDGET_RUNS.values()) + " (as each row says)"
     else:
         objectives = f", objective `{objective}`" if experiment.objective else ""
-    named = objectives.startswith(", objective ") and rl_title(objective) not in experiment.title
+    named = not each_row and bool(experiment.objective) and rl_title(objective) not in experiment.title
     lines = [
         f"## {experiment.title}" + (f", {rl_title(objective)}" if named else ""),
         "",
@@ -328,7 +330,7 @@ def budget_reading(experiment: Experiment, values: dict[str, dict[tuple[str, str
         return ours, values[name + table].get((("" if table else who) + reference, column), [])
 
     for e in experiment.encoders:
-        who = f"{ENCODER_TITLES[e]}, " if len(experiment.encoders) > 1 else ""
+        who = row_prefix(experiment.encoders, e)
         for variant, title in BUDGET_TITLES.items():
             rows = {b: budget_row(experiment.encoders, e, variant, b) for b in budgets_of(variant)}
             for row in rows.values():

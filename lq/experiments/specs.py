@@ -269,6 +269,11 @@ def table45(
 VALIDATION_GOALS = tuple((f"Val {title.lower()}", metric.replace("test/", "val/")) for title, metric in GOALS)
 
 
+def row_prefix(encoders: Sequence[str], encoder: str) -> str:
+    """How a row of a table over ``encoders`` names ``encoder``: ``"Adaptive, "``, or nothing with one encoder."""
+    return f"{ENCODER_TITLES[encoder]}, " if len(encoders) > 1 else ""
+
+
 def _one_at_a_time(
     name: str,
     title: str,
@@ -286,7 +291,7 @@ def _one_at_a_time(
     columns = (*VALIDATION_GOALS, *GOALS)
     rows = []
     for e in encoders:
-        who = f"{ENCODER_TITLES[e]}, " if len(encoders) > 1 else ""
+        who = row_prefix(encoders, e)
         for row, variant in [(base, ""), *((DEPARTURES[v][0], v) for v in variants), *([last] if last else [])]:
             rows.append((f"{who}{row}", {t: Cell(Config("rl", e, variant=variant), m) for t, m in columns}))
         rows.append((f"{who}BC", {t: Cell(Config("bc", e), m) for t, m in columns}))
@@ -357,8 +362,7 @@ def budgets_of(variant: str) -> tuple[int, ...]:
 def budget_row(encoders: Sequence[str], encoder: str, variant: str, budget: int) -> str:
     """The budget table's row of ``encoder``'s run ``variant`` (:data:`BUDGET_RUNS`) at ``budget``; with one encoder
     the row does not name it (neither does its BC row)."""
-    who = f"{ENCODER_TITLES[encoder]}, " if len(encoders) > 1 else ""
-    return f"{who}{BUDGET_TITLES[variant]}, {budget_label(budget)} interactions"
+    return f"{row_prefix(encoders, encoder)}{BUDGET_TITLES[variant]}, {budget_label(budget)} interactions"
 
 
 def budget(encoders: Sequence[str] = ("scratch",), objective: str = "paper") -> Experiment:
@@ -372,7 +376,7 @@ def budget(encoders: Sequence[str] = ("scratch",), objective: str = "paper") -> 
     columns = (*VALIDATION_GOALS, *GOALS)
     rows = []
     for e in encoders:
-        who = f"{ENCODER_TITLES[e]}, " if len(encoders) > 1 else ""
+        who = row_prefix(encoders, e)
         for variant in BUDGET_TITLES:
             config = Config("rl", e, variant=variant)
             for b in budgets_of(variant):
