@@ -12,6 +12,7 @@ from __future__ import annotations
 import math
 import statistics
 import time
+from collections import Counter
 from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
@@ -192,6 +193,22 @@ def _mean_std(values: Sequence[float]) -> str:
     return cell(*mean_std_of(values), len(values)) if values else "n/a"
 
 
+def environment_models(runs: Sequence) -> str:
+    """The partner and DM a parent's finished children played (their ``lq.partner`` and ``lq.dm`` tags:
+    :func:`lq.lit.cli.model_tags`), for its identity line: the one pair, or each pair with its children's count where
+    they differ (its cells then mix environments); nothing where no child recorded them (made before lq did)."""
+    pairs = Counter(
+        f"partner `{r.data.tags['lq.partner']}`, DM `{r.data.tags['lq.dm']}`" if "lq.partner" in r.data.tags else None
+        for r in runs
+    )
+    if set(pairs) <= {None}:
+        return ""
+    if len(pairs) == 1:
+        return f", {next(iter(pairs))}"
+    counts = (f"{pair or 'not recorded'} ({n} {'child' if n == 1 else 'children'})" for pair, n in pairs.most_common())
+    return ", children against different environment models: " + "; ".join(counts)
+
+
 def section(client, experiment: Experiment, parent_id: str, images: Path | None = None) -> list[str]:
     """One parent's part of the results page: its identity, its tables as ``build_tables`` renders them, its figure
     where it has one (the budget experiment's, written into ``images`` and linked), and each of the paper's orderings
@@ -216,7 +233,7 @@ def section(client, experiment: Experiment, parent_id: str, images: Path | None 
         f"Parent run `{tags.get(ORIGIN, parent_id)}` ({day}): profile `{tags.get('lq.profile', '?')}`, protocol "
         f"`{tags.get('lq.protocol', '?')}`"
         + objectives
-        + f", data `{tags.get('lq.data', '?')}`, seeds {params.get('seeds', '?')}, commit "
+        + f", data `{tags.get('lq.data', '?')}`{environment_models(runs)}, seeds {params.get('seeds', '?')}, commit "
         f"`{tags.get('lq.commit', 'unknown')[:12]}`.",
         "",
         cost_line(client, [*runs, *unfinished]),

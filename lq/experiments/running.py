@@ -11,6 +11,7 @@ from collections.abc import Callable, Iterator, Mapping, Sequence, Set
 from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 from lq.data.dataset import dataset_id
 from lq.data.outputs import finished
@@ -20,8 +21,11 @@ from lq.experiments.parents import end_dead_runs, log_best_model, open_parent, p
 from lq.experiments.reporting import _client, _print, build_tables, children, experiment_id
 from lq.experiments.setup import Setup
 from lq.experiments.specs import Config, Experiment
-from lq.lit.cli import build_module, commit_tag, log_dataset, module_hparams, run_tags
+from lq.lit.cli import build_module, commit_tag, log_dataset, model_tags, module_hparams, run_tags
 from lq.stages import Resolver, Run, kind_of
+
+if TYPE_CHECKING:
+    from lq.envs.spec import EnvSpec
 
 
 def run_of(config: Config, setup: Setup, seed: int, out_dir: str | None = None) -> Run:
@@ -455,7 +459,7 @@ def run_baselines(client, experiment: str, run: Run, pid: str, validation: bool 
     config = Config("baselines", "", run.ability, run.switch)
     tags = {"mlflow.parentRunId": pid, "lq.config": config.key, "lq.seed": str(seed), "lq.stage": "baselines"}
     exp_id = experiment_id(client, experiment)
-    identity, params = baselines_identity(run, module.data_dir)
+    identity, params = baselines_identity(run, module.env_spec)
     run_id = client.create_run(
         exp_id, run_name=f"{config.key}-s{seed}", tags={**tags, **identity, **run_tags()}
     ).info.run_id
@@ -476,15 +480,16 @@ def run_baselines(client, experiment: str, run: Run, pid: str, validation: bool 
     return run_id
 
 
-def baselines_identity(run: Run, data_dir: str) -> tuple[dict[str, str], dict[str, object]]:
-    """The tags and params of a baselines child, as a stage run records its own (:class:`lq.lit.cli.StageCLI`), so
-    that every child of a table says what it ran on: its ability, switch, seed, profile, protocol, objective and
-    threads; its data (``lq.data``, as the setup names it) and that data's fingerprint (``lq.dataset``); the commit."""
+def baselines_identity(run: Run, env: EnvSpec) -> tuple[dict[str, str], dict[str, object]]:
+    """The tags and params of a baselines child, as an agent's stage run records its own (:class:`lq.lit.cli.AgentCLI`),
+    so that every child of a table says what it ran on: its ability, switch, seed, profile, protocol, objective and
+    threads; its data (``lq.data``, as the setup names it) and that data's fingerprint (``lq.dataset``); the partner and
+    DM of ``env`` (``lq.partner``, ``lq.dm``); the commit."""
     params = {"stage": "baselines", "ability": run.ability, "switch": run.switch, "seed": run.seed}
     params |= {"profile": run.profile, "protocol": run.protocol, "objective": run.objective, "threads": run.threads}
     tags = {f"lq.{key}": str(params[key]) for key in ("ability", "switch", "profile", "protocol", "objective")}
-    tags |= {"lq.data": str(run.data), "lq.dataset": dataset_id(data_dir), **commit_tag()}
-    return tags, {**params, "env/data_dir": data_dir}
+    tags |= {"lq.data": str(run.data), "lq.dataset": dataset_id(env.data_dir), **model_tags(env), **commit_tag()}
+    return tags, {**params, "env/data_dir": env.data_dir}
 
 
 def log_identity(client, run_id: str, params: Mapping[str, object], data_dir: str) -> None:

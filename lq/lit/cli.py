@@ -18,6 +18,7 @@ import subprocess
 import warnings
 from collections.abc import Sequence
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 from lightning.fabric.utilities.logger import _convert_params
 from lightning.pytorch.callbacks import ModelCheckpoint
@@ -31,6 +32,9 @@ from lq.data.outputs import mark_finished, unfinished
 from lq.stages import CONFIG, Resolver, agent_dir, bc_checkpoint, model_dir, pretrained_checkpoint
 from lq.data.dataset import dataset_id
 from lq.lit.callbacks import LogProgress, StageTimer, wants_log_progress
+
+if TYPE_CHECKING:
+    from lq.envs.spec import EnvSpec
 
 DEFAULT_TRACKING_URI = "sqlite:///mlflow.db"
 
@@ -156,6 +160,13 @@ def run_tags() -> dict[str, str]:
     """Where a run's process is (``lq.host``, ``lq.pid``): a driver marks a RUNNING run whose process is gone as
     KILLED (:func:`lq.experiments.parents.end_dead_runs`)."""
     return {"lq.host": socket.gethostname(), "lq.pid": str(os.getpid())}
+
+
+def model_tags(env: EnvSpec) -> dict[str, str]:
+    """The partner and the DM an agent's run played, as tags (``lq.partner``, ``lq.dm``: :meth:`EnvSpec.model_digests`):
+    a table whose children ran against other environment models than another table's says so
+    (:func:`lq.experiments.claims.section`), however their checkpoints' paths read."""
+    return {f"lq.{name}": digest for name, digest in env.model_digests().items()}
 
 
 def commit_tag() -> dict[str, str]:
@@ -527,6 +538,11 @@ class AgentCLI(StageCLI):
     @property
     def data_dir(self) -> str:
         return self.stage_config.model.env.data_dir
+
+    def identity_tags(self) -> dict[str, str]:
+        """A stage run's identity and the environment models the agent played: ``lq.partner`` and ``lq.dm``
+        (:func:`model_tags`)."""
+        return {**super().identity_tags(), **model_tags(self.model.env_spec)}
 
     def run_params(self) -> dict[str, object]:
         """The stage's params, with the agent's identity (ability, switch, seed, protocol; RL's objective: the

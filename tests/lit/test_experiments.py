@@ -1353,6 +1353,25 @@ def test_the_deviation_tables_reading_marks_which_departure_moves_which_column()
     assert cells()[0] == "?"  # one seed: no verdict and no distance
 
 
+def test_a_tables_identity_names_the_partner_and_dm_its_children_played_and_says_where_they_differ():
+    """The identity line's environment models come from the children's ``lq.partner`` and ``lq.dm`` tags: nothing for
+    children from before they were tagged, one pair where all agree, each pair counted where they do not."""
+    from types import SimpleNamespace
+
+    from lq.experiments.claims import environment_models
+
+    def child(**tags):
+        return SimpleNamespace(data=SimpleNamespace(tags={f"lq.{k}": v for k, v in tags.items()}))
+
+    assert environment_models([child(), child()]) == ""
+    same = [child(partner="aa", dm="bb"), child(partner="aa", dm="bb")]
+    assert environment_models(same) == ", partner `aa`, DM `bb`"
+    assert environment_models([*same, child(partner="cc", dm="bb"), child()]) == (
+        ", children against different environment models: partner `aa`, DM `bb` (2 children); "
+        "partner `cc`, DM `bb` (1 child); not recorded (1 child)"
+    )
+
+
 def test_the_budget_reading_names_the_first_budget_that_passes_each_bar_on_validation_and_its_test_figures():
     """Chosen on validation, reported on test: the first budget whose validation act & speech goals are above the bar
     by one standard error; at none where every budget with two seeds is not; one seed's figures given without a

@@ -1,6 +1,6 @@
 """Every run says what it ran on: its seed, the profile and commit, and its dataset under one digest, the fingerprint
 that checkpoints, bundles and model cards record (``lq.data.dataset.dataset_id``), so that a bundle is matched to the
-runs of its dataset."""
+runs of its dataset; an agent's run and a table's baselines also the partner and DM they played, by their weights."""
 
 import dataclasses
 import shutil
@@ -13,6 +13,8 @@ from mlflow.tracking import MlflowClient
 from lq import conf
 from lq import experiments as X
 from lq.cli import main
+from lq.envs.models import load_poly_encoder
+from lq.models.poly_encoder import weights_digest
 from tests.lit.test_experiments import _tiny_setup
 from tests.lit.test_pretrain import TINY_ARGS
 
@@ -54,6 +56,12 @@ def test_every_run_logs_its_seed_and_the_dataset_digest_of_the_bundles_card(trai
         assert len(tags["lq.commit"].removesuffix("+dirty")) == 40, stage
         if stage != "bc":  # trained without a profile's config file (conftest's tiny agent)
             assert tags["lq.profile"] == params["profile"] == "tiny", stage
+    # the BC agent and the baselines played the setup's partner and DM, from copies at other paths: the same digests
+    models = {name: weights_digest(load_poly_encoder(setup_dir / f"{name}.ckpt")[0])[:16] for name in ("partner", "dm")}
+    assert models["partner"] != models["dm"]
+    for r in runs:
+        played = {name: r.data.tags.get(f"lq.{name}") for name in models}
+        assert played == (models if r.data.tags["lq.stage"] != "partner" else {"partner": None, "dm": None})
     [baselines] = [r for r in runs if r.data.tags["lq.stage"] == "baselines"]
     assert baselines.data.params["protocol"] == baselines.data.tags["lq.protocol"] == "paper"
     assert baselines.data.tags["lq.data"] == str(setup_dir / "data")
