@@ -128,6 +128,8 @@ class Slot:
     history: list[tuple[str, str, str]] = field(default_factory=list)
     witnessed: list[bool] = field(default_factory=list)  # per history turn: the other side saw or heard it
     start_room: Node | None = None  # where the self character stood when the quest opened
+    left_start: bool = False  # a character has stood outside the starting room (only then does what each sees differ
+    # from the quest's opening scene: the observation fix of 15af5d9 changed nothing else)
     steps: int = 0
     act_goal: str | None = None  # "self" or "partner" once reached
     speech_reward: float = 0.0
@@ -274,6 +276,7 @@ def play_turn(slot: Slot, side: str, kind: str, text: str) -> float:
         return act_reward(False)
     result = step(slot.world, actor, text)
     slot.witnessed[-1] = slot.witnessed[-1] or together(slot)  # one who arrives is seen arriving
+    slot.left_start = slot.left_start or any(c.room is not slot.start_room for c in (slot.me, slot.partner))
     turn["result"] = result.message.splitlines()[0] if result.message else ""
     slot.transcript.append(f"{indent}{actor.name} > {text}    [{turn['result']}]")
     who = slot.goal.reached_by(slot.world, actor, result.action) if result.success and slot.act_goal is None else None

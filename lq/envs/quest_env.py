@@ -251,6 +251,7 @@ class QuestEnv:
             "steps": slot.steps,
             "goal_open_turns": slot.goal_open_turns,
             "goal_open_acts": slot.goal_open_acts,
+            "left_start": slot.left_start,
             "transcript": "\n".join(slot.transcript),
             "card": slot.card,
             "turns": list(slot.turns),

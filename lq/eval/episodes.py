@@ -8,6 +8,7 @@ rule of :mod:`lq.rl.baselines` for a policy), all with the same switch in the sa
 
 from __future__ import annotations
 
+import math
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 
@@ -48,14 +49,23 @@ class EvalResult:
         """The share of episodes whose act goal the partner reached (NaN without episodes, e.g. the ceiling)."""
         return by_whom(self.episodes, "partner") if self.episodes else float("nan")
 
+    @property
+    def left_start_rate(self) -> float:
+        """The share of episodes in which a character stood outside the room the quest opened in (NaN without
+        episodes): the only episodes in which what the agent reads differs from the opening scene's."""
+        if not self.episodes:
+            return math.nan
+        return sum(e.get("left_start", False) for e in self.episodes) / len(self.episodes)
+
     def metrics(self, prefix: str = "") -> dict[str, float]:
         """The rates under their MLflow names (``<prefix>act_goal_rate``, ``...speech_goal_rate``,
-        ``...act_and_speech_goal_rate``, ``...partner_act_goal_rate``)."""
+        ``...act_and_speech_goal_rate``, ``...partner_act_goal_rate``, ``...left_start_rate``)."""
         return {
             f"{prefix}act_goal_rate": self.act_goal_rate,
             f"{prefix}speech_goal_rate": self.speech_goal_rate,
             f"{prefix}act_and_speech_goal_rate": self.act_and_speech_rate,
             f"{prefix}partner_act_goal_rate": self.partner_act_goal_rate,
+            f"{prefix}left_start_rate": self.left_start_rate,
             **{f"{prefix}{key}": value for key, value in self.where_lost.items()},
         }
 

@@ -292,6 +292,10 @@ class RLModule(AgentModule):
             self.log("rl/act_goal_rate", sum(e["act_goal"] for e in window) / m, prog_bar=True, batch_size=m)
             self.log("rl/speech_goal_rate", sum(e["speech_goal"] for e in window) / m, batch_size=m)
             self.log("rl/return", sum(e["return"] for e in window) / m, batch_size=m)
+            # the share of episodes in which a character left the starting room (a checkpoint saved before lq kept
+            # it has episodes without it in its window until they age out)
+            if left := [e["left_start"] for e in window if "left_start" in e]:
+                self.log("rl/left_start_share", sum(left) / len(left), batch_size=len(left))
             # episodes on quests whose goal is not in the action space: priority sampling must not let them take over
             unsolvable = sum(e["instance"] in self.unsolvable for e in window) / m
             self.log("rl/unsolvable_share", unsolvable, batch_size=m)

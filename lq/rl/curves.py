@@ -10,7 +10,7 @@ from __future__ import annotations
 
 from collections.abc import Iterable
 
-KEPT = ("act_goal", "speech_goal", "return", "instance")  # what the curves read of an episode's summary
+KEPT = ("act_goal", "speech_goal", "return", "instance", "left_start")  # what the curves read of an episode's summary
 
 
 class StartedEpisodes:

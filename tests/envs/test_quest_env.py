@@ -357,7 +357,9 @@ def test_the_context_follows_the_self_character_into_another_room(batcher):
     obs, infos = env.reset([0])
     assert f"_setting_name {inst.demo.room_category}" in obs[0] and "_partner_name knight" in obs[0]
     assert "go crypt" in infos[0]["valid_actions"]
+    assert not env.slots[0].left_start  # the partner's turn, a line said where both stand, moves no one
     obs, rewards, dones, infos = env.step([("action", "go crypt")])
+    assert env.slots[0].left_start
     assert "_setting_name Graveyard" in obs[0] and "_setting_desc Cold stone and old bones." in obs[0]
     assert "_partner_name" not in obs[0] and "_partner_persona" not in obs[0]
     assert "_partner_say Who goes there?" in obs[0]  # heard before leaving
@@ -375,6 +377,12 @@ def test_the_context_follows_the_self_character_into_another_room(batcher):
     assert "_partner_act go dragon's lair" in env.context(env.slots[0], "partner")  # seen arriving
     obs, rewards, dones, infos = env.step([("speech", line)])  # together again: heard and paid
     assert rewards[0] > 0 and infos[0]["speech_goal"]
+    from lq.envs.episode import new_slot
+    from lq.eval import EvalResult
+
+    left, stayed = env.episode_summary(env.slots[0]), env.episode_summary(new_slot(inst))
+    assert left["left_start"] and not stayed["left_start"]  # back in the lair, it still counts as one that left
+    assert EvalResult.of([left, stayed, stayed, stayed]).metrics("test/")["test/left_start_rate"] == 0.25
 
 
 def test_the_context_and_look_show_what_each_carries_now(batcher):
