@@ -11,7 +11,7 @@ import torch
 
 from lq.data.dataset import check_dataset
 from lq.models.encoder import EncoderSpec
-from lq.models.poly_encoder import PolyEncoder
+from lq.models.poly_encoder import PolyEncoder, state_digest, weights_digest
 
 
 def load_poly_encoder(
@@ -37,6 +37,19 @@ def load_poly_encoder(
         {k.removeprefix("model."): v for k, v in state["state_dict"].items() if k.startswith("model.")}
     )
     return _frozen(model, device), spec
+
+
+def checkpoint_digest(checkpoint: str | Path) -> str:
+    """:func:`lq.models.poly_encoder.weights_digest` of the poly-encoder in ``checkpoint``, read from the checkpoint's
+    state (memory-mapped) without building the model: what :func:`load_poly_encoder` would load. A bundle's
+    ``.safetensors`` is loaded (its file need not keep the model's order)."""
+    if Path(checkpoint).suffix == ".safetensors":
+        return weights_digest(load_poly_encoder(checkpoint)[0])
+    try:
+        state = torch.load(checkpoint, map_location="cpu", weights_only=True, mmap=True)["state_dict"]
+    except FileNotFoundError:
+        raise FileNotFoundError(f"{checkpoint}: no such checkpoint; train it first (make partner, make dm)") from None
+    return state_digest((k.removeprefix("model."), v) for k, v in state.items() if k.startswith("model."))
 
 
 def checkpoint_spec(checkpoint: str | Path) -> EncoderSpec | None:

@@ -139,13 +139,12 @@ class EnvSpec:
 
     def model_digests(self) -> dict[str, str]:
         """Which partner and DM this environment plays: their weights' digests
-        (:func:`lq.models.poly_encoder.weights_digest`, its first 16 hex digits),
+        (:func:`lq.envs.models.checkpoint_digest`, its first 16 hex digits),
         whatever the paths of their checkpoints. Two runs with the same digests played the same environment models."""
-        from lq.envs.models import load_poly_encoder
-        from lq.models.poly_encoder import weights_digest
+        from lq.envs.models import checkpoint_digest
 
         models = {"partner": self.partner_checkpoint, "dm": self.dm_checkpoint}
-        return {name: weights_digest(load_poly_encoder(path, "cpu")[0])[:16] for name, path in models.items()}
+        return {name: checkpoint_digest(path)[:16] for name, path in models.items()}
 
     def calibration_file(self) -> Path:
         """The file :meth:`build` keeps the partner's calibration of these models, data and settings in (it exists

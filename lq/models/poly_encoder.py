@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import hashlib
 import os
-from collections.abc import Sequence
+from collections.abc import Iterable, Sequence
 from pathlib import Path
 
 import torch
@@ -224,8 +224,13 @@ def weights_digest(model: nn.Module) -> str:
     """A sha256 of a model's weights: every tensor's name, dtype, shape and bytes. Unlike a sum of its values it does
     not depend on the thread count, the float rounding or the process; a checkpoint and a bundle's safetensors of the
     same weights give the same digest."""
+    return state_digest(model.state_dict().items())
+
+
+def state_digest(state: Iterable[tuple[str, torch.Tensor]]) -> str:
+    """:func:`weights_digest` of a model's ``state_dict`` items, in their order (a checkpoint keeps that order)."""
     digest = hashlib.sha256()
-    for name, tensor in model.state_dict().items():
+    for name, tensor in state:
         flat = tensor.detach().reshape(-1).contiguous().cpu()
         digest.update(f"{name} {flat.dtype} {tuple(tensor.shape)}\n".encode())
         digest.update(flat.view(torch.uint8).numpy().tobytes() if flat.numel() else b"")
