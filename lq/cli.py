@@ -459,7 +459,11 @@ def _cmd_experiment(args: argparse.Namespace) -> int:
             print(f"{experiment.title}: from parent run {parent}, {shown_identity} (no training)")
             X.write_local(X.build_tables(experiment, parent, setup.tracking_uri), args.out)
             if run.info.status == "RUNNING":  # a planned parent: its children ran elsewhere, the tables finish it
-                client.set_terminated(parent, "FINISHED")
+                playing = [r for r in X.children(client, parent, finished=False) if r.info.status == "RUNNING"]
+                if playing:  # unless its driver is still at work: a look at a running campaign leaves it running
+                    print(f"{name}: parent run {parent} left running ({len(playing)} of its children still run)")
+                else:
+                    client.set_terminated(parent, "FINISHED")
     print(f"tables in {args.out}/ and on the parent runs; browse them with: make ui (http://127.0.0.1:5000)")
     return 0
 

@@ -116,6 +116,25 @@ def test_tables_are_means_and_stds_over_the_children_and_rebuild_from_the_store(
     assert (out / "table1.md").read_text() == md and (out / "table1.csv").read_text() == csv
 
 
+def test_tables_finish_a_planned_parent_but_leave_one_whose_children_still_run(tmp_path, capsys):
+    """``lq experiment tables --parent P`` finishes a parent whose children ran elsewhere; while one of them is still
+    running (its driver at work), it shows the tables and leaves the parent running, for the driver to resume."""
+    uri = f"sqlite:///{tmp_path / 'mlflow.db'}"
+    client = MlflowClient(uri)
+    parent = client.create_run(X.experiment_id(client, "table1"), tags={"lq.experiment": "table1"}).info.run_id
+    child = client.create_run(
+        X.experiment_id(client, "table1"),
+        tags={"mlflow.parentRunId": parent, "lq.config": "rl-scratch-act_speech-hardcoded", "lq.seed": "0"},
+    ).info.run_id
+    tables = ["experiment", "tables", "table1", "--parent", parent, "--tracking-uri", uri, "--out", str(tmp_path)]
+    assert main(tables) == 0
+    assert client.get_run(parent).info.status == "RUNNING"
+    assert f"parent run {parent} left running (1 of its children still run)" in capsys.readouterr().out
+    client.set_terminated(child, "FINISHED")
+    assert main(tables) == 0
+    assert client.get_run(parent).info.status == "FINISHED"
+
+
 def test_the_best_agents_transcripts_go_on_the_parent(tmp_path):
     """The agent child with the best act & speech rate (ties broken by act goals) has its test transcripts copied."""
     client = MlflowClient(f"sqlite:///{tmp_path / 'mlflow.db'}")
