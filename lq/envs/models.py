@@ -4,6 +4,7 @@ agent bundle (:func:`save_poly_encoder`: the weights and a ``.json`` beside them
 from __future__ import annotations
 
 import json
+from collections.abc import Iterator
 from pathlib import Path
 
 import safetensors.torch
@@ -21,10 +22,7 @@ def load_poly_encoder(
     ``dataset``, one trained on another dataset is refused (:func:`lq.data.dataset.check_dataset`)."""
     if Path(checkpoint).suffix == ".safetensors":
         return _load_safetensors(Path(checkpoint), device, dataset)
-    try:
-        state = torch.load(checkpoint, map_location="cpu", weights_only=True)
-    except FileNotFoundError:
-        raise FileNotFoundError(f"{checkpoint}: no such checkpoint; train it first (make partner, make dm)") from None
+    state = _read(checkpoint)
     if dataset is not None:
         check_dataset(state, checkpoint, dataset)
     hparams = state.get("hyper_parameters", {})
@@ -33,9 +31,7 @@ def load_poly_encoder(
         raise ValueError(f"{checkpoint}: not an lq poly-encoder checkpoint (no encoder in its hyperparameters)")
     spec = EncoderSpec(**encoder.get("spec", {}))  # builds the right shape; the weights come from the checkpoint
     model = PolyEncoder.from_spec(spec, int(hparams.get("n_codes", 64)))
-    model.load_state_dict(
-        {k.removeprefix("model."): v for k, v in state["state_dict"].items() if k.startswith("model.")}
-    )
+    model.load_state_dict(dict(_weights(state)))
     return _frozen(model, device), spec
 
 
@@ -45,11 +41,20 @@ def checkpoint_digest(checkpoint: str | Path) -> str:
     ``.safetensors`` is loaded (its file need not keep the model's order)."""
     if Path(checkpoint).suffix == ".safetensors":
         return weights_digest(load_poly_encoder(checkpoint)[0])
+    return state_digest(_weights(_read(checkpoint, mmap=True)))
+
+
+def _read(checkpoint: str | Path, mmap: bool = False) -> dict:
+    """A poly-encoder's Lightning checkpoint as plain values (``mmap``: its tensors read only when used)."""
     try:
-        state = torch.load(checkpoint, map_location="cpu", weights_only=True, mmap=True)["state_dict"]
+        return torch.load(checkpoint, map_location="cpu", weights_only=True, mmap=mmap)
     except FileNotFoundError:
         raise FileNotFoundError(f"{checkpoint}: no such checkpoint; train it first (make partner, make dm)") from None
-    return state_digest((k.removeprefix("model."), v) for k, v in state.items() if k.startswith("model."))
+
+
+def _weights(state: dict) -> Iterator[tuple[str, torch.Tensor]]:
+    """The poly-encoder's own weights in a Lightning checkpoint's ``state``, under its module's names, in order."""
+    return ((k.removeprefix("model."), v) for k, v in state["state_dict"].items() if k.startswith("model."))
 
 
 def checkpoint_spec(checkpoint: str | Path) -> EncoderSpec | None:
