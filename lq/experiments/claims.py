@@ -32,6 +32,10 @@ from lq.experiments.reporting import (
 )
 from lq.experiments.specs import (
     BUDGET_RUNS,
+    MOTIVATION_TITLES,
+    PRETRAIN_VARIANTS,
+    QUEST_COUNTS,
+    TIMELINE_TABLES,
     BUDGET_TITLES,
     ENCODER_TITLES,
     EXPERIMENTS,
@@ -53,6 +57,8 @@ class Ordering:
     claim: str  # what the paper (or lq's issue) says, in words
     better: Place
     worse: Place
+    better_from: Place | None = None  # where given, the claim compares gains: better - better_from above
+    worse_from: Place | None = None  # worse - worse_from
 
 
 def verdict(better: Sequence[float], worse: Sequence[float]) -> str:
@@ -62,12 +68,28 @@ def verdict(better: Sequence[float], worse: Sequence[float]) -> str:
         return "not run"
     if len(better) < 2 or len(worse) < 2:
         return "not tested (one seed)"
-    diff, se = difference(better, worse)
-    if diff > se:
-        return "holds"
-    if diff < -se:
-        return "does not hold"
-    return "within noise"
+    return _sign(*difference(better, worse))
+
+
+def _sign(diff: float, se: float) -> str:
+    return "holds" if diff > se else "does not hold" if diff < -se else "within noise"
+
+
+def marking(o: Ordering, values: dict[str, dict]) -> str:
+    """An ordering's two sides (mean ± std over seeds, as the tables print them; a gain: its difference of means ±
+    its standard error) and its verdict."""
+    better, worse = (values[t].get((r, c), []) for t, r, c in (o.better, o.worse))
+    if o.better_from is None or o.worse_from is None:
+        return f"{_mean_std(better)} against {_mean_std(worse)}: **{verdict(better, worse)}**"
+    sides = [(better, values[o.better_from[0]].get(o.better_from[1:], [])),
+             (worse, values[o.worse_from[0]].get(o.worse_from[1:], []))]  # fmt: skip
+    if not all(a and b for a, b in sides):
+        return "gains n/a: **not run**"
+    if any(len(a) < 2 or len(b) < 2 for a, b in sides):
+        return "**not tested (one seed)**"
+    (gain, gain_se), (other, other_se) = (difference(a, b) for a, b in sides)
+    mark = _sign(gain - other, math.hypot(gain_se, other_se))
+    return f"gain {gain:+.3f} ± {gain_se:.3f} against {other:+.3f} ± {other_se:.3f} (± its standard error): **{mark}**"
 
 
 def difference(better: Sequence[float], worse: Sequence[float]) -> tuple[float, float]:
@@ -150,24 +172,16 @@ def orderings(experiment: Experiment) -> list[Ordering]:
     return out
 
 
-# the paper's trends of Tables 4 and 5 (appendix 8.1) that a table45 parent measures; the other two need runs it does
-# not make: ATOMIC-LIGHT against ATOMIC without domain adaptation, and more training quests (Figures 13, 14)
-UNMEASURED_TRENDS = (
-    "ATOMIC-LIGHT above ATOMIC without domain adaptation (the paper: about 4 points): not measured, lq pretrains on "
-    "ATOMIC-LIGHT only",
-    "more training quests help, Scratch most (Figures 13 and 14): not measured, lq's table trains on one quest count",
-    "Scratch best on the easiest action only (the fourth trend's first half): not measured, lq's table has no Scratch "
-    "row (Scratch is the agent's own encoder, not pretrained)",
-)
-
-
 def table45_trends(titles: Sequence[str]) -> list[Ordering]:
-    """The paper's trends of Tables 4 and 5 that lq's encoders measure, per table and encoder: motivations help (short
-    and long & mid above none, All Hits@1), short motivations the most useful (above long & mid), and the second half
-    of its fourth trend, Adaptive lowest on the easiest action (Easiest Hits@1, short motivations, below each other
-    encoder; its first half, Scratch best there, needs a Scratch row, and Tables 4/5 compare pretrained encoders)."""
+    """The paper's four trends of Tables 4 and 5 (appendix 8.1), per table: motivations help (short and long & mid
+    above none, All Hits@1, per encoder) and short ones the most (above long & mid); ATOMIC-LIGHT above ATOMIC without
+    domain adaptation (General+Light, All Hits@1, each motivation setting); more training quests help (all above the
+    fewest, short motivations, Scratch and General+Light), Scratch the most (its gain above General+Light's); Scratch
+    best on the easiest action (Easiest Hits@1, short motivations, above each encoder) but not on the others (Leave
+    easiest out Hits@1, below Adaptive), and Adaptive lowest there (below each encoder)."""
     out = []
-    for table, kind in (("table4", "sequential"), ("table5", "bag of actions")):
+    fewest = f"{QUEST_COUNTS[0]} training quests"
+    for table, kind in TIMELINE_TABLES:
         for e in titles:
             for level in ("Short motivations", "Long & mid motivations"):
                 out.append(Ordering(f"{level.split(' motivations')[0]} motivations above none ({e}, {kind}, All Hits@1)",
@@ -176,6 +190,41 @@ def table45_trends(titles: Sequence[str]) -> list[Ordering]:
             out.append(Ordering(f"short motivations the most useful ({e}, {kind}, All Hits@1, over long & mid)",
                                 (table, f"{e}, Short motivations", "All Hits@1"),
                                 (table, f"{e}, Long & mid motivations", "All Hits@1")))  # fmt: skip
+        if "General+Light" in titles:
+            atomic = f"General+Light, {PRETRAIN_VARIANTS['atomic']}"
+            out += [
+                Ordering(f"ATOMIC-LIGHT above ATOMIC without domain adaptation (General+Light, {kind}, All Hits@1, "
+                         f"{level.lower()})", (table, f"General+Light, {level}", "All Hits@1"),
+                         (table, f"{atomic}, {level}", "All Hits@1"))
+                for level in MOTIVATION_TITLES.values()
+            ]  # fmt: skip
+        column = f"{kind.capitalize()} All Hits@1"
+        curves = [e for e in ("Scratch", "General+Light") if e in titles]
+        out += [
+            Ordering(f"more training quests help ({e}, {kind}, All Hits@1, all over {fewest})",
+                     ("quests", f"{e}, all training quests", column), ("quests", f"{e}, {fewest}", column))
+            for e in curves
+        ]  # fmt: skip
+        if len(curves) == 2:
+            out.append(Ordering(f"Scratch gains the most from more quests ({kind}, All Hits@1, all over {fewest}, "
+                                "above General+Light's gain)",
+                                ("quests", "Scratch, all training quests", column),
+                                ("quests", "General+Light, all training quests", column),
+                                ("quests", f"Scratch, {fewest}", column),
+                                ("quests", f"General+Light, {fewest}", column)))  # fmt: skip
+        if "Scratch" in titles:
+            out += [
+                Ordering(f"Scratch best on the easiest action ({kind}, short motivations, Easiest Hits@1, above {e})",
+                         (table, "Scratch, Short motivations", "Easiest Hits@1"),
+                         (table, f"{e}, Short motivations", "Easiest Hits@1"))
+                for e in titles
+                if e != "Scratch"
+            ]  # fmt: skip
+            if "Adaptive" in titles:
+                out.append(Ordering(f"Scratch not best on the others ({kind}, short motivations, Leave easiest out "
+                                    "Hits@1, below Adaptive)",
+                                    (table, "Adaptive, Short motivations", "Leave easiest out Hits@1"),
+                                    (table, "Scratch, Short motivations", "Leave easiest out Hits@1")))  # fmt: skip
         if "Adaptive" in titles:
             out += [
                 Ordering(f"Adaptive lowest on the easiest action ({kind}, short motivations, Easiest Hits@1, below {e})",
@@ -257,11 +306,7 @@ def section(client, experiment: Experiment, parent_id: str, images: Path | None 
     marked = orderings(experiment)
     if marked:
         lines += ["The paper's orderings (one standard error of the difference; mean ± std over seeds, as above):", ""]
-        for o in marked:
-            better, worse = (values[t].get((r, c), []) for t, r, c in (o.better, o.worse))
-            lines.append(f"- {o.claim}: {_mean_std(better)} against {_mean_std(worse)}: **{verdict(better, worse)}**")
-        if experiment.name == "table45":
-            lines += [f"- {trend}" for trend in UNMEASURED_TRENDS]
+        lines += [f"- {o.claim}: {marking(o, values)}" for o in marked]
         lines.append("")
     return lines
 

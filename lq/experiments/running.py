@@ -55,9 +55,12 @@ def with_extras(run: Run, setup: Setup, more: Sequence[str] = ()) -> Run:
 
 def child_run(config: Config, setup: Setup, seed: int, experiment: str = "") -> Run:
     """The run of ``config`` and ``seed`` as a child of ``experiment`` (:func:`run_of`): a pretraining child in its
-    seed's folder, one encoder per seed kept apart from the agents' encoders."""
-    pretrained = config.stage == "pretrain" and experiment
-    return run_of(config, setup, seed, f"{setup.outputs}/experiments/{experiment}/seed-{seed}" if pretrained else None)
+    seed's folder, one encoder per seed kept apart from the agents' encoders (a variant's in a folder of its own
+    there)."""
+    if not (config.stage == "pretrain" and experiment):
+        return run_of(config, setup, seed)
+    folder = f"{setup.outputs}/experiments/{experiment}/seed-{seed}"
+    return run_of(config, setup, seed, f"{folder}/{config.variant}" if config.variant else folder)
 
 
 def prep(stage: str, setup: Setup, encoder: str = "", **identity) -> Run:

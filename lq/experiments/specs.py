@@ -7,6 +7,7 @@ import json
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 
+from lq.conf import path
 from lq.rl.baselines import BASELINES, CEILING, REPLAY, REPLAY_WITH_PARTNER
 
 ENCODERS = ("scratch", "general", "light", "general_light", "adaptive")
@@ -55,12 +56,12 @@ class Config:
     encoder: str = ""  # none for the baselines: they read no encoder
     ability: str = "act_speech"
     switch: str = "hardcoded"
-    variant: str = ""  # RL: one of DEPARTURES, its arguments after the objective's file (the deviation table)
+    variant: str = ""  # RL: one of DEPARTURES (the deviation table); pretraining: one of PRETRAIN_VARIANTS
 
     @property
     def key(self) -> str:
         if self.stage == "pretrain":
-            return f"pretrain-{self.encoder}"
+            return f"pretrain-{self.encoder}" + (f"-{self.variant}" if self.variant else "")
         if self.stage == "baselines":
             return f"baselines-{self.ability}-{self.switch}"
         key = f"{self.stage}-{self.encoder}-{self.ability}-{self.switch}"
@@ -69,6 +70,8 @@ class Config:
     def args_for(self, seed: int) -> list[str]:
         """The variant's arguments for ``seed`` (after every config file of the run; ``lq``: none, its objective's file
         instead; a budget run's: its budgets, :func:`budget_args`)."""
+        if self.stage == "pretrain":
+            return pretrain_args(self.encoder, self.variant)
         if self.variant in BUDGET_RUNS:
             return budget_args(self.variant, seed)
         return list(DEPARTURES[self.variant][1]) if self.variant in DEPARTURES else []
@@ -235,35 +238,92 @@ def table7(encoders: Sequence[str] = ("scratch", "adaptive"), objective: str = "
     return _with_baselines("table7", f"Table 7: switch types, {rl_title(objective)}", rows, encoders, objective)
 
 
+# Tables 4 and 5's encoders trained otherwise than their config says, for the paper's trends (appendix 8.1), each in a
+# folder of its own beside its seed's encoders: the quest tasks on fewer training quests (Figures 13 and 14: Scratch
+# and General+Light), and ATOMIC without domain adaptation in place of ATOMIC-LIGHT (General+Light).
+QUEST_COUNTS = (12, 25)
+PRETRAIN_VARIANTS = {**{f"quests{n}": f"{n} training quests" for n in QUEST_COUNTS},
+                     "atomic": "ATOMIC without domain adaptation"}  # fmt: skip
+# the supervised tables' Scratch model (paper 8.1): its encoder's 3 layers trained on the two timeline tasks alone
+# (make pretrain's scratch is not pretrained: the agents train it)
+SCRATCH_TASKS = {"seq_timeline": 1.0, "boa_timeline": 1.0}
+
+
+def pretrain_args(encoder: str, variant: str = "") -> list[str]:
+    """A Tables 4/5 encoder's arguments after its config files: Scratch's timeline tasks; a variant's fewer training
+    quests, or ATOMIC in place of ATOMIC-LIGHT among its encoder's tasks (conf/encoder/)."""
+    if variant and variant not in PRETRAIN_VARIANTS:
+        raise ValueError(f"unknown pretraining variant {variant}: choose from {', '.join(PRETRAIN_VARIANTS)}")
+    args = []
+    if encoder == "scratch" or variant == "atomic":
+        tasks = SCRATCH_TASKS if encoder == "scratch" else encoder_tasks(encoder)
+        if variant == "atomic":
+            if "atomic_light" not in tasks:
+                raise ValueError(f"the {encoder} encoder does not pretrain on ATOMIC-LIGHT: nothing to replace")
+            tasks = {("atomic" if t == "atomic_light" else t): w for t, w in tasks.items()}
+        args += ["--model.encoder.tasks", json.dumps(tasks)]
+    if variant.startswith("quests"):
+        args += ["--data.max_train_quests", variant.removeprefix("quests")]
+    return args
+
+
+def encoder_tasks(encoder: str) -> dict[str, float]:
+    """The pretraining tasks and weights of ``encoder``'s config file (conf/encoder/ENCODER.yaml)."""
+    import yaml
+
+    return dict(yaml.safe_load(path("encoder", f"{encoder}.yaml").read_text())["model"]["encoder"]["tasks"])
+
+
+TIMELINE_TABLES = (("table4", "sequential"), ("table5", "bag of actions"))
+
+
 def table45(
-    encoders: Sequence[str] = ("general", "light", "general_light", "adaptive"), objective: str = ""
+    encoders: Sequence[str] = ENCODERS, objective: str = ""
 ) -> Experiment:
-    """Supervised timeline prediction, Hits@k of 100 (paper Tables 4 and 5, Figures 13 and 14); no RL, so no
-    objective (taken and ignored, as every experiment's is)."""
+    """Supervised timeline prediction, Hits@k of 100 (paper Tables 4 and 5), Scratch's model trained on the timeline
+    tasks alone; General+Light pretrained on ATOMIC without domain adaptation beside (the second trend); Scratch
+    and General+Light on fewer training quests (Figures 13 and 14). No RL, so no objective (taken and ignored, as
+    every experiment's is)."""
     _check_encoders(encoders)
-    if "scratch" in encoders:
-        raise ValueError("Tables 4/5 compare pretrained encoders: scratch is not pretrained")
+    atomic = ["general_light"] if "general_light" in encoders else []
     tables = []
-    for name, title in (
-        ("table4", "Table 4: sequential timeline prediction"),
-        ("table5", "Table 5: bag-of-actions timeline prediction"),
-    ):
+    titles = ("Table 4: sequential timeline prediction", "Table 5: bag-of-actions timeline prediction")
+    for (name, _), title in zip(TIMELINE_TABLES, titles, strict=True):
         rows = [
             (
-                f"{ENCODER_TITLES[e]}, {mtitle}",
-                {ctitle: Cell(Config("pretrain", e), f"{name}/{m}/{col}") for ctitle, col in TIMELINE_COLUMNS},
-            )
-            for e in encoders
+                f"{timeline_row(e, variant)}, {mtitle}",
+                {ctitle: Cell(Config("pretrain", e, variant=variant), f"{name}/{m}/{col}")
+                 for ctitle, col in TIMELINE_COLUMNS},
+            )  # fmt: skip
+            for e, variant in [*((e, "") for e in encoders), *((e, "atomic") for e in atomic)]
             for m, mtitle in MOTIVATION_TITLES.items()
         ]
         tables.append(Table(name, title, rows))
+    curves = [e for e in ("scratch", "general_light") if e in encoders]
+    if curves:
+        columns = {f"{kind.capitalize()} All Hits@1": f"{name}/short/all_hits_at_1" for name, kind in TIMELINE_TABLES}
+        rows = [
+            (timeline_row(e, variant) if variant else f"{ENCODER_TITLES[e]}, all training quests",
+             {c: Cell(Config("pretrain", e, variant=variant), m) for c, m in columns.items()})
+            for e in curves
+            for variant in (*(f"quests{n}" for n in QUEST_COUNTS), "")
+        ]  # fmt: skip
+        tables.append(Table("quests", "Figures 13 and 14: timeline prediction by training quests (short motivations)",
+                            rows))  # fmt: skip
     evaluated = (
         "Evaluated as Hits@k of 100: the gold action's rank among 100 candidates, on the test quests' timelines; one "
-        "encoder trained per seed, the motivations switched in its context."
+        "encoder trained per seed, the motivations switched in its context. Each learns from its profile's slice of "
+        "each task (`data.max_train_examples`; tiny: 320 examples, about 50 quests of a timeline task); a row of N "
+        "training quests, from the first N quests only."
     )
     return Experiment(
         "table45", "Tables 4 and 5: supervised timeline prediction", tables, encoders, "", evaluated=evaluated
     )
+
+
+def timeline_row(encoder: str, variant: str = "") -> str:
+    """How Tables 4/5 and their quest curves name an encoder trained as ``variant`` says."""
+    return f"{ENCODER_TITLES[encoder]}, {PRETRAIN_VARIANTS[variant]}" if variant else ENCODER_TITLES[encoder]
 
 
 VALIDATION_GOALS = tuple((f"Val {title.lower()}", metric.replace("test/", "val/")) for title, metric in GOALS)

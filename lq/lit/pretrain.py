@@ -22,7 +22,7 @@ from lq.lit.metrics import HitsAtK
 from lq.models.encoder import EncoderConfig, EncoderSpec
 from lq.models.poly_encoder import CandidateMemo, PolyEncoder, TextBatcher, distinct_candidates
 from lq.models.pretrained import load_tokenizer
-from lq.tasks import ENV_TASKS, NUM_CANDIDATES, TASKS, Example, build_task
+from lq.tasks import ABLATION_TASKS, ENV_TASKS, NUM_CANDIDATES, TASKS, Example, build_task
 
 HITS_AT = (1, 5, 10)
 
@@ -40,15 +40,16 @@ class PretrainDataModule(L.LightningDataModule):
         num_candidates: int = NUM_CANDIDATES,
         max_train_examples: int | None = None,
         max_eval_examples: int | None = None,
+        max_train_quests: int | None = None,
         motivations: Sequence[str] = MOTIVATION_LEVELS,
         num_workers: int = 0,
         seed: int = 0,
     ):
         super().__init__()
         self.tasks = dict(tasks or {})
-        unknown = set(self.tasks) - set(TASKS + ENV_TASKS)
+        unknown = set(self.tasks) - set(TASKS + ENV_TASKS + ABLATION_TASKS)
         if unknown:
-            choices = ", ".join(TASKS + ENV_TASKS)
+            choices = ", ".join(TASKS + ENV_TASKS + ABLATION_TASKS)
             raise ValueError(f"unknown task(s) {', '.join(sorted(unknown))}: choose from {choices}")
         if not self.tasks:
             raise ValueError(
@@ -60,6 +61,7 @@ class PretrainDataModule(L.LightningDataModule):
         self.batch_size, self.eval_batch_size = batch_size, eval_batch_size
         self.num_candidates, self.motivations = num_candidates, tuple(motivations)
         self.max_train, self.max_eval = max_train_examples, max_eval_examples
+        self.max_train_quests = max_train_quests  # the quest tasks learn from the first training quests only
         self.num_workers, self.seed = num_workers, seed
         self.examples: dict[str, dict[str, list[Example]]] = {}
 
@@ -69,10 +71,12 @@ class PretrainDataModule(L.LightningDataModule):
 
     def _load(self, split: str, limit: int | None) -> dict[str, list[Example]]:
         out = {}
+        quests = self.max_train_quests if split == "train" else None
         for task in self.tasks:
             examples = build_task(
-                task, self.data_dir, split, seed=self.seed, n=self.num_candidates, motivations=self.motivations
-            )
+                task, self.data_dir, split, seed=self.seed, n=self.num_candidates, motivations=self.motivations,
+                quests=quests,
+            )  # fmt: skip
             out[task] = examples[:limit] if limit else examples
         return out
 

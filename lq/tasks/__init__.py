@@ -1,6 +1,7 @@
 """Text tasks for pretraining and the supervised tables: (context, label, 100 candidates).
 
-``atomic_light`` (complete the tail), ``general_dialogue`` (next chit-chat turn), ``light_original``
+``atomic_light`` (complete the tail; ``atomic``: ATOMIC's own triples, without domain adaptation, for the Tables 4/5
+ablation), ``general_dialogue`` (next chit-chat turn), ``light_original``
 (next action or utterance in goal-free episodes), ``boa_timeline`` (any one action of a quest's
 timeline), ``seq_timeline`` (the next timeline action after the first n), ``quest_dialogue`` (next
 utterance of a demonstration). Everything is read from the data formats of :mod:`lq.data`; the
@@ -14,6 +15,7 @@ from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
+from lq.data.atomic import load_atomic_csv
 from lq.data.atomic_light import AtomicLightSample, load_atomic_light
 from lq.data.chitchat import load_chitchat
 from lq.data.context import MOTIVATION_LEVELS, demo_context, partner_context, quest_context, timeline_prefix
@@ -22,8 +24,12 @@ from lq.data.demos import PARTNER, SELF, Demonstration, load_demos
 from lq.data.errors import DataFormatError
 from lq.data.quests import GOAL_INDEX, Quest
 from lq.data.splits import SPLITS, Splits
+from lq.tasks.atomic_light import build_atomic
 
 TASKS = ("atomic_light", "general_dialogue", "light_original", "boa_timeline", "seq_timeline", "quest_dialogue")
+# Tasks no encoder of the paper trains on, for its ablations: ATOMIC without domain adaptation (Tables 4/5's second
+# trend, against atomic_light).
+ABLATION_TASKS = ("atomic",)
 # Tasks of the environment's models: the partner's next act, and the DM's ranking of the self character's speech.
 ENV_TASKS = ("partner_turn", "dm_speech")
 NUM_CANDIDATES = 100
@@ -67,10 +73,10 @@ def candidates(
 
 
 def atomic_light_examples(
-    samples: Sequence[AtomicLightSample], rng: random.Random, n: int = NUM_CANDIDATES
+    samples: Sequence[AtomicLightSample], rng: random.Random, n: int = NUM_CANDIDATES, task: str = "atomic_light"
 ) -> list[Example]:
     tails = [s.tail for s in samples]
-    return [Example(s.context, s.tail, candidates(s.tail, tails, rng, n), "atomic_light") for s in samples]
+    return [Example(s.context, s.tail, candidates(s.tail, tails, rng, n), task) for s in samples]
 
 
 def general_dialogue_examples(
@@ -203,20 +209,27 @@ def build_task(
     seed: int = 0,
     n: int = NUM_CANDIDATES,
     motivations: Sequence[str] = MOTIVATION_LEVELS,
+    quests: int | None = None,
 ) -> list[Example]:
-    """The examples of one task on one split of a dataset folder (as ``lq data generate`` writes it)."""
-    if task not in TASKS + ENV_TASKS:
-        raise ValueError(f"unknown task '{task}': choose from {', '.join(TASKS + ENV_TASKS)}")
+    """The examples of one task on one split of a dataset folder (as ``lq data generate`` writes it); ``quests``:
+    those of the split's first quests only (a quest task's: its timelines, its demonstrations), as many."""
+    known = TASKS + ENV_TASKS + ABLATION_TASKS
+    if task not in known:
+        raise ValueError(f"unknown task '{task}': choose from {', '.join(known)}")
     if split not in SPLITS:
         raise ValueError(f"unknown split '{split}': choose from {', '.join(SPLITS)}")
     root = Path(data_dir)
     rng = random.Random(f"{seed}/{task}/{split}")
 
-    def quests() -> Splits[Quest]:
-        return load_dataset(root).quests
+    def split_quests() -> list[Quest]:
+        return load_dataset(root).quests[split][:quests]
 
     def demos() -> list[Demonstration]:
-        return load_dataset(root).demos[split]
+        demos = load_dataset(root).demos[split]
+        if quests is None:
+            return demos
+        kept = {q.quest_id for q in split_quests()}
+        return [d for d in demos if d.conv_extra.get("quest_id") in kept]
 
     def episodes(required: bool) -> list[Demonstration]:
         """LIGHT's original goal-free episodes; the partner's and DM's tasks do without them where a dataset (the
@@ -244,12 +257,18 @@ def build_task(
 
     builders: dict[str, Callable[[], list[Example]]] = {
         "atomic_light": lambda: atomic_light_examples(load_atomic_light(source("atomic_light"))[split], rng, n),
+        "atomic": lambda: atomic_light_examples(
+            build_atomic([e for p in sorted(source("atomic").glob("*.csv")) for e in load_atomic_csv(p)])[split],
+            rng,
+            n,
+            "atomic",
+        ),
         "general_dialogue": lambda: general_dialogue_examples(
             load_chitchat(source("chitchat") / f"{split}.jsonl"), rng, n
         ),
         "light_original": lambda: light_original_examples(episodes(required=True), rng, n),
-        "boa_timeline": lambda: boa_timeline_examples(quests()[split], rng, n, motivations),
-        "seq_timeline": lambda: seq_timeline_examples(quests()[split], rng, n, motivations),
+        "boa_timeline": lambda: boa_timeline_examples(split_quests(), rng, n, motivations),
+        "seq_timeline": lambda: seq_timeline_examples(split_quests(), rng, n, motivations),
         "quest_dialogue": lambda: quest_dialogue_examples(demos(), rng, n, load_dataset(root).quests_by_id()),
         "partner_turn": lambda: partner_turn_examples(demos(), episodes(required=False), rng, n),
         "dm_speech": lambda: dm_speech_examples(

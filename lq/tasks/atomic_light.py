@@ -149,15 +149,28 @@ def build_atomic_light(
     filled_events, tails = texts[: len(events_masked)], texts[len(events_masked) :]
     out: Splits[AtomicLightSample] = Splits()
     for (e, split, relation, _, atomic_event), tail in zip(rows, tails, strict=True):
-        event, x = filled_events[e], events_masked[e][1]
-        shown = event[:1].lower() + event[1:] if relation == "xNeed" else event[:1].upper() + event[1:]
-        context, _ = TEMPLATES[relation]
-        out[split].append(
-            AtomicLightSample(
-                context=context.format(event=shown, x=x), tail=tail, relation=relation, event=atomic_event
-            )
-        )
+        out[split].append(_sample(filled_events[e], events_masked[e][1], relation, tail, atomic_event))
     return out
+
+
+def build_atomic(events: Iterable[AtomicEvent]) -> Splits[AtomicLightSample]:
+    """ATOMIC without domain adaptation, what ATOMIC-LIGHT is measured against (the paper's second trend of Tables 4
+    and 5): the same templates told of PersonX and PersonY, every noun as ATOMIC has it, no engine triples."""
+    out: Splits[AtomicLightSample] = Splits()
+    for ev in events:
+        for relation in LIGHT_RELATIONS:
+            for tail in ev.relations.get(relation, []):
+                if tail.strip().lower() not in ("none", ""):
+                    out[SPLIT_OF[ev.split]].append(_sample(ev.event, "PersonX", relation, tail.strip(), ev.event))
+    return out
+
+
+def _sample(event: str, x: str, relation: str, tail: str, atomic_event: str) -> AtomicLightSample:
+    """One triple as a template sentence to complete (the event capitalised first, lower-cased after "Before" unless
+    ATOMIC's PersonX begins it)."""
+    first = event[:1].lower() if relation == "xNeed" and not event.startswith("PersonX") else event[:1].upper()
+    shown = first + event[1:]
+    return AtomicLightSample(TEMPLATES[relation][0].format(event=shown, x=x), tail, relation, atomic_event)
 
 
 VERB_TRIPLES = {

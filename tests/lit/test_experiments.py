@@ -750,8 +750,10 @@ def test_a_missing_cell_reads_n_a_and_bad_names_are_refused(tmp_path):
     assert csv.splitlines()[2].startswith('"Scratch, Hardcoded switch",,,')
     with pytest.raises(ValueError, match="unknown encoder bogus"):
         X.table1(["bogus"])
-    with pytest.raises(ValueError, match="scratch is not pretrained"):
-        X.table45(["scratch"])
+    with pytest.raises(ValueError, match="the light encoder does not pretrain on ATOMIC-LIGHT: nothing to replace"):
+        X.specs.pretrain_args("light", "atomic")
+    with pytest.raises(ValueError, match="unknown pretraining variant quests7: choose from quests12, quests25, atomic"):
+        X.specs.pretrain_args("scratch", "quests7")
     assert main(["experiment", "tables", "table9", "--tracking-uri", f"sqlite:///{tmp_path / 'm.db'}"]) == 2
     with pytest.raises(FileNotFoundError, match="no such profile .PROFILE=huge.; choose from paper, quick, tiny"):
         X.Setup(profile="huge")
@@ -774,7 +776,8 @@ def test_the_paper_tables_have_their_configurations():
     ]
     assert {c.switch for c in X.table7().configs} == {"ratio", "hardcoded"}
     t45 = X.table45()
-    assert [t.name for t in t45.tables] == ["table4", "table5"] and len(t45.configs) == 4
+    # five encoders, General+Light on ATOMIC without domain adaptation, Scratch and General+Light on 12 and 25 quests
+    assert [t.name for t in t45.tables] == ["table4", "table5", "quests"] and len(t45.configs) == 5 + 1 + 4
     # no agent plays Tables 4/5: the line under their titles says Hits@k, not an episode protocol
     from lq.experiments.reporting import evaluated_line
 
@@ -1323,6 +1326,40 @@ def test_table45_of_adaptive_alone_pretrains_the_general_encoder_of_each_seeds_f
     assert [s.label for steps, _ in children for s in steps] == ["pretrain-adaptive s0", "pretrain-adaptive s1"]
 
 
+def test_table45_trains_scratch_on_the_timelines_and_each_variant_in_its_own_folder(tmp_path):
+    """Tables 4/5's Scratch model learns the two timeline tasks alone; a quest-count child cuts the training quests;
+    the ATOMIC child trains General+Light's tasks with ATOMIC in place of ATOMIC-LIGHT; each variant has a folder of
+    its own beside its seed's encoders (never over them) and a child name of its own."""
+    setup = X.Setup(seeds=(0,), outputs=str(tmp_path / "o"))
+    experiment = X.table45(["scratch", "general_light"])
+    runs = {c.key: X.running.child_run(c, setup, 0, experiment.name) for c in experiment.configs}
+    assert sorted(runs) == [
+        "pretrain-general_light", "pretrain-general_light-atomic", "pretrain-general_light-quests12",
+        "pretrain-general_light-quests25", "pretrain-scratch", "pretrain-scratch-quests12", "pretrain-scratch-quests25"
+    ]  # fmt: skip
+
+    def arg(key, name):
+        args = runs[key].args
+        return args[len(args) - 1 - args[::-1].index(name) + 1] if name in args else None  # the last one counts
+
+    seed = f"{tmp_path}/o/experiments/table45/seed-0"
+    assert arg("pretrain-scratch", "--out_dir") == seed and arg("pretrain-scratch-quests12", "--out_dir") == (
+        f"{seed}/quests12"
+    )
+    assert json.loads(arg("pretrain-scratch-quests12", "--model.encoder.tasks")) == X.specs.SCRATCH_TASKS
+    assert {k: arg(k, "--data.max_train_quests") for k in runs} == {
+        "pretrain-scratch": None, "pretrain-general_light": None, "pretrain-general_light-atomic": None,
+        "pretrain-scratch-quests12": "12", "pretrain-scratch-quests25": "25",
+        "pretrain-general_light-quests12": "12", "pretrain-general_light-quests25": "25"}  # fmt: skip
+    atomic = json.loads(arg("pretrain-general_light-atomic", "--model.encoder.tasks"))
+    tasks = X.specs.encoder_tasks("general_light")
+    assert "atomic_light" in tasks and atomic == {("atomic" if t == "atomic_light" else t): w for t, w in tasks.items()}
+    assert arg("pretrain-general_light", "--model.encoder.tasks") is None  # its config's own tasks
+    assert arg("pretrain-general_light-atomic", "--out_dir") == f"{seed}/atomic"
+    labels = [s.label for steps, _ in X.running.child_waves(experiment, setup, "pid") for s in steps]
+    assert sorted(labels) == sorted(f"{k} s0" for k in runs)
+
+
 def test_an_rl_child_stopped_mid_training_resumes_from_its_own_last_checkpoint_only(tmp_path):
     """A killed RL child's last.ckpt is resumed from (``--ckpt_path``) where it holds the rollout and the very
     hyperparameters the child would be built with; another run's, one without its rollout or a finished run's is not."""
@@ -1684,18 +1721,45 @@ def test_the_budget_experiment_trains_one_run_per_objective_and_seed_and_draws_i
 
 def test_every_ordering_names_cells_its_tables_have_and_table45_marks_the_papers_trends():
     """Each marked ordering compares two cells of its experiment's tables (a typo would mark it "not run" for ever);
-    Tables 4/5 mark the motivation trend per encoder and table and Adaptive's easiest action, and name what they do
-    not measure."""
-    from lq.experiments.claims import UNMEASURED_TRENDS, orderings
+    Tables 4/5 mark each of the paper's four trends in both tables, the quest curve's "Scratch the most" as gains."""
+    from lq.experiments.claims import orderings
 
     for name, build in X.EXPERIMENTS.items():
         experiment = build(objective="paper" if name in ("deviations", "budget") else "lq")
         cells = {(t.name, row, column) for t in experiment.tables for row, cols in t.rows for column in cols}
         for o in orderings(experiment):
-            assert o.better in cells and o.worse in cells, (name, o.claim)
+            assert {o.better, o.worse, *filter(None, (o.better_from, o.worse_from))} <= cells, (name, o.claim)
     claims = [o.claim for o in orderings(X.table45())]
     assert "Short motivations above none (Adaptive, bag of actions, All Hits@1)" in claims
-    assert sum("Adaptive lowest on the easiest action" in c for c in claims) == 6  # 3 others, 2 tables
-    # the paper's four trends: motivations and Adaptive's easiest action marked above; ATOMIC, the quest count and
-    # Scratch's easiest action named as not measured
-    assert [t.split(" ")[0] for t in UNMEASURED_TRENDS] == ["ATOMIC-LIGHT", "more", "Scratch"]
+    # the paper's four trends, each in both tables: motivations (5 encoders x 3), ATOMIC-LIGHT (each motivation
+    # setting), more quests (Scratch, General+Light) and Scratch the most, Scratch's easiest action (above 4 others,
+    # and not on the others) and Adaptive's
+    for start, count in (("Short motivations above none", 5), ("short motivations the most", 5),
+                         ("ATOMIC-LIGHT above ATOMIC", 3), ("more training quests help", 2),
+                         ("Scratch gains the most", 1), ("Scratch best on the easiest", 4),
+                         ("Scratch not best on the others", 1), ("Adaptive lowest on the easiest", 4)):  # fmt: skip
+        assert sum(c.startswith(start) for c in claims) == 2 * count, start
+    gains = [o for o in orderings(X.table45()) if o.better_from]
+    assert all(o.better_from[0] == o.worse_from[0] == "quests" for o in gains) and len(gains) == 2
+
+
+def test_a_gain_ordering_compares_differences_of_means_with_their_standard_errors():
+    """"Scratch gains the most from more quests": Scratch's gain (all quests over 12) against General+Light's, each a
+    difference of seed means with its standard error; the verdict at one standard error of the two gains' difference."""
+    from lq.experiments.claims import Ordering, marking
+
+    places = [("quests", f"{e}, {n}", "c") for e in ("S", "G") for n in ("all", "12")]
+    gain = Ordering("Scratch gains the most", places[0], places[2], places[1], places[3])
+
+    def marked(s_all, s_12, g_all, g_12):
+        return marking(gain, {"quests": dict(zip([p[1:] for p in places], (s_all, s_12, g_all, g_12)))})
+
+    # Scratch +0.30 ± 0.01, General+Light +0.10 ± 0.01: holds (the se: each side's sample std over sqrt(2), squared
+    # and added)
+    assert marked([0.4, 0.42], [0.1, 0.12], [0.5, 0.52], [0.4, 0.42]) == (
+        "gain +0.300 ± 0.014 against +0.100 ± 0.014 (± its standard error): **holds**"
+    )
+    assert marked([0.4, 0.42], [0.1, 0.12], [0.9, 0.92], [0.4, 0.42]).endswith("**does not hold**")
+    assert marked([0.4, 0.5], [0.1, 0.2], [0.5, 0.6], [0.2, 0.3]).endswith("**within noise**")  # 0.3 vs 0.3
+    assert marked([0.4, 0.5], [], [0.5, 0.6], [0.2, 0.3]) == "gains n/a: **not run**"
+    assert marked([0.4], [0.1], [0.5], [0.2]) == "**not tested (one seed)**"

@@ -10,12 +10,16 @@ from lightning.pytorch.callbacks import ModelCheckpoint
 from lq.cli import main
 from lq import stages
 from lq.conf import resolver
+from lq.data.atomic_light import load_atomic_light
+from lq.data.dataset import load_dataset
 from lq.generate import generate_dataset
 from lq.lit.cli import STAGES, fit_pretrain
 from lq.lit.metrics import HitsAtK
 from lq.lit.pretrain import PretrainDataModule, PretrainModule
 from lq.models.encoder import EncoderConfig
 from lq.models.poly_encoder import CandidateMemo
+from lq.tasks import build_task
+from lq.tasks.atomic_light import MODERN
 from tests.samples import parsed_cli, tiny_encoder_spec
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -108,6 +112,43 @@ def test_mixing_follows_the_task_weights(data_dir):
     for i in sampler:
         seen[pool[i].task] += 1
     assert 2.3 < seen["boa_timeline"] / seen["atomic_light"] < 3.9, seen
+
+
+def test_fewer_training_quests_cut_the_quest_tasks_at_quest_boundaries_and_nothing_else(data_dir):
+    """``max_train_quests`` (Figures 13 and 14): the timeline tasks' and the quest dialogues' training examples are
+    those of the first quests only (seq: 6 per quest, boa: 7; a demonstration's turns where its quest is kept); the
+    other tasks and the evaluation splits are untouched."""
+    tasks = {"seq_timeline": 1.0, "boa_timeline": 1.0, "quest_dialogue": 1.0, "atomic_light": 1.0}
+    whole, cut = PretrainDataModule(str(data_dir), tasks), PretrainDataModule(str(data_dir), tasks, max_train_quests=3)
+    for dm in (whole, cut):
+        dm.setup("fit")
+    train, full = cut.examples["train"], whole.examples["train"]
+    assert len(train["seq_timeline"]) == 3 * 6 < len(full["seq_timeline"]) and len(train["boa_timeline"]) == 3 * 7
+    assert [e.label for e in train["seq_timeline"]] == [e.label for e in full["seq_timeline"][:18]]
+    quests = load_dataset(data_dir).quests.train[:3]
+    assert {e.label for e in train["boa_timeline"]} == {a for q in quests for a in q.timeline_actions}
+    assert 0 < len(train["quest_dialogue"]) < len(full["quest_dialogue"])
+    assert len(train["atomic_light"]) == len(full["atomic_light"])
+    assert [len(v) for v in cut.examples["valid"].values()] == [len(v) for v in whole.examples["valid"].values()]
+
+
+def test_atomic_without_domain_adaptation_is_atomic_light_told_of_personx(data_dir):
+    """The ``atomic`` task (Tables 4/5's second trend): the bundle's ATOMIC triples in ATOMIC-LIGHT's templates, of
+    PersonX and PersonY and with ATOMIC's own nouns, without the engine's triples: ATOMIC-LIGHT has each of them
+    adapted."""
+    for split in ("train", "test"):
+        raw, adapted = (build_task(t, data_dir, split) for t in ("atomic", "atomic_light"))
+        assert raw and all(e.task == "atomic" and "PersonX" in e.context for e in raw)
+        assert not any("Person" in e.context for e in adapted)
+        samples = load_atomic_light(data_dir / "atomic_light")[split]
+        of_atomic = [s for s in samples if s.event.startswith("PersonX")]  # the rest: the engine's triples
+        assert len(raw) == len(of_atomic) < len(samples)
+        plain = [(e.label, s.tail) for e, s in zip(raw, of_atomic) if not ({"PersonX", "PersonY"} | MODERN) & set(
+            e.label.replace("'s", "").split())]  # fmt: skip
+        assert plain and all(a == b for a, b in plain)  # the same triples, in the same order: where no name or modern
+        # noun was replaced, the same tails
+    needs = [e.context for e in build_task("atomic", data_dir, "train") if e.context.startswith("Before PersonX ")]
+    assert needs and all(c.endswith(", PersonX needs") for c in needs)
 
 
 def test_unpretrained_and_unknown_tasks_are_refused(data_dir):
