@@ -940,31 +940,71 @@ def _outcomes(setup: X.Setup, parent: str) -> dict:
     }
 
 
+def _check_tabulated(client, parent: str, tables: dict, setup: X.Setup, tmp_path: Path) -> None:
+    """A finished Table 1 parent of the scratch encoder and two seeds: its table and the baselines' (two seeds each),
+    its curves, the best agent's transcript, and that agent as a bundle logged on the parent, an MLflow model that
+    plays quests."""
+    md = Path(client.download_artifacts(parent, "tables/table1.md", str(tmp_path))).read_text()
+    assert md == tables["table1"][0] and "| Scratch |" in md and "n/a" not in md
+    baselines = tables["table1_baselines"][0]
+    assert "n/a" not in baselines and "| Ceiling (goal in the action space) |" in baselines
+    assert "| Random (valid candidates) | " in baselines and "| Demonstrations replayed | " in baselines
+    assert baselines.count(" | 2 |") == 7  # two seeds each
+    assert "Evaluated under protocol paper: choice among the whole spaces" in md
+    assert {a.path for a in client.list_artifacts(parent, "curves")} == {"curves/rl.png", "curves/bc.png"}
+    best = Path(client.download_artifacts(parent, "transcripts/best_agent.txt", str(tmp_path))).read_text()
+    assert best.startswith("Best agent: ") and "=== Self act completion transcripts: " in best
+    assert "\nSetting " in best and "\nMotivation " in best
+    # the best agent, as a bundle logged on the parent: an MLflow model that plays quests
+    import mlflow
+
+    mlflow.set_tracking_uri(setup.tracking_uri)
+    exp_id = client.get_run(parent).info.experiment_id
+    (model,) = mlflow.search_logged_models(experiment_ids=[exp_id], output_format="list")
+    assert model.name == "best_agent" and model.source_run_id == parent
+    assert (Path(setup.outputs) / "bundles" / "table1-tiny-best" / "bundle.json").exists()
+    played = mlflow.pyfunc.load_model(f"models:/{model.model_id}").predict(pd.DataFrame({"quest_id": ["test_00006"]}))
+    assert list(played["quest_id"]) == ["test_00006"] and "Quest test_00006" in played["transcript"][0]
+
+
 @pytest.mark.slow
-def test_a_table_gives_the_same_cells_whatever_the_job_count_launcher_or_plan(setup_dir, tmp_path, monkeypatch):
-    """Table 1 for the scratch encoder, one seed, four ways: the local launcher two children side by side; each job a
-    job of submitit's local executor (real jobs, local processes); every line ``lq experiment plan`` prints, run by a
-    shell as printed, one after another; and ``lq stage rl`` (make rl). Every figure of every child (BC and RL,
-    sampled and greedy, the baselines) is the same, to the last digit: each run sets its own threads (``threads``
-    param), whatever runs beside it."""
+def test_a_table_gives_the_same_cells_whatever_the_job_count_or_launcher(setup_dir, tmp_path, monkeypatch):
+    """Table 1 for the scratch encoder two ways: the local launcher, two seeds, two children side by side (then the
+    table, the curves, the best agent's transcript and its bundle as the parent's MLflow logged model); and seed 0
+    alone, each job a job of submitit's local executor (real jobs, local processes). Every figure of every child (BC
+    and RL, sampled and greedy, the baselines) is the same, to the last digit: each run sets its own threads
+    (``threads`` param), whatever runs beside it. (The plan's lines and make rl's way: the next test.)"""
     monkeypatch.chdir(ROOT)
     experiment = X.table1(["scratch"])
-    two = _tiny_setup(setup_dir, tmp_path / "two", seeds=(0,), jobs=2)
-    parent = X.run_experiment(experiment, two, log=lambda _: None)[0]
-    expected, cells = _outcomes(two, parent), _cells(two, parent, experiment)
-    assert len(cells) == 5 + 7 * 3 - 2 and all(len(v) == 1 for v in cells.values())  # every cell filled
+    two = _tiny_setup(setup_dir, tmp_path / "two", seeds=(0, 1), jobs=2, log_model=True)
+    parent, tables = X.run_experiment(experiment, two, log=lambda _: None)
+    both_seeds, cells = _outcomes(two, parent), _cells(two, parent, experiment)
+    assert len(cells) == 5 + 7 * 3 - 2 and all(len(v) == 2 for v in cells.values())  # every cell filled, both seeds
+    expected = {k: v for k, v in both_seeds.items() if k[1] == "0"}
+    assert sorted(both_seeds) == sorted([*expected, *((c, "1") for c, _ in expected)])
     agents = [k for k in expected if k[0].startswith(("rl-", "bc-"))]
     both = {"test/act_goal_rate", "test_greedy/act_goal_rate"}
     assert len(agents) == 2 and all(both <= set(expected[k]) for k in agents)
-    kids = X.children(MlflowClient(two.tracking_uri), parent)
+    client = MlflowClient(two.tracking_uri)
+    kids = X.children(client, parent)
     assert {r.data.params.get("threads") for r in kids if r.data.tags["lq.stage"] != "baselines"} == {"1"}
     assert all(r.data.metrics["time/cpu_s"] > 0 for r in kids)  # what the table cost: every child, the baselines too
+    _check_tabulated(client, parent, tables, two, tmp_path)
 
     jobs = Submitit(str(tmp_path / "jobs"), {"cluster": "local", "timeout_min": 30})
-    submitted = _tiny_setup(setup_dir, tmp_path / "submitit", seeds=(0,), launcher=jobs)
+    submitted = _tiny_setup(setup_dir, tmp_path / "submitit", two, seeds=(0,), launcher=jobs)
     assert _outcomes(submitted, X.run_experiment(experiment, submitted, log=lambda _: None)[0]) == expected
-    assert len(list((tmp_path / "jobs").glob("*_log.out"))) == 4  # the partner's calibration, RL, BC, baselines
+    assert len(list((tmp_path / "jobs").glob("*_log.out"))) == 3  # RL, BC, baselines (the calibration: two's copied)
 
+
+@pytest.mark.slow
+def test_the_plans_lines_run_by_a_shell_and_make_rl_give_the_same_figures(setup_dir, tmp_path, monkeypatch):
+    """Table 1 for the scratch encoder, seed 0, as every line ``lq experiment plan`` prints, run by a shell as printed,
+    one after another (what runs is what the plan prints: ``test_what_a_plan_prints_is_what_runs``); then ``lq stage
+    rl`` (make rl) on the same calibration: its BC and RL runs' figures, sampled and greedy, are the plan's children's
+    to the last digit."""
+    monkeypatch.chdir(ROOT)
+    experiment = X.table1(["scratch"])
     planned = _tiny_setup(setup_dir, tmp_path / "plan", seeds=(0,))
     lines = X.plan(experiment, planned)
     parent = re.search(r"parent run (\w+)", lines[0]).group(1)
@@ -980,11 +1020,15 @@ def test_a_table_gives_the_same_cells_whatever_the_job_count_launcher_or_plan(se
     env = {**os.environ, "PATH": f"{Path(sys.executable).parent}:{os.environ['PATH']}", "OMP_NUM_THREADS": "2"}
     for command in commands:
         assert subprocess.run(["bash", "-c", command], env=env, cwd=ROOT, check=False).returncode == 0, command
-    assert _outcomes(planned, parent) == expected
+    expected = _outcomes(planned, parent)
+    cells = _cells(planned, parent, experiment)
+    assert len(cells) == 5 + 7 * 3 - 2 and all(len(v) == 1 for v in cells.values())  # every cell filled
+    kinds = ("baselines", "bc-scratch", "rl-scratch")
+    assert sorted(c for c, _ in expected) == [f"{k}-act_speech-hardcoded" for k in kinds]
     assert (tmp_path / "plan" / "outputs" / "tables" / "table1.md").is_file()
 
     # make rl's way (lq stage rl): the BC agent it starts from, then the RL agent, as runs of lq-bc and lq-rl
-    staged = _tiny_setup(setup_dir, tmp_path / "stage", two, seeds=(0,))
+    staged = _tiny_setup(setup_dir, tmp_path / "stage", planned, seeds=(0,))
     X.run_stage("rl", staged, "scratch")
     client = MlflowClient(staged.tracking_uri)
     for stage in ("bc", "rl"):
@@ -1004,17 +1048,18 @@ def test_a_child_killed_mid_training_is_marked_killed_and_resuming_gives_the_uni
     monkeypatch.chdir(ROOT)
     experiment = X.table1(["scratch"])
 
-    def setup(name: str, flag: Path, rl_flag: Path) -> X.Setup:
+    def setup(name: str, flag: Path, rl_flag: Path, calibrated: X.Setup | None = None) -> X.Setup:
         bc = [*TINY_TABLE["bc"], "--trainer.max_epochs=2", stop_once(flag, 9)]  # the flag there: nothing stops
         rl = [*TINY_TABLE["rl"], "--trainer.max_epochs=2", stop_once(rl_flag, 9)]
-        return _tiny_setup(setup_dir, tmp_path / name, seeds=(0,), extra_args={**TINY_TABLE, "bc": bc, "rl": rl})
+        extra = {**TINY_TABLE, "bc": bc, "rl": rl}
+        return _tiny_setup(setup_dir, tmp_path / name, calibrated, seeds=(0,), extra_args=extra)
 
     never = tmp_path / "never"
     never.write_text("")
     whole = setup("whole", never, never)
     expected = _outcomes(whole, X.run_experiment(experiment, whole, log=lambda _: None)[0])
 
-    killed = setup("killed", tmp_path / "kill-bc", tmp_path / "kill-rl")
+    killed = setup("killed", tmp_path / "kill-bc", tmp_path / "kill-rl", calibrated=whole)  # the same calibration
     with pytest.raises(launchers.JobFailed) as failed:
         X.run_experiment(experiment, killed, log=lambda _: None)
     [failure] = failed.value.failures
@@ -1038,63 +1083,6 @@ def test_a_child_killed_mid_training_is_marked_killed_and_resuming_gives_the_uni
     log = (tmp_path / "killed" / "outputs" / "logs" / "rl-scratch-act_speech-hardcoded_s0.log").read_text()
     assert "Restoring states from the checkpoint path at " in log  # Lightning's: it went on, not from the start
     assert _outcomes(killed, pid) == expected
-
-
-@pytest.mark.slow
-def test_run_experiment_trains_children_under_a_parent_and_tabulates(setup_dir, tmp_path, monkeypatch):
-    """Table 1 for the scratch encoder, two seeds: RL and BC children of one parent (two at a time), then the table
-    and curves."""
-    monkeypatch.chdir(ROOT)
-    outputs = tmp_path / "outputs"
-    for name in ("partner", "dm"):
-        (outputs / name / "small").mkdir(parents=True)
-        shutil.copy(setup_dir / f"{name}.ckpt", outputs / name / "small" / "best.ckpt")
-        mark_finished(outputs / name / "small" / "best.ckpt")
-    uri = f"sqlite:///{tmp_path / 'mlflow.db'}"
-    setup = X.Setup(
-        profile="tiny",
-        seeds=(0, 1),
-        data_dir=str(setup_dir / "data"),
-        tracking_uri=uri,
-        outputs=str(outputs),
-        jobs=2,  # the agent runs two at a time, both logging to one sqlite store
-        log_model=True,
-        extra_args=TINY_TABLE,
-    )
-    experiment = X.table1(["scratch"])
-    parent, tables = X.run_experiment(experiment, setup, log=lambda _: None)
-    client = MlflowClient(uri)
-    kids = X.children(client, parent)
-    assert sorted((r.data.tags["lq.config"], r.data.tags["lq.seed"]) for r in kids) == [
-        ("baselines-act_speech-hardcoded", "0"),
-        ("baselines-act_speech-hardcoded", "1"),
-        ("bc-scratch-act_speech-hardcoded", "0"),
-        ("bc-scratch-act_speech-hardcoded", "1"),
-        ("rl-scratch-act_speech-hardcoded", "0"),
-        ("rl-scratch-act_speech-hardcoded", "1"),
-    ]
-    assert client.get_run(parent).info.status == "FINISHED"
-    md = Path(client.download_artifacts(parent, "tables/table1.md", str(tmp_path))).read_text()
-    assert md == tables["table1"][0] and "| Scratch |" in md and "n/a" not in md
-    baselines = tables["table1_baselines"][0]
-    assert "n/a" not in baselines and "| Ceiling (goal in the action space) |" in baselines
-    assert "| Random (valid candidates) | " in baselines and "| Demonstrations replayed | " in baselines
-    assert baselines.count(" | 2 |") == 7  # two seeds each
-    assert "Evaluated under protocol paper: choice among the whole spaces" in md
-    assert {a.path for a in client.list_artifacts(parent, "curves")} == {"curves/rl.png", "curves/bc.png"}
-    best = Path(client.download_artifacts(parent, "transcripts/best_agent.txt", str(tmp_path))).read_text()
-    assert best.startswith("Best agent: ") and "=== Self act completion transcripts: " in best
-    assert "\nSetting " in best and "\nMotivation " in best
-    # the best agent, as a bundle logged on the parent: an MLflow model that plays quests
-    import mlflow
-
-    mlflow.set_tracking_uri(uri)
-    exp_id = client.get_run(parent).info.experiment_id
-    (model,) = mlflow.search_logged_models(experiment_ids=[exp_id], output_format="list")
-    assert model.name == "best_agent" and model.source_run_id == parent
-    assert (outputs / "bundles" / "table1-tiny-best" / "bundle.json").exists()
-    played = mlflow.pyfunc.load_model(f"models:/{model.model_id}").predict(pd.DataFrame({"quest_id": ["test_00006"]}))
-    assert list(played["quest_id"]) == ["test_00006"] and "Quest test_00006" in played["transcript"][0]
 
 
 @pytest.mark.slow
