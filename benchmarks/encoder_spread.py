@@ -1,5 +1,5 @@
-"""How far apart an encoder puts different texts before any training: random against pretrained (docs/results/readings.md,
-Tables 4 and 5).
+"""How far apart an encoder puts different texts before any training: random against pretrained (Tables 4 and 5's
+reading in docs/results/readings.md).
 
     python benchmarks/encoder_spread.py --data data/default [--task seq_timeline] [--n 16] [--seed 0]
 
