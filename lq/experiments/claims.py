@@ -32,14 +32,14 @@ from lq.experiments.reporting import (
 )
 from lq.experiments.specs import (
     BUDGET_RUNS,
-    MOTIVATION_TITLES,
-    PRETRAIN_VARIANTS,
-    QUEST_COUNTS,
-    TIMELINE_TABLES,
     BUDGET_TITLES,
     ENCODER_TITLES,
     EXPERIMENTS,
     GOALS,
+    MOTIVATION_TITLES,
+    PRETRAIN_VARIANTS,
+    QUEST_COUNTS,
+    TIMELINE_TABLES,
     VALIDATION_GOALS,
     Experiment,
     budget_label,

@@ -277,9 +277,7 @@ def encoder_tasks(encoder: str) -> dict[str, float]:
 TIMELINE_TABLES = (("table4", "sequential"), ("table5", "bag of actions"))
 
 
-def table45(
-    encoders: Sequence[str] = ENCODERS, objective: str = ""
-) -> Experiment:
+def table45(encoders: Sequence[str] = ENCODERS, objective: str = "") -> Experiment:
     """Supervised timeline prediction, Hits@k of 100 (paper Tables 4 and 5), Scratch's model trained on the timeline
     tasks alone; General+Light pretrained on ATOMIC without domain adaptation beside (the second trend); Scratch
     and General+Light on fewer training quests (Figures 13 and 14). No RL, so no objective (taken and ignored, as
