@@ -85,6 +85,11 @@ class Profile:
         files = [path("profile", self.base.name, name)]
         return [*files, ROOT / "profile" / self.name / name] if self.owns(file) else files
 
+    def files_if_any(self, file: str) -> list[Path]:
+        """:meth:`files`, or none where the base profile has no file named ``file`` (one that only some profiles need,
+        such as ``timeline_scratch``)."""
+        return self.files(file) if (ROOT / "profile" / self.base.name / f"{file}.yaml").is_file() else []
+
 
 DEFAULT_THREADS = 1  # torch's CPU threads of a run whose configs set none (the stage CLIs' --threads default)
 

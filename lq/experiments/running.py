@@ -13,6 +13,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING
 
+from lq.conf.resolver import Profile
 from lq.data.dataset import dataset_id
 from lq.data.outputs import finished
 from lq.eval import agent_baselines
@@ -56,11 +57,17 @@ def with_extras(run: Run, setup: Setup, more: Sequence[str] = ()) -> Run:
 def child_run(config: Config, setup: Setup, seed: int, experiment: str = "") -> Run:
     """The run of ``config`` and ``seed`` as a child of ``experiment`` (:func:`run_of`): a pretraining child in its
     seed's folder, one encoder per seed kept apart from the agents' encoders (a variant's in a folder of its own
-    there)."""
+    there); Tables 4/5's Scratch model with its profile's ``timeline_scratch.yaml`` last, where it has one."""
     if not (config.stage == "pretrain" and experiment):
         return run_of(config, setup, seed)
     folder = f"{setup.outputs}/experiments/{experiment}/seed-{seed}"
-    return run_of(config, setup, seed, f"{folder}/{config.variant}" if config.variant else folder)
+    run = run_of(config, setup, seed, f"{folder}/{config.variant}" if config.variant else folder)
+    if config.encoder != "scratch":
+        return run
+    # Tables 4/5's Scratch model: its profile's settings for it, where it has some (tiny: the agents' Scratch encoder
+    # on every training timeline, conf/profile/tiny/timeline_scratch.yaml)
+    files = Profile(setup.profile).files_if_any("timeline_scratch")
+    return dataclasses.replace(run, extra=(*run.extra, *(a for f in files for a in ("--config", str(f)))))
 
 
 def prep(stage: str, setup: Setup, encoder: str = "", **identity) -> Run:

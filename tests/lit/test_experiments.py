@@ -1346,6 +1346,16 @@ def test_table45_trains_scratch_on_the_timelines_and_each_variant_in_its_own_fol
     assert arg("pretrain-general_light-atomic", "--out_dir") == f"{seed}/atomic"
     labels = [s.label for steps, _ in X.running.child_waves(experiment, setup, "pid") for s in steps]
     assert sorted(labels) == sorted(f"{k} s0" for k in runs)
+    # at the tiny profile (and its overlay quick) Scratch learns every training timeline with the agents' Scratch
+    # encoder, its file read last; a profile without the file (paper) trains conf/encoder/scratch.yaml as it is
+    timeline = str(C("profile", "tiny", "timeline_scratch.yaml"))
+    for profile, files in (("tiny", [timeline]), ("quick", [timeline]), ("paper", [])):
+        at = dataclasses.replace(setup, profile=profile)
+        for key, config in ((c.key, c) for c in experiment.configs):
+            args = X.running.child_run(config, at, 0, experiment.name).args
+            read = [args[i + 1] for i, a in enumerate(args) if a == "--config"]
+            reads_it = key.startswith("pretrain-scratch") and bool(files)
+            assert read.count(timeline) == reads_it and (read[-1] == timeline) == reads_it, (profile, key)
 
 
 def test_an_rl_child_stopped_mid_training_resumes_from_its_own_last_checkpoint_only(tmp_path):
