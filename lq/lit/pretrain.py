@@ -64,14 +64,14 @@ class PretrainDataModule(L.LightningDataModule):
         self.max_train_quests = max_train_quests  # the quest tasks learn from the first training quests only
         self.num_workers, self.seed = num_workers, seed
         self.examples: dict[str, dict[str, list[Example]]] = {}
+        self.epoch_samples: int | None = None  # the samples a training epoch draws (setup("fit") counts them)
 
     @property
     def task_names(self) -> list[str]:
         return list(self.tasks)
 
-    def _load(self, split: str, limit: int | None) -> dict[str, list[Example]]:
+    def _load(self, split: str, limit: int | None, quests: int | None = None) -> dict[str, list[Example]]:
         out = {}
-        quests = self.max_train_quests if split == "train" else None
         for task in self.tasks:
             examples = build_task(
                 task, self.data_dir, split, seed=self.seed, n=self.num_candidates, motivations=self.motivations,
@@ -82,7 +82,11 @@ class PretrainDataModule(L.LightningDataModule):
 
     def setup(self, stage: str | None = None) -> None:
         if stage in (None, "fit") and "train" not in self.examples:
-            self.examples["train"] = self._load("train", self.max_train)
+            self.examples["train"] = self._load("train", self.max_train, self.max_train_quests)
+            # fewer training quests change what an epoch learns from, not how long it is: it draws as many samples as
+            # the uncut tasks hold (the same steps at every point of a quest curve)
+            uncut = self._load("train", self.max_train) if self.max_train_quests else self.examples["train"]
+            self.epoch_samples = sum(len(items) for items in uncut.values())
         if stage in (None, "fit", "validate") and "valid" not in self.examples:
             self.examples["valid"] = self._load("valid", self.max_eval)
         if stage in (None, "test") and "test" not in self.examples:
@@ -93,9 +97,8 @@ class PretrainDataModule(L.LightningDataModule):
         for task, items in self.examples["train"].items():
             examples += items
             weights += [self.tasks[task] / max(len(items), 1)] * len(items)
-        sampler = WeightedRandomSampler(
-            weights, num_samples=len(examples), replacement=True, generator=torch.Generator().manual_seed(self.seed)
-        )
+        generator = torch.Generator().manual_seed(self.seed)
+        sampler = WeightedRandomSampler(weights, num_samples=self.epoch_samples, replacement=True, generator=generator)
         return DataLoader(
             examples,
             batch_size=self.batch_size,

@@ -117,7 +117,7 @@ def test_mixing_follows_the_task_weights(data_dir):
 def test_fewer_training_quests_cut_the_quest_tasks_at_quest_boundaries_and_nothing_else(data_dir):
     """``max_train_quests`` (Figures 13 and 14): the timeline tasks' and the quest dialogues' training examples are
     those of the first quests only (seq: 6 per quest, boa: 7; a demonstration's turns where its quest is kept); the
-    other tasks and the evaluation splits are untouched."""
+    other tasks, the evaluation splits and the length of an epoch are untouched."""
     tasks = {"seq_timeline": 1.0, "boa_timeline": 1.0, "quest_dialogue": 1.0, "atomic_light": 1.0}
     whole, cut = PretrainDataModule(str(data_dir), tasks), PretrainDataModule(str(data_dir), tasks, max_train_quests=3)
     for dm in (whole, cut):
@@ -130,6 +130,10 @@ def test_fewer_training_quests_cut_the_quest_tasks_at_quest_boundaries_and_nothi
     assert 0 < len(train["quest_dialogue"]) < len(full["quest_dialogue"])
     assert len(train["atomic_light"]) == len(full["atomic_light"])
     assert [len(v) for v in cut.examples["valid"].values()] == [len(v) for v in whole.examples["valid"].values()]
+    # and an epoch as long: it draws as many samples (with replacement) as the uncut tasks hold
+    drawn = sum(len(v) for v in full.values())
+    assert whole.epoch_samples == cut.epoch_samples == drawn > sum(len(v) for v in train.values())
+    assert len(list(cut.train_dataloader().sampler)) == drawn
 
 
 def test_atomic_without_domain_adaptation_is_atomic_light_told_of_personx(data_dir):
