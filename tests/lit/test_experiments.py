@@ -752,7 +752,7 @@ def test_a_missing_cell_reads_n_a_and_bad_names_are_refused(tmp_path):
         X.table1(["bogus"])
     with pytest.raises(ValueError, match="the light encoder does not pretrain on ATOMIC-LIGHT: nothing to replace"):
         X.specs.pretrain_args("light", "atomic")
-    with pytest.raises(ValueError, match="unknown pretraining variant quests7: choose from quests12, quests25, atomic"):
+    with pytest.raises(ValueError, match="unknown pretraining variant quests7: choose from quests12, quests25, quests50, atomic"):
         X.specs.pretrain_args("scratch", "quests7")
     assert main(["experiment", "tables", "table9", "--tracking-uri", f"sqlite:///{tmp_path / 'm.db'}"]) == 2
     with pytest.raises(FileNotFoundError, match="no such profile .PROFILE=huge.; choose from paper, quick, tiny"):
@@ -776,8 +776,9 @@ def test_the_paper_tables_have_their_configurations():
     ]
     assert {c.switch for c in X.table7().configs} == {"ratio", "hardcoded"}
     t45 = X.table45()
-    # five encoders, General+Light on ATOMIC without domain adaptation, Scratch and General+Light on 12 and 25 quests
-    assert [t.name for t in t45.tables] == ["table4", "table5", "quests"] and len(t45.configs) == 5 + 1 + 4
+    # five encoders, General+Light on ATOMIC without domain adaptation, Scratch on 12, 25 and 50 quests and
+    # General+Light on 12 and 25
+    assert [t.name for t in t45.tables] == ["table4", "table5", "quests"] and len(t45.configs) == 5 + 1 + 3 + 2
     # no agent plays Tables 4/5: the line under their titles says Hits@k, not an episode protocol
     from lq.experiments.reporting import evaluated_line
 
@@ -1323,7 +1324,8 @@ def test_table45_trains_scratch_on_the_timelines_and_each_variant_in_its_own_fol
     runs = {c.key: X.running.child_run(c, setup, 0, experiment.name) for c in experiment.configs}
     assert sorted(runs) == [
         "pretrain-general_light", "pretrain-general_light-atomic", "pretrain-general_light-quests12",
-        "pretrain-general_light-quests25", "pretrain-scratch", "pretrain-scratch-quests12", "pretrain-scratch-quests25"
+        "pretrain-general_light-quests25", "pretrain-scratch", "pretrain-scratch-quests12", "pretrain-scratch-quests25",
+        "pretrain-scratch-quests50"
     ]  # fmt: skip
 
     def arg(key, name):
@@ -1337,7 +1339,7 @@ def test_table45_trains_scratch_on_the_timelines_and_each_variant_in_its_own_fol
     assert json.loads(arg("pretrain-scratch-quests12", "--model.encoder.tasks")) == X.specs.SCRATCH_TASKS
     assert {k: arg(k, "--data.max_train_quests") for k in runs} == {
         "pretrain-scratch": None, "pretrain-general_light": None, "pretrain-general_light-atomic": None,
-        "pretrain-scratch-quests12": "12", "pretrain-scratch-quests25": "25",
+        "pretrain-scratch-quests12": "12", "pretrain-scratch-quests25": "25", "pretrain-scratch-quests50": "50",
         "pretrain-general_light-quests12": "12", "pretrain-general_light-quests25": "25"}  # fmt: skip
     atomic = json.loads(arg("pretrain-general_light-atomic", "--model.encoder.tasks"))
     tasks = X.specs.encoder_tasks("general_light")
@@ -1739,6 +1741,10 @@ def test_every_ordering_names_cells_its_tables_have_and_table45_marks_the_papers
         assert sum(c.startswith(start) for c in claims) == 2 * count, start
     gains = [o for o in orderings(X.table45()) if o.better_from]
     assert all(o.better_from[0] == o.worse_from[0] == "quests" for o in gains) and len(gains) == 2
+    # over the span both have: Scratch from 12 to 50 quests, General+Light from 12 to its slice (about 50 at tiny)
+    assert {(o.better[1], o.better_from[1], o.worse[1], o.worse_from[1]) for o in gains} == {
+        ("Scratch, 50 training quests", "Scratch, 12 training quests",
+         "General+Light, all training quests", "General+Light, 12 training quests")}  # fmt: skip
 
 
 def test_a_gain_ordering_compares_differences_of_means_with_their_standard_errors():
