@@ -51,6 +51,9 @@ class PretrainDataModule(L.LightningDataModule):
         if unknown:
             choices = ", ".join(TASKS + ENV_TASKS + ABLATION_TASKS)
             raise ValueError(f"unknown task(s) {', '.join(sorted(unknown))}: choose from {choices}")
+        if max_train_quests is not None and max_train_quests < 1:
+            raise ValueError(f"data.max_train_quests is {max_train_quests}: give 1 or more, or leave it out (null) to "
+                             "train on every training quest")  # fmt: skip
         if not self.tasks:
             raise ValueError(
                 "no pretraining tasks: this encoder (e.g. 'scratch') is not pretrained; "

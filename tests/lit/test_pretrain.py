@@ -160,6 +160,8 @@ def test_unpretrained_and_unknown_tasks_are_refused(data_dir):
         PretrainDataModule(str(data_dir), {})
     with pytest.raises(ValueError, match="unknown task"):
         PretrainDataModule(str(data_dir), {"reddit": 1.0})
+    with pytest.raises(ValueError, match=r"data.max_train_quests is 0: give 1 or more, or leave it out \(null\)"):
+        PretrainDataModule(str(data_dir), {"seq_timeline": 1.0}, max_train_quests=0)
 
 
 @pytest.mark.slow
