@@ -313,9 +313,10 @@ def table45(encoders: Sequence[str] = ENCODERS, objective: str = "") -> Experime
                             rows))  # fmt: skip
     evaluated = (
         "Evaluated as Hits@k of 100: the gold action's rank among 100 candidates, on the test quests' timelines; one "
-        "encoder trained per seed, the motivations switched in its context. Each learns from its profile's slice of "
-        "each task (`data.max_train_examples`; tiny: 320 examples, about 50 quests of a timeline task); a row of N "
-        "training quests, from the first N quests only."
+        "encoder trained per seed, the motivations switched in its context. A pretrained encoder learns from its "
+        "profile's slice of each task (`data.max_train_examples`; tiny: 320 examples, about 50 quests of a timeline "
+        "task), Scratch at tiny from every training timeline (`conf/profile/tiny/timeline_scratch.yaml`); a row of N "
+        "training quests, from the first N quests only, for as many steps."
     )
     return Experiment(
         "table45", "Tables 4 and 5: supervised timeline prediction", tables, encoders, "", evaluated=evaluated
