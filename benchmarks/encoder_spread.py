@@ -17,9 +17,8 @@ import argparse
 from collections.abc import Sequence
 
 import torch
-import yaml
 
-from lq.conf import path
+from lq.experiments.specs import encoder_section
 from lq.models.encoder import EncoderSpec
 from lq.models.poly_encoder import PolyEncoder, TextBatcher, token_states
 from lq.models.pretrained import load_tokenizer
@@ -40,7 +39,7 @@ def mean_pooled(states: torch.Tensor, mask: torch.Tensor) -> torch.Tensor:
 @torch.no_grad()
 def spread(encoder: str, contexts: Sequence[str], labels: Sequence[str], seed: int) -> dict[str, float]:
     """The cosines and score spread of ``encoder``'s initialisation (its config's spec, random weights seeded)."""
-    spec = yaml.safe_load(path("encoder", f"{encoder}.yaml").read_text())["model"]["encoder"]["spec"]
+    spec = encoder_section(encoder)["spec"]
     torch.manual_seed(seed)
     tokenizer = load_tokenizer("minilm")
     model = PolyEncoder.from_spec(EncoderSpec(**spec), 64, tokenizer).eval()

@@ -200,7 +200,7 @@ def table45_trends(titles: Sequence[str]) -> list[Ordering]:
                 for level in MOTIVATION_TITLES.values()
             ]  # fmt: skip
         column = f"{kind.capitalize()} All Hits@1"
-        curves = [e for e in ("Scratch", "General+Light") if e in titles]
+        curves = [ENCODER_TITLES[e] for e in QUEST_COUNTS if ENCODER_TITLES[e] in titles]
         out += [
             Ordering(f"more training quests help ({e}, {kind}, All Hits@1, all over {fewest})",
                      ("quests", f"{e}, all training quests", column), ("quests", f"{e}, {fewest}", column))

@@ -270,11 +270,16 @@ def pretrain_args(encoder: str, variant: str = "") -> list[str]:
     return args
 
 
-def encoder_tasks(encoder: str) -> dict[str, float]:
-    """The pretraining tasks and weights of ``encoder``'s config file (conf/encoder/ENCODER.yaml)."""
+def encoder_section(encoder: str) -> dict:
+    """The ``model.encoder`` section of ``encoder``'s config file (conf/encoder/ENCODER.yaml): its spec and tasks."""
     import yaml
 
-    return dict(yaml.safe_load(path("encoder", f"{encoder}.yaml").read_text())["model"]["encoder"]["tasks"])
+    return yaml.safe_load(path("encoder", f"{encoder}.yaml").read_text())["model"]["encoder"]
+
+
+def encoder_tasks(encoder: str) -> dict[str, float]:
+    """The pretraining tasks and weights of ``encoder``'s config file."""
+    return dict(encoder_section(encoder)["tasks"])
 
 
 TIMELINE_TABLES = (("table4", "sequential"), ("table5", "bag of actions"))
