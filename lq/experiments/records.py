@@ -79,10 +79,12 @@ def write_record(client, parent_id: str, path: str | Path) -> Path:
 def export_parent(tracking_uri: str, parent_id: str, out_dir: str | Path) -> Path:
     """Write the record of one parent, finished or not (``EXPERIMENT-PARENT_ID.json.gz``): an unfinished parent's
     record, imported on another machine, is resumed there (``--resume``: its finished children are not trained
-    again)."""
+    again). The file is named by the id the parent had where it ran (:func:`origin`): written from the store it ran in
+    or from one it was imported into (a campaign moved to another machine), it replaces the same file."""
     client = _client(tracking_uri)
-    name = client.get_run(parent_id).data.tags.get("lq.experiment")
-    return write_record(client, parent_id, Path(out_dir) / f"{name}-{parent_id}.json.gz")
+    parent = client.get_run(parent_id)
+    name = f"{parent.data.tags.get('lq.experiment')}-{origin(parent)}.json.gz"
+    return write_record(client, parent_id, Path(out_dir) / name)
 
 
 def read_record(path: str | Path) -> dict:

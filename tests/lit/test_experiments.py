@@ -1572,6 +1572,11 @@ def test_a_tables_records_rebuild_the_same_page_in_a_new_store_once(tmp_path, ca
     assert "1 of them killed or failed" in page.read_text()
     assert main(["experiment", "export", "--tracking-uri", other, "--records", str(again)]) == 0
     assert (again / written.name).read_bytes() == written.read_bytes()  # wherever it is written from
+    moved = imported.info.run_id  # one parent's record, by its id where it ran or where it was imported (resumed)
+    for store, parent_id in ((uri, pid), (other, moved)):
+        exported = ["experiment", "export", "--tracking-uri", store, "--parent", parent_id, "--records", str(again)]
+        assert main(exported) == 0
+    assert sorted(p.name for p in again.iterdir()) == sorted([written.name, f"table1-{pid}.json.gz"])
 
     runs = len(MlflowClient(other).search_runs([imported.info.experiment_id]))
     assert main(["experiment", "import", "--tracking-uri", other, "--records", str(records)]) == 0
