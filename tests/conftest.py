@@ -1,6 +1,7 @@
 from __future__ import annotations
 
 import os
+import signal
 from pathlib import Path
 
 import pytest
@@ -35,3 +36,13 @@ def light_worlds() -> list[Path]:
     if not worlds:
         pytest.skip(f"real LIGHT world graphs not found in {LIGHT_WORLDS} (../shared/data is absent)")
     return worlds
+
+
+@pytest.fixture(autouse=True, scope="session")
+def ctrl_c_not_ignored():
+    """A suite started in the background (``nohup make test &``) inherits SIGINT ignored, and so would every ``lq``
+    process a test starts, which the Ctrl-C tests then could not stop; each pytest process (xdist's workers too)
+    handles it again, as at a terminal, so its children start with it at its default."""
+    if signal.getsignal(signal.SIGINT) is signal.SIG_IGN:
+        signal.signal(signal.SIGINT, signal.default_int_handler)
+    yield
