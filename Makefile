@@ -112,7 +112,10 @@ PROTOCOL ?= paper
 OBJECTIVE ?= lq
 SEEDS ?= 0 1 2
 # one stage as its kind (lq/stages/) configures it: config files, checkpoints, what it needs first
-STAGE = $(BIN)/lq stage --profile $(PROFILE) --protocol $(PROTOCOL) --objective $(OBJECTIVE) --data $(DATA) --jobs $(JOBS) $(if $(ARGS),--args '$(ARGS)')
+# FORCE=1: train the stage's runs again from their start (a finished run is otherwise kept, a stopped one resumed)
+FORCE ?=
+STAGE = $(BIN)/lq stage --profile $(PROFILE) --protocol $(PROTOCOL) --objective $(OBJECTIVE) --data $(DATA) --jobs $(JOBS) $(if $(ARGS),--args '$(ARGS)') \
+	$(if $(FORCE),--force)
 AGENT = --encoder $(ENCODER) --ability $(ABILITY) --switch $(SWITCH) --seeds $(SEEDS)
 
 pretrain: $(STAMP) ## pretrain a poly-encoder: make pretrain ENCODER=general_light [PROFILE=tiny|paper] [ARGS=...] (adaptive: general first)
@@ -128,7 +131,7 @@ bc: $(STAMP) ## behaviour cloning, one agent per seed: make bc ENCODER=scratch [
 	$(STAGE) bc $(AGENT)
 
 rl: $(STAMP) ## BC agents where missing, RL agents per seed started from them, then RL, BC and the baselines side by side: make rl ENCODER=scratch [ABILITY] [SWITCH] [PROFILE] [PROTOCOL] [OBJECTIVE=lq|paper] [SEEDS] [JOBS]
-	$(STAGE) rl $(AGENT) --compare --eval-seeds 0
+	$(STAGE) rl $(AGENT) --compare
 
 CKPT ?=
 eval: $(STAMP) ## zero-shot evaluation of agent checkpoints side by side: make eval CKPT="a.ckpt b.ckpt" [ARGS="--baselines 3"]

@@ -224,16 +224,21 @@ def _cmd_eval(args: argparse.Namespace) -> int:
     rows = evaluate_checkpoints(args.checkpoints, args.baselines, args.split, **played, **overrides)
     markdown, csv = results_table(rows)
     which = f"the first {args.quests} {args.split} quests" if args.quests else f"the {args.split} quests"
-    print(f"\nZero-shot evaluation on {which} (one episode per quest; mean ± std over seeds)")
+    protocol = f"the {args.protocol} protocol" if args.protocol else "each agent's own protocol"
+    decoding = "greedy only" if args.greedy_only else f"greedy and sampled at temperature {args.temperature:g}"
+    title = (f"Zero-shot evaluation on {which} under {protocol}, evaluation seed {args.seed}, {decoding} (one episode "
+             "per quest; mean ± std over the agents' seeds; the baselines over their own seeds)")  # fmt: skip
+    print(f"\n{title}")
     print(markdown)
     lost = "Where the act goals were lost (shares of all episodes; the goal is valid where the agent could take it)"
     lost += f"\n\n{lost_table(rows)}"
     print(lost)
     if args.out:
         with atomic_open(args.out.with_suffix(".md")) as f:
-            f.write(f"{markdown}\n{lost}")
+            f.write(f"{title}\n\n{markdown}\n{lost}")
         with atomic_open(args.out.with_suffix(".csv")) as f:
             f.write(csv)
+        print(f"written to {args.out.with_suffix('.md')} and {args.out.with_suffix('.csv')}")
         curves = args.out.with_name(args.out.name + "-curves.png")
         if training_curves(args.checkpoints, curves):
             print(f"learning curves: {curves}")
@@ -345,11 +350,44 @@ def _setup(args: argparse.Namespace, stage: str, **fields):
         raise UsageError(str(e)) from None
 
 
+def _choice(value: str, choices: Sequence[str], flag: str, variable: str) -> str | None:
+    """The line that refuses ``value`` where it is not one of ``choices``: the flag and make variable, a "did you
+    mean" where one is close, and the choices; None where it is one."""
+    import difflib
+
+    if value in choices:
+        return None
+    near = difflib.get_close_matches(value, choices, n=1)
+    hint = f" (did you mean {near[0]}?)" if near else ""
+    return f"{flag} {value} ({variable}={value}): unknown{hint}; choose from {', '.join(choices)}"
+
+
+def _check_stage_choices(args: argparse.Namespace) -> None:
+    """Refuse, before anything starts, an encoder the stage does not train (pretraining: the four pretrained encoders;
+    the agents: the paper's five), an ability and a switch lq does not know: one line, the fix in it."""
+    from lq.experiments.specs import ENCODERS
+    from lq.rl.acting import ABILITIES
+    from lq.rl.switch import SWITCHES
+    from lq.stages import ENV_STAGES, kind_of
+
+    problems = []
+    if args.encoder and args.stage not in ENV_STAGES:
+        # pretraining: scratch too, which says itself that it is not pretrained
+        problems.append(_choice(args.encoder, ENCODERS, "--encoder", "ENCODER"))
+    if kind_of(args.stage).agent:
+        problems.append(_choice(args.ability, ABILITIES, "--ability", "ABILITY"))
+        problems.append(_choice(args.switch, SWITCHES, "--switch", "SWITCH"))
+    problems = [p for p in problems if p]
+    if problems:
+        raise UsageError("; ".join(problems))
+
+
 def _cmd_stage(args: argparse.Namespace) -> int:
     from lq import experiments as X
     from lq.experiments.launchers import JobFailed
     from lq.stages import ENV_STAGES
 
+    _check_stage_choices(args)
     setup = _setup(
         args, args.stage, profile=args.profile, protocol=args.protocol, objective=args.objective, jobs=args.jobs
     )
@@ -358,13 +396,15 @@ def _cmd_stage(args: argparse.Namespace) -> int:
         raise UsageError(f"--compare compares RL agents with BC's and the baselines: lq stage rl, not {args.stage}")
     if args.print:  # the same jobs run_stage runs, as command lines
         try:
-            waves = X.running.stage_waves(args.stage, setup, encoder, args.ability, args.switch, args.compare)
+            waves = X.running.stage_waves(
+                args.stage, setup, encoder, args.ability, args.switch, args.compare, args.force
+            )
         except FileNotFoundError as e:
             raise UsageError(str(e)) from None
         print("\n".join(X.running.shown_waves(waves)))
         return 0
     try:
-        X.run_stage(args.stage, setup, encoder, args.ability, args.switch, compare=args.compare)
+        X.run_stage(args.stage, setup, encoder, args.ability, args.switch, compare=args.compare, force=args.force)
     except FileNotFoundError as e:  # a dataset that is not there, a config that does not exist
         raise UsageError(str(e)) from None
     except JobFailed as e:
@@ -712,6 +752,10 @@ def _stage_parser(sub) -> None:
     st.add_argument(
         "--compare", action="store_true", help="rl: then BC where missing, and both evaluated beside the baselines"
     )
+    st.add_argument(
+        "--force", action="store_true", help="train the stage's runs again from their start, even those that finished "
+        "with these settings (which are otherwise kept; a stopped run goes on from its last checkpoint)",
+    )  # fmt: skip
     st.add_argument("--print", action="store_true", help="print the stage's command lines and run nothing")
     _launcher_arguments(st)
     st.set_defaults(func=_cmd_stage)

@@ -109,6 +109,7 @@ def compare_agents(
     temperature: float = 1.0,
     seed: int = 0,
     quests: int | None = None,
+    recorded: Callable[[str], dict[str, EvalResult] | None] | None = None,
 ) -> list[tuple[str, list[EvalResult]]]:
     """Zero-shot results of agents, given as (where it came from, its row name, the agent), one per seed of a
     configuration (those sharing a row name are grouped), greedy and (with ``sampled``) sampled at ``temperature`` (1:
@@ -118,7 +119,8 @@ def compare_agents(
     seed trained the agent: 0, as the evaluation each agent run makes after fitting (its ``--eval_seeds``' first), so
     that an agent scores here what its run logged. ``quests``: play only the first that many quests of ``split``,
     agents and baselines alike (None: all). ``agents`` is read one at a time: a generator loads each when its turn
-    comes."""
+    comes. ``recorded``: where an agent came from to the results its own run recorded by decoding, or None (those
+    are read, not played again: the same episodes)."""
     if temperature <= 0:
         raise ValueError(f"--temperature {temperature}: sample at a temperature above 0 (greedy is the argmax)")
     at = f" at temperature {temperature:g}" if temperature != 1 else ""
@@ -126,9 +128,15 @@ def compare_agents(
     first = None
     for where, name, agent in agents:
         first = first or agent
-        env = first_quests(agent.eval_env(split, seed), quests, split)
         order = ("greedy", "sampled") if sampled else ("greedy",)
-        for decoding, result in decodings(env, agent.make_actor(temperature), seed, order).items():
+        played = recorded(where) if recorded is not None else None
+        if played is not None and all(d in played for d in order):
+            log(f"{where}: the episodes its run played after fitting (seed {seed}), read, not played again")
+            played = {d: played[d] for d in order}
+        else:
+            env = first_quests(agent.eval_env(split, seed), quests, split)
+            played = decodings(env, agent.make_actor(temperature), seed, order)
+        for decoding, result in played.items():
             decoding += at if decoding == "sampled" else ""
             rates = f"act goals {result.act_goal_rate:.3f}, speech goals {result.speech_goal_rate:.3f}"
             log(f"{where} ({decoding}): {rates}")

@@ -144,18 +144,30 @@ CURVES = {
 
 
 def plot_curves(
-    series: dict[str, Sequence[dict[str, dict[int, float]]]], metrics: Sequence[str], path, title: str
+    series: dict[str, Sequence[dict[str, dict[int, float]]]],
+    metrics: Sequence[str],
+    path,
+    title: str,
+    columns: int | None = None,
 ) -> bool:
     """Learning curves as one PNG: per label (a configuration), the mean over its runs (seeds) of each metric at the
-    steps they share, shaded ± std. ``series[label]`` holds one :func:`run_series` per run. False if nothing to draw."""
+    steps they share, shaded ± std. ``series[label]`` holds one :func:`run_series` per run. ``columns``: panels per
+    row, in a figure 10 inches (1000 pixels) wide, so that a page as narrow as the MLflow UI's artifact viewer shows
+    them readable (default: every panel in one row, 6 by 4 inches each). False if nothing to draw."""
     import matplotlib
 
     matplotlib.use("Agg")
     import matplotlib.pyplot as plt
 
-    fig, axes = plt.subplots(1, len(metrics), figsize=(6 * len(metrics), 4), squeeze=False)
+    if columns is None:
+        fig, axes = plt.subplots(1, len(metrics), figsize=(6 * len(metrics), 4), squeeze=False)
+    else:
+        rows = -(-len(metrics) // columns)
+        fig, axes = plt.subplots(rows, columns, figsize=(10, 3.6 * rows), squeeze=False)
+        for ax in axes.flat[len(metrics) :]:
+            ax.set_axis_off()
     drawn = False
-    for ax, metric in zip(axes[0], metrics, strict=True):
+    for ax, metric in zip(axes.flat, metrics):
         for label, runs in series.items():
             histories = [r[metric] for r in runs if r.get(metric)]
             steps = sorted(set.intersection(*(set(h) for h in histories))) if histories else []

@@ -8,7 +8,7 @@ import socket
 from collections.abc import Callable
 from pathlib import Path
 
-from lq.experiments.reporting import best_agent, children, experiment_id, parent_runs
+from lq.experiments.reporting import best_agent, children, experiment_id, parent_runs, parent_view
 from lq.experiments.setup import Setup
 from lq.experiments.specs import Experiment
 from lq.lit.cli import commit_tag
@@ -180,6 +180,7 @@ def open_parent(
         tags={"lq.experiment": experiment.name, **parent_identity(setup), "lq.role": "parent", **commit_tag()},
     )
     pid = parent.info.run_id
+    parent_view(client, pid)  # the UI's view of its children, their goal rates as columns, filled as they finish
     client.log_param(pid, "seeds", " ".join(map(str, setup.seeds)))
     client.log_param(pid, "encoders", " ".join(experiment.encoders))
     client.log_param(pid, "configurations", len(experiment.configs))

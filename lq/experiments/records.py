@@ -21,7 +21,7 @@ from pathlib import Path
 
 from lq.data.errors import DataFormatError
 from lq.data.io import atomic_open
-from lq.experiments.reporting import _client, children, experiment_id
+from lq.experiments.reporting import VIEWS, _client, children, experiment_id, parent_view
 
 FORMAT = "lq-runs/1"
 ORIGIN = "lq.origin_run_id"  # on an imported run: the id it had in the store it ran in
@@ -182,6 +182,9 @@ def import_record(client, path: str | Path) -> str | None:
         for run in children(client, held.info.run_id, finished=False):
             client.delete_run(run.info.run_id)
         client.delete_run(held.info.run_id)
+        if f"{VIEWS}lq-{held.info.run_id}" in client.get_experiment(exp_id).tags:  # the UI's view of them
+            client.delete_experiment_tag(exp_id, f"{VIEWS}lq-{held.info.run_id}")
+    parent_view(client, parent)  # the UI's view of its children (lq.experiments.reporting.parent_view)
     return parent
 
 

@@ -3,6 +3,7 @@ parent run's children, logged on the parent as Markdown, CSV and metrics."""
 
 from __future__ import annotations
 
+import json
 import statistics
 import tempfile
 import time
@@ -23,7 +24,7 @@ from lq.experiments.specs import (
     Table,
     budget_label,
 )
-from lq.lit.cli import DEFAULT_TRACKING_URI, init_store, mark_model_training
+from lq.lit.cli import DEFAULT_TRACKING_URI, ensure_experiment, init_store, mark_model_training
 
 
 def _print(text: str) -> None:
@@ -40,10 +41,36 @@ def _client(tracking_uri: str):
 def experiment_id(client, name: str) -> str:
     """The MLflow experiment ``lq-<name>`` (created if missing), marked for model training so that the UI opens on
     its runs table."""
-    found = client.get_experiment_by_name(f"lq-{name}")
-    exp_id = found.experiment_id if found is not None else client.create_experiment(f"lq-{name}")
+    return ensure_experiment(client, f"lq-{name}")
+
+
+VIEWS = "mlflow.sharedViewState."  # MLflow's saved views of a runs table: experiment tags, each view's key after this
+EXPERIMENT_VIEW = "lq-goals"  # the one lq saves on each of its experiments (lq.lit.cli.mark_model_training)
+
+
+def parent_view(client, parent_id: str) -> str:
+    """Save on a parent's experiment the view of its children: the experiment's own (the goal rates as columns, the
+    runs best first: :func:`lq.lit.cli.mark_model_training`) narrowed to the parent's children (sorted by a metric,
+    MLflow lists runs flat, without their parents), named after the parent; returns its key, ``lq-PARENT_ID``, which
+    the UI opens at ``#/experiments/EXPERIMENT_ID/runs?viewStateShareKey=KEY`` (and lists under *Views*). Written
+    where missing or changed."""
+    run = client.get_run(parent_id)
+    exp_id = run.info.experiment_id
     mark_model_training(client, exp_id)
-    return exp_id
+    tags = client.get_experiment(exp_id).tags
+    base = json.loads(tags[VIEWS + EXPERIMENT_VIEW])
+    state = json.dumps({**json.loads(base["state"]), "searchFilter": f"tags.mlflow.parentRunId = '{parent_id}'"})
+    key = f"lq-{parent_id}"
+    try:
+        same = json.loads(tags[VIEWS + key])["state"] == state
+    except (KeyError, TypeError, ValueError):
+        same = False
+    if not same:
+        now = int(time.time() * 1000)
+        name = f"{run.info.run_name or parent_id}: {base['name'].removeprefix('lq: ')}"
+        view = {"name": name, "createdAt": now, "updatedAt": now, "state": state}
+        client.set_experiment_tag(exp_id, VIEWS + key, json.dumps(view))
+    return key
 
 
 def parent_runs(client, name: str, where: str = "") -> list:
@@ -170,10 +197,15 @@ def cell_metrics(table: Table, values: dict[tuple[str, str], list[float]]) -> di
     return out
 
 
-def render(table: Table, values: dict[tuple[str, str], list[float]], evaluated: str = "") -> tuple[str, str]:
+def render(
+    table: Table, values: dict[tuple[str, str], list[float]], evaluated: str = "", short: bool = False
+) -> tuple[str, str]:
     """Markdown (mean ± std, and the number of seeds; one seed's figure alone) and CSV of a table; a cell without runs
     reads "n/a", a column that does not apply to a row (the ceiling's speech goals) "—". ``evaluated``: the line under
-    the title that says how the table's runs were evaluated (:func:`evaluated_line`)."""
+    the title that says how the table's runs were evaluated (:func:`evaluated_line`). ``short``: the Markdown for the
+    MLflow UI's artifact viewer, whose columns cut long headers: a column whose cells have a short title of their own
+    (:attr:`Cell.key`: Table 1's "RL Act goals" for "RL from BC + imitation (lq objective) Act goals") headed by it,
+    and a line under the title saying what it stands for (:func:`shortened`); the CSV is the same."""
     columns = list(dict.fromkeys(c for _, cells in table.rows for c in cells))
     md_rows, csv = [], ["row," + ",".join(f'"{c} mean","{c} std"' for c in columns) + ",seeds"]
     for row, cells in table.rows:
@@ -196,12 +228,33 @@ def render(table: Table, values: dict[tuple[str, str], list[float]], evaluated: 
         md_rows.append([row, *shown, str(n)])
         csv.append(f'"{row}",' + ",".join(numbers) + f",{n}")
     head = [f"**{table.title}** (mean ± std over seeds)", *([evaluated] if evaluated else [])]
+    if short:
+        keys = {c: spec.key for _, cells in table.rows for c, spec in cells.items() if spec.key}
+        head += [note] if (note := shortened(keys)) else []
+        columns = [keys.get(c, c) for c in columns]
     md = [*head, "", *markdown_table(["", *columns, "seeds"], md_rows)]
     return "\n".join(md) + "\n", "\n".join(csv) + "\n"
 
 
+def shortened(keys: dict[str, str]) -> str:
+    """The line that says what short column titles stand for (``keys``: each long title's short one): the words each
+    short title puts in place of the long title's, before the words they end with alike ("Columns: RL = RL from BC +
+    imitation (lq objective)."); empty without any."""
+    meanings = {}
+    for full, short in keys.items():
+        long_words, short_words = full.split(), short.split()
+        while long_words and short_words and long_words[-1] == short_words[-1]:
+            long_words.pop()
+            short_words.pop()
+        if short_words and long_words != short_words:
+            meanings.setdefault(" ".join(short_words), " ".join(long_words))
+    return f"Columns: {'; '.join(f'{k} = {v}' for k, v in meanings.items())}." if meanings else ""
+
+
 def curves_png(client, experiment: Experiment, runs: Sequence, stage: str, path: Path) -> bool:
-    """The learning curves of ``stage``'s configurations (mean over seeds, shaded ± std) as one PNG; False if none."""
+    """The learning curves of ``stage``'s configurations (mean over seeds, shaded ± std) as one PNG, its panels one
+    above the other, 1000 pixels wide (the MLflow UI's artifact viewer shows it at about that width); False if
+    none."""
     configs = [c for c in experiment.configs if c.stage == stage]
     series = {
         config.key: [
@@ -209,7 +262,7 @@ def curves_png(client, experiment: Experiment, runs: Sequence, stage: str, path:
         ]
         for config in configs
     }
-    return plot_curves(series, CURVES[stage], path, f"{experiment.title}: {stage} learning curves")
+    return plot_curves(series, CURVES[stage], path, f"{experiment.title}: {stage} learning curves", columns=1)
 
 
 def budget_png(experiment: Experiment, values: dict[str, dict[tuple[str, str], list[float]]], path: Path) -> bool:
@@ -238,9 +291,10 @@ def build_tables(
     tracking_uri: str = DEFAULT_TRACKING_URI,
     log: Callable[[str], None] = _print,
 ) -> dict[str, tuple[str, str]]:
-    """Read the parent's children from the store and log on the parent ``tables/<name>.md``/``.csv``,
-    ``curves/<stage>.png`` and the best agent's ``transcripts/best_agent.txt``; returns each table's Markdown and
-    CSV."""
+    """Read the parent's children from the store and log on the parent ``tables/<name>.md``/``.csv`` (the Markdown
+    with the short column titles of :func:`render`'s ``short``, for the UI), ``curves/<stage>.png`` and the best
+    agent's ``transcripts/best_agent.txt``, and save the UI's view of its children (:func:`parent_view`); returns each
+    table's Markdown and CSV (the Markdown with the tables' own column titles, as the results page shows them)."""
     from mlflow.entities import Metric
 
     client = _client(tracking_uri)
@@ -255,7 +309,7 @@ def build_tables(
             metrics = cell_metrics(table, values)
             if metrics:
                 client.log_batch(parent_id, metrics=[Metric(k, v, timestamp, 0) for k, v in metrics.items()])
-            client.log_text(parent_id, md, f"tables/{table.name}.md")
+            client.log_text(parent_id, render(table, values, evaluated, short=True)[0], f"tables/{table.name}.md")
             client.log_text(parent_id, csv, f"tables/{table.name}.csv")
             log(md)
             out[table.name] = (md, csv)
@@ -269,6 +323,7 @@ def build_tables(
         line = log_best_transcripts(client, runs, parent_id, tmp)
         if line is not None:
             log(f"{line}; its test episodes: transcripts/best_agent.txt on the parent run")
+    parent_view(client, parent_id)
     return out
 
 

@@ -173,8 +173,10 @@ def _prep_step(run: Run, setup: Setup, label: str = "") -> Step:
     where it was trained as that RL agent would be."""
     run.kind.check(run)
     run = with_extras(run, setup)
-    if run.kind.agent:
-        return Step(label or run.label, run.args, check=lambda: _bc_start(run, setup))
+    if run.kind.agent:  # a BC start stopped mid-training goes on from its last checkpoint
+        last = resumable(run)
+        args = [*run.args, "--ckpt_path", last] if last else run.args
+        return Step(label or run.label, args, check=lambda: _bc_start(run, setup))
     return Step(label or run.label, run.kind.prep_args(run), check=lambda: run.done_as)
 
 
@@ -222,6 +224,7 @@ def stage_waves(
     ability: str = "act_speech",
     switch: str = "hardcoded",
     compare: bool = False,
+    force: bool = False,
 ) -> list[Wave]:
     """Every job of one stage (``make pretrain``, ``partner``, ``dm``, ``bc``, ``rl``), in waves each after the one
     before: what the stage needs (:func:`preparation`; for ``adaptive`` the general encoder; for RL the BC agents it
@@ -229,7 +232,9 @@ def stage_waves(
     time, as an experiment's children). ``compare`` (the RL stage): then
     the BC agents of the same configuration and seeds, each where missing or trained unlike its RL agent
     (:func:`_prep_step`, as an RL agent's BC start), and all of them evaluated side by side with the baselines
-    (``OUTPUTS/eval/``). What :func:`run_stage` runs and ``lq stage --print`` prints."""
+    (``OUTPUTS/eval/``). A run of the stage that finished as it would be trained now is not trained again (unless
+    ``force``) and one that was stopped goes on from its last checkpoint (:func:`stage_step`). What :func:`run_stage`
+    runs and ``lq stage --print`` prints."""
     if compare and stage != "rl":
         raise ValueError(f"compare: the RL stage's agents are compared with BC's and the baselines, not {stage}'s")
     setup.configs(stage, encoder)  # an unknown stage or encoder named now, with the choices
@@ -237,7 +242,7 @@ def stage_waves(
     runs = stage_runs(config, setup)
     labels = {run: label for label, run in runs}
     waves = _preparation(list(labels), setup)
-    waves += waves_of([list(labels)], lambda run: Step(labels[run], run.args), setup.jobs)  # always trained
+    waves += waves_of([list(labels)], lambda run: stage_step(labels[run], run, force), setup.jobs)
     if not compare:
         return waves
     seeds = setup.seeds
@@ -246,19 +251,42 @@ def stage_waves(
     rl = [dataclasses.replace(first, seed=s, folder=rl_dir).checkpoint for s in seeds]
     cloned = [dataclasses.replace(first, stage="bc", seed=s, folder="", extra=()) for s in seeds]
     prepared = {tuple(step.args) for steps, _ in waves for step in steps}  # RL's BC starts: the same runs
-    starts = [step for bc in cloned if tuple((step := _prep_step(bc, setup, f"bc s{bc.seed}")).args) not in prepared]
+    starts = [step for bc in cloned if tuple((step := _prep_step(bc, setup, stage_label(bc))).args) not in prepared]
     bc = [run.checkpoint for run in cloned]
     # beside the RL agents' folder; named after it where ARGS chose another than the resolver's
     named = "" if Path(rl_dir) == Path(setup.stage_dir("rl")) else f"{Path(rl_dir).name}-"
     out = f"{Path(rl_dir).parent}/eval/{named}{encoder}-{ability}-{switch}"
-    evaluation = Step("eval", ["eval", *rl, *bc, "--baselines", str(len(seeds)), "--out", out])
+    # under the setup's protocol: the one its agents trained and were evaluated under, whose episodes are read back
+    evaluation = Step(f"eval {encoder}-{ability}-{switch}", ["eval", *rl, *bc, "--baselines", str(len(seeds)), "--protocol", setup.protocol,
+                               "--out", out])  # fmt: skip
     return [*waves, *([(starts, setup.jobs)] if starts else []), ([evaluation], 1)]
 
 
-def run_stage(stage: str, setup: Setup, encoder: str, *choices: str, **options: bool) -> None:
-    """Run the jobs of :func:`stage_waves` (``choices``: the ability and switch; ``options``: ``compare``) that are not
-    done, through the setup's launcher."""
-    _run_waves(stage_waves(stage, setup, encoder, *choices, **options), setup)
+def stage_step(label: str, run: Run, force: bool = False) -> Step:
+    """The step of one run of a stage target (``make pretrain``, ``make bc``, ``make rl``): done once the run finished
+    as it would be trained now (:func:`finished_as`: a rerun after a sibling failed, or the same target run twice,
+    leaves it be); a run that was stopped (Ctrl-C, killed, its sibling's failure) goes on from its last checkpoint
+    (:func:`resumable`). ``force``: trained again from its start whatever is there."""
+    if force:
+        return Step(label, run.args, check=lambda: None)
+    last = resumable(run)
+    return Step(label, [*run.args, "--ckpt_path", last] if last else run.args, check=lambda: finished_as(run))
+
+
+def run_stage(stage: str, setup: Setup, encoder: str, *choices: str, log: Callable[[str], None] = _print,
+              **options: bool) -> None:  # fmt: skip
+    """Run the jobs of :func:`stage_waves` (``choices``: the ability and switch; ``options``: ``compare``, ``force``)
+    that are not done, through the setup's launcher; a run of the stage itself that is done already is named with its
+    checkpoint, one that goes on from its last checkpoint too."""
+    waves = stage_waves(stage, setup, encoder, *choices, **options)
+    own = {label for label, _ in stage_runs(Config(stage, encoder, *choices), setup)}
+    for step in (s for steps, _ in waves for s in steps if s.label in own):
+        if done := step.done_as:
+            log(f"[{step.label}] done: {done} (its run finished with these settings; FORCE=1, or --force, trains it "
+                "again)")  # fmt: skip
+        elif "--ckpt_path" in step.args:
+            log(f"[{step.label}] goes on from {step.args[step.args.index('--ckpt_path') + 1]}")
+    _run_waves(waves, setup)
 
 
 def shown_waves(waves: Sequence[Wave]) -> list[str]:
@@ -291,9 +319,19 @@ def _trained_alike(bc_checkpoint: str, rl: Mapping) -> bool:
 
 
 def stage_runs(config: Config, setup: Setup) -> list[tuple[str, Run]]:
-    """The runs of one stage, labelled: one per seed for the agents, the first seed's alone for a poly-encoder stage."""
-    seeds = setup.seeds if kind_of(config.stage).agent else setup.seeds[:1]
-    return [(f"{config.stage} s{seed}", run_of(config, setup, seed)) for seed in seeds]
+    """The runs of one stage, labelled by what tells them apart (the label names each one's log, so that no run's
+    overwrites another's): one per seed for the agents, the first seed's alone for a poly-encoder stage."""
+    kind = kind_of(config.stage)
+    seeds = setup.seeds if kind.agent else setup.seeds[:1]
+    runs = [run_of(config, setup, seed) for seed in seeds]
+    return [(stage_label(run), run) for run in runs]
+
+
+def stage_label(run: Run) -> str:
+    """A stage target's run by its folder's name (``rl-paper``: the paper objective's RL), encoder and, for an agent,
+    its ability, switch and seed."""
+    name = run.kind.folder_name(run)
+    return f"{name} {run.encoder}-{run.ability}-{run.switch} s{run.seed}" if run.kind.agent else f"{name} {run.encoder}"
 
 
 def _rl(config: Config) -> Config:
@@ -370,23 +408,40 @@ def child_waves(experiment: Experiment, setup: Setup, pid: str, done: set[tuple[
 
 
 def resumable(run: Run) -> str | None:
-    """The last checkpoint of an RL run that was stopped mid-training (killed, interrupted: no done marker), where it
-    is this run's (the same hyperparameters: :func:`lq.lit.cli.module_hparams`, read without building the module) and
-    holds its rollout: resumed from it (``--ckpt_path``), the run goes on as the uninterrupted one would have
-    (``tests/lit/test_rl.py``). Else None."""
-    last = Path(run.outputs["last"]) if run.stage == "rl" else None
+    """The last checkpoint of a trained run that was stopped mid-training (killed, interrupted: no done marker), where
+    it is this run's (:func:`_own`: the same hyperparameters) and, for RL, holds its rollout: resumed from it
+    (``--ckpt_path``), an RL run goes on as the uninterrupted one would have (``tests/lit/test_rl.py``); BC and the
+    poly-encoders go on from their last finished epoch. Else None."""
+    last = Path(run.outputs["last"]) if run.kind.trains else None
     if last is None or run.done or not last.is_file():
         return None
     from lq.lit.agent import read_checkpoint
 
     saved = read_checkpoint(str(last))
+    if run.stage == "rl" and saved.get("lq_rollout") is None:
+        return None
+    return str(last) if _own(saved, run) else None
+
+
+def finished_as(run: Run) -> str | None:
+    """The checkpoint of a trained run that finished (its done marker) with the very hyperparameters the run would be
+    trained with now (:func:`_own`), else None: a stage target run again, or after a sibling failed, keeps it."""
+    done = run.done_as
+    if done is None:
+        return None
+    from lq.lit.agent import read_checkpoint
+
+    return done if _own(read_checkpoint(done), run) else None
+
+
+def _own(saved: Mapping, run: Run) -> bool:
+    """Whether a checkpoint's hyperparameters are those ``run``'s module is built with
+    (:func:`lq.lit.cli.module_hparams`, read without building the module)."""
 
     def plain(hparams: Mapping) -> object:  # as a checkpoint keeps them: lists for tuples, no CLI bookkeeping
         return json.loads(json.dumps({k: v for k, v in hparams.items() if not k.startswith("_")}, default=str))
 
-    if saved.get("lq_rollout") is None or plain(saved.get("hyper_parameters", {})) != plain(module_hparams(run)):
-        return None
-    return str(last)
+    return plain(saved.get("hyper_parameters", {})) == plain(module_hparams(run))
 
 
 def plan(

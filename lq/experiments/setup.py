@@ -26,5 +26,5 @@ class Setup(Resolver):
 
     def __post_init__(self) -> None:
         super().__post_init__()
-        if isinstance(self.launcher, Local) and self.launcher.logs is None:  # each job's output, kept
-            self.launcher.logs = f"{self.outputs}/logs"
+        if isinstance(self.launcher, Local) and self.launcher.logs is None:  # each job's output, kept, per profile
+            self.launcher.logs = f"{self.outputs}/logs/{self.profile}"

@@ -34,10 +34,9 @@ from lq.models.poly_encoder import TextBatcher, stores_beside
 from lq.models.pretrained import load_tokenizer
 from lq.rl.acting import ABILITIES, Actor, choice_mask, valid_mask
 from lq.rl.losses import masked
-from lq.rl.switch import HardcodedSwitch, RatioSwitch
+from lq.rl.switch import SWITCHES, HardcodedSwitch, RatioSwitch
 
 SCRATCH = EncoderConfig(name="scratch")
-SWITCHES = ("hardcoded", "ratio")
 
 
 def agent_config(value: AgentConfig | dict) -> AgentConfig:

@@ -75,6 +75,48 @@ def agent_label(stage: str, h) -> str:
     return f"{name} {h['encoder']['name']} {h['ability']} {h['switch']}"
 
 
+PLAYED = "zero_shot.json"  # beside an agent's kept checkpoint: the test episodes its run played (record_played)
+
+
+def _stamp(checkpoint: Path) -> dict[str, object]:
+    """What tells one checkpoint file from another written at the same path (a run trained again)."""
+    stat = checkpoint.stat()
+    return {"checkpoint": checkpoint.name, "size": stat.st_size, "mtime_ns": stat.st_mtime_ns}
+
+
+def record_played(checkpoint: str | Path, protocol: str, played: dict[int, dict[str, EvalResult]]) -> Path:
+    """Keep beside ``checkpoint`` (:data:`PLAYED`, written whole then renamed) the test episodes its run played after
+    fitting, by evaluation seed and decoding (``greedy``, ``sampled``) under ``protocol``, so that ``lq eval`` of that
+    checkpoint (``make rl``'s table) reads them instead of playing them again (:func:`recorded_played`)."""
+    from lq.data.io import write_json
+
+    checkpoint = Path(checkpoint)
+    seeds = {str(seed): {d: r.episodes for d, r in by_decoding.items()} for seed, by_decoding in played.items()}
+    path = checkpoint.parent / PLAYED
+    write_json(path, {**_stamp(checkpoint), "protocol": protocol, "seeds": seeds}, indent=None)
+    return path
+
+
+def recorded_played(checkpoint: str | Path, seed: int, protocol: str | None = None) -> dict[str, EvalResult] | None:
+    """The test episodes the run of ``checkpoint`` played after fitting with evaluation ``seed`` (:func:`record_played`),
+    by decoding, where they are this very file's (a run trained again since has its own) under ``protocol`` (None: the
+    one it was trained with); else None."""
+    checkpoint = Path(checkpoint)
+    path = checkpoint.parent / PLAYED
+    if not checkpoint.is_file() or not path.is_file():
+        return None
+    import json
+
+    try:
+        record = json.loads(path.read_text(encoding="utf-8"))
+    except ValueError:
+        return None
+    if any(record.get(k) != v for k, v in _stamp(checkpoint).items()) or protocol not in (None, record.get("protocol")):
+        return None
+    by_decoding = record.get("seeds", {}).get(str(seed))
+    return {d: EvalResult.of(episodes) for d, episodes in by_decoding.items()} if by_decoding else None
+
+
 def evaluate_checkpoints(
     checkpoints: Sequence[str | Path],
     baseline_runs: int = 0,
@@ -89,10 +131,17 @@ def evaluate_checkpoints(
     """Trained agents' checkpoints or bundles, one per seed of a configuration, evaluated zero-shot side by side with
     the baselines over ``baseline_runs`` seeds (:func:`lq.eval.agents.compare_agents`, which says what the other
     arguments do), each loaded when its turn comes (:func:`load_agent`: ``overrides`` replace hyperparameters, e.g.
-    ``eval_max_steps``)."""
+    ``eval_max_steps``). A checkpoint whose run recorded the very episodes asked for (the test quests, evaluation
+    ``seed``, temperature 1, every quest, its own protocol or the one asked for: :func:`recorded_played`) is not played
+    again."""
     agents = ((str(path), agent_name(module), module) for path in checkpoints
               for module in [load_agent(path, **overrides)])  # fmt: skip
-    return compare_agents(agents, baseline_runs, split, log, sampled, temperature, seed, quests)
+    recorded = None
+    if split == "test" and temperature == 1.0 and quests is None and set(overrides) <= {"protocol"}:
+        # what each agent's run played after fitting, where it played exactly this (make rl: computed once)
+        protocol = overrides["protocol"].name if "protocol" in overrides else None
+        recorded = lambda where: recorded_played(where, seed, protocol)  # noqa: E731
+    return compare_agents(agents, baseline_runs, split, log, sampled, temperature, seed, quests, recorded)
 
 
 def demonstration_table(

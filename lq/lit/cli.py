@@ -11,6 +11,7 @@ fails with a sqlite tracking URI: Lightning issues 19441 and 20273).
 from __future__ import annotations
 
 import functools
+import inspect
 import json
 import os
 import socket
@@ -59,6 +60,28 @@ def init_store(tracking_uri: str | None) -> None:
             fcntl.flock(lock, fcntl.LOCK_UN)
 
 
+def ensure_experiment(client, name: str, artifact_location: str | None = None) -> str:
+    """The id of MLflow experiment ``name``, created if missing, whoever else creates it at the same moment: children
+    started side by side on a store without it would each find it missing and all but one fail on MLflow's unique
+    name ("Experiment(name=...) already exists"); the losers read the winner's. Marked for model training
+    (:func:`mark_model_training`)."""
+    from mlflow.exceptions import MlflowException
+
+    found = client.get_experiment_by_name(name)
+    if found is None:
+        try:
+            exp_id = client.create_experiment(name, artifact_location=artifact_location)
+        except MlflowException:
+            found = client.get_experiment_by_name(name)
+            if found is None:  # not a race: the store refused it for another reason
+                raise
+            exp_id = found.experiment_id
+    else:
+        exp_id = found.experiment_id
+    mark_model_training(client, exp_id)
+    return exp_id
+
+
 class StageLogger(MLFlowLogger):
     """MLflow's logger, whose run stays RUNNING until the stage has done all its work. Lightning finalizes its loggers
     with "success" at the end of every ``fit`` and ``test``, but a stage evaluates after those: a run killed then would
@@ -66,8 +89,13 @@ class StageLogger(MLFlowLogger):
     logged, KILLED on Ctrl-C, FAILED on an error (Lightning's own "failed" still ends it at once)."""
 
     def __init__(self, *args, **kwargs):
+        # the store's tables first, under the lock: MLflow's client may make them as it starts, unlocked
+        init_store(inspect.signature(MLFlowLogger).bind_partial(*args, **kwargs).arguments.get("tracking_uri"))
         super().__init__(*args, **kwargs)
-        init_store(self._tracking_uri)
+        if self._run_id is None and self._experiment_name:  # made now, race-free: Lightning's own lookup finds it
+            self._experiment_id = ensure_experiment(
+                self._mlflow_client, self._experiment_name, self._artifact_location
+            )
 
     def log_hyperparams(self, params) -> None:
         """The params, less jsonargparse's internal ones (``_instantiator``, ``_class_path``)."""
@@ -187,9 +215,44 @@ def commit_tag() -> dict[str, str]:
 
 
 def mark_model_training(client, experiment_id: str) -> None:
-    """Tag an MLflow experiment as model training, so that MLflow 3's UI opens it on its runs table rather than on
-    the GenAI evaluation view."""
-    client.set_experiment_tag(experiment_id, "mlflow.experimentKind", "custom_model_development")
+    """Tag an MLflow experiment as model training, and save on it lq's view of its runs table.
+
+    MLflow 3's UIs up to 3.16 read the tag ``mlflow.experimentKind=custom_model_development`` to open an experiment
+    on its runs table; 3.17's reads only its sidebar's workflow switch (*GenAI* / *Model training*, which the browser
+    remembers) or ``?workflowType=machine_learning`` in the page's address, and opens on the GenAI overview without
+    them. The tag stays for the earlier versions. The view ``lq: goal rates`` (the experiment tag
+    ``mlflow.sharedViewState.lq-goals`` in MLflow's saved-view format: listed under *Views*, opened by
+    ``?viewStateShareKey=lq-goals``) shows the test goal rates as columns, the runs sorted by act & speech goals,
+    best first (the poly-encoders' experiments: Hits@1, 5 and 10, by Hits@1). Each is written only where missing or
+    changed."""
+    import time
+
+    experiment = client.get_experiment(experiment_id)
+    if experiment.tags.get("mlflow.experimentKind") != "custom_model_development":
+        client.set_experiment_tag(experiment_id, "mlflow.experimentKind", "custom_model_development")
+    if experiment.name in ("lq-pretrain", "lq-partner", "lq-dm", "lq-table45"):  # poly-encoders: no episodes
+        metrics = ("test/hits_at_1", "test/hits_at_5", "test/hits_at_10")
+        name, sort = "lq: hits@k", "test/hits_at_1"
+    else:
+        metrics = ("test/act_goal_rate", "test/speech_goal_rate", "test/act_and_speech_goal_rate")
+        name, sort = "lq: goal rates", "test/act_and_speech_goal_rate"
+    columns = [f"metrics.`{m}`" for m in metrics]
+    state = json.dumps({
+        "selectedColumns": columns,
+        "columnOrder": ["attributes.`Run Name`", *columns],
+        "columnWidths": {"attributes.`Run Name`": 330, **{c: 210 for c in columns}},
+        "orderByKey": f"metrics.`{sort}`",
+        "orderByAsc": False,
+    })  # fmt: skip
+    key = "mlflow.sharedViewState.lq-goals"
+    try:
+        same = json.loads(experiment.tags[key])["state"] == state
+    except (KeyError, TypeError, ValueError):
+        same = False
+    if not same:
+        now = int(time.time() * 1000)
+        view = {"name": name, "createdAt": now, "updatedAt": now, "state": state}
+        client.set_experiment_tag(experiment_id, key, json.dumps(view))
 
 
 class LogConfigToMLflow(SaveConfigCallback):
@@ -597,7 +660,7 @@ class AgentCLI(StageCLI):
         and ``test_greedy/...`` or ``test_sampled/...``: the other decoding beside it: what is reported), and the test
         transcripts; then the demonstrations read teacher-forced (``demos/...``); returns the rates' means over the
         evaluation seeds."""
-        from lq.eval import transcripts_html, zero_shot, zero_shot_lines
+        from lq.eval import other_decoding, transcripts_html, zero_shot, zero_shot_lines
 
         config = self.stage_config
         callback = self.trainer.checkpoint_callback
@@ -611,9 +674,12 @@ class AgentCLI(StageCLI):
                     path = str(Path(callback.best_model_path).resolve())
                     logger.experiment.set_tag(logger.run_id, "lq.checkpoint", path)
         rates: list[dict[str, float]] = []
+        test_played = {}  # by evaluation seed and decoding: kept beside the checkpoint for lq eval (make rl's table)
         for seed in range(config.eval_seeds):
             played = zero_shot(module, seed)
             result = played["test"]
+            other = other_decoding(module.protocol)
+            test_played[seed] = {module.protocol.decoding: result, other: played[f"test_{other}"]}
             print("\n".join(zero_shot_lines(played, module.protocol, seed)))
             rates.append(result.metrics("test/"))
             for logger in self.trainer.loggers:
@@ -625,6 +691,10 @@ class AgentCLI(StageCLI):
                         result.ordered(), f"{module.stage.upper()} {module.hparams.encoder['name']}, test, seed {seed}"
                     )
                     logger.experiment.log_text(logger.run_id, page, f"transcripts/test_seed{seed}.html")
+        if test_played and callback is not None and callback.best_model_path and self.trainer.is_global_zero:
+            from lq.lit.checkpoints import record_played
+
+            record_played(callback.best_model_path, module.protocol.name, test_played)
         read = module.demonstration_metrics()  # teacher-forced: the same whatever the evaluation seed
         for logger in self.trainer.loggers:
             logger.log_metrics(read, step=0)

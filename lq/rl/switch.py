@@ -15,6 +15,9 @@ import torch
 from lq.data.demos import Demonstration
 
 
+SWITCHES = ("hardcoded", "ratio")  # the switches of section 4.2, by the names configs and the command line use
+
+
 class HardcodedSwitch:
     def __init__(self, every: int = 3):
         if every < 1:

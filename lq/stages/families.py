@@ -63,9 +63,20 @@ class Trained(Stage):
         return files + Profile(run.profile).files(self.profile_file)
 
     def child_args(self, run: Run, experiment: str, parent: str, tags: dict[str, str], tracking_uri: str) -> list[str]:
-        """Its command line, logging to ``lq-EXPERIMENT`` with ``tags`` (the parent's among them); the store is its
-        extra arguments' (:func:`lq.experiments.running.with_extras`)."""
+        """Its command line, logging to ``lq-EXPERIMENT`` with ``tags`` (the parent's among them) as a run named
+        short and distinct among the parent's children, so that the UI's runs table shows the name whole: its stage,
+        its encoder, of its ability, switch and variant those that are not the default, and its seed ("RL
+        General+Light s0", "RL Scratch act only s1", "RL Scratch bc_start s0", "Pretrain Adaptive quests8 s2"); the
+        store is its extra arguments' (:func:`lq.experiments.running.with_extras`)."""
+        abilities = {"act": "act only", "speech": "speech only", "speech_no_speech_goals": "speech, no speech goals"}
+        words = [{"rl": "RL", "bc": "BC", "dm": "DM"}.get(self.name, self.name.title())]
+        words += [run.encoder.replace("_", "+").title()] if run.encoder else []
+        words += [abilities.get(run.ability, run.ability)] if run.ability != "act_speech" else []
+        words += [{"ratio": "learned switch"}.get(run.switch, run.switch)] if run.switch != "hardcoded" else []
+        words += [tags["lq.variant"]] if tags.get("lq.variant") else []
+        name = " ".join([*words, f"s{tags.get('lq.seed', run.seed)}"])
         logged = ["--trainer.logger.init_args.experiment_name", f"lq-{experiment}"]
+        logged += ["--trainer.logger.init_args.run_name", name]  # over lq.lit.cli.identity_tags' (Lightning warns)
         return [*run.args, *logged, "--trainer.logger.init_args.tags", json.dumps(tags)]
 
     def fit_args(self, run: Run) -> list[str]:
@@ -105,6 +116,9 @@ class EnvModel(PolyEncoder):
     """The environment's partner and Dungeon Master: one per profile and data (the profile's ``env_encoder``)."""
 
     profile_file = "env"
+
+    def label(self, run: Run) -> str:
+        return f"{self.name} {run.encoder}"
 
 
 class Agent(Trained):
@@ -151,7 +165,7 @@ class Agent(Trained):
         return []
 
     def label(self, run: Run) -> str:
-        return f"{self.name} {run.encoder}-{run.ability}-{run.switch} s{run.seed}"
+        return f"{self.folder_name(run)} {run.encoder}-{run.ability}-{run.switch} s{run.seed}"
 
     def graph_label(self, run: Run) -> str:
         return f"{self.name} {run.encoder} {run.ability}-{run.switch} s{run.seed}"

@@ -11,6 +11,7 @@ import socket
 import subprocess
 import sys
 import threading
+import time
 from pathlib import Path
 
 import pandas as pd
@@ -511,11 +512,31 @@ def test_lq_stage_refuses_bad_input_with_the_fix(tmp_path, capsys):
     assert main(["experiment", "run", "table1", "--data", str(tmp_path / "none"), "--tracking-uri", uri]) == 2
     err = capsys.readouterr().err
     assert "--compare compares RL agents with BC's and the baselines: lq stage rl, not bc" in err
-    assert "encoder/bert.yaml: no such lq config" in err and "has adaptive.yaml" in err
+    assert "--encoder bert (ENCODER=bert): unknown; choose from scratch, general, light, general_light, adaptive" in err
     assert "no dataset in" in err and "lq data generate" in err
     assert "no such profile (PROFILE=huge); choose from paper, quick, tiny" in err
     assert "the local launcher takes none" in err
     assert not (tmp_path / "none").exists()  # nothing written
+
+
+def test_lq_stage_refuses_a_mistyped_choice_in_one_line_before_any_child_starts(tmp_path, capsys, monkeypatch):
+    """make rl ABILITY=act_speach SWITCH=hardcode, make pretrain ENCODER=general_lihgt: refused at once, each with the
+    choice it was likely meant to be and only the valid choices (no environment model among the encoders)."""
+    started = []
+    monkeypatch.setattr(launchers.Local, "run", lambda self, jobs, parallel: started.extend(jobs))
+    monkeypatch.chdir(tmp_path)
+    assert main(["stage", "rl", "--encoder", "scratch", "--ability", "act_speach", "--switch", "hardcode"]) == 2
+    assert main(["stage", "pretrain", "--encoder", "general_lihgt"]) == 2
+    assert main(["stage", "bc", "--encoder", "small"]) == 2
+    rl, pretrain, bc = capsys.readouterr().err.strip().splitlines()
+    assert rl == (
+        "error: --ability act_speach (ABILITY=act_speach): unknown (did you mean act_speech?); choose from act_speech, "
+        "act, speech, speech_no_speech_goals; --switch hardcode (SWITCH=hardcode): unknown (did you mean hardcoded?); "
+        "choose from hardcoded, ratio"
+    )
+    assert "(did you mean general_light?)" in pretrain and "small" not in pretrain
+    assert bc.startswith("error: --encoder small (ENCODER=small): unknown;")
+    assert started == [] and not (tmp_path / "data").exists()  # nothing ran, nothing written
 
 
 def test_a_killed_child_ends_the_driver_with_one_line_naming_it_its_log_and_how_to_go_on(monkeypatch, capsys, tmp_path):
@@ -671,6 +692,40 @@ def test_drivers_starting_at_once_on_a_new_sqlite_store_lose_no_run_and_print_no
     client = MlflowClient(uri)
     runs = client.search_runs([X.experiment_id(client, "stress")], max_results=100)
     assert sorted(r.data.tags["w"] for r in runs) == sorted(str(w) for w in range(3) for _ in range(15))
+
+
+def test_stage_runs_starting_at_once_on_a_store_without_their_experiment_all_log_to_it(tmp_path):
+    """Three children start at once on a new store that has no ``lq-bc`` experiment (make rl's BC seeds side by side):
+    each stage logger makes it or finds it, and every run lands in the one experiment (each used to create it and all
+    but one die on MLflow's unique name)."""
+    uri = f"sqlite:///{tmp_path / 'mlflow.db'}"
+    go = tmp_path / "go"
+    script = (
+        "import sys, time\n"
+        "from pathlib import Path\n"
+        "from lq.lit.cli import StageLogger\n"
+        f"Path({str(tmp_path)!r}, 'ready-' + sys.argv[1]).touch()\n"
+        f"while not Path({str(go)!r}).exists():\n"
+        "    time.sleep(0.01)\n"
+        f"logger = StageLogger(experiment_name='lq-bc', tracking_uri={uri!r}, tags={{'w': sys.argv[1]}})\n"
+        "logger.log_metrics({'m': 1.0})\n"
+        "logger.end('FINISHED')\n"
+    )
+    children = [
+        subprocess.Popen([sys.executable, "-c", script, str(w)], stderr=subprocess.PIPE, text=True, cwd=ROOT)
+        for w in range(3)
+    ]
+    deadline = time.monotonic() + 120  # once each has imported Lightning, so that they start together
+    while len(list(tmp_path.glob("ready-*"))) < 3 and time.monotonic() < deadline:
+        time.sleep(0.1)
+    go.touch()
+    errors = [c.communicate(timeout=120)[1] for c in children]
+    assert [c.returncode for c in children] == [0] * 3, errors
+    client = MlflowClient(uri)
+    [experiment] = [e for e in client.search_experiments() if e.name == "lq-bc"]
+    runs = client.search_runs([experiment.experiment_id])
+    assert sorted(r.data.tags["w"] for r in runs) == ["0", "1", "2"]
+    assert experiment.tags["mlflow.experimentKind"]  # marked so that the UI opens it on its runs table
 
 
 def test_ctrl_c_reaches_the_running_children_which_stop_before_the_driver(tmp_path, monkeypatch):
@@ -902,7 +957,7 @@ def test_the_plan_of_table1_names_every_preparation_step_and_child_as_a_command(
         "# step 1 of 8: data",
         "# step 2 of 8: pretrain general",  # adaptive starts from it
         "# step 3 of 8: pretrain light, pretrain general_light, pretrain adaptive",
-        "# step 4 of 8: partner, dm",
+        "# step 4 of 8: partner small, dm small",
         "# step 5 of 8: the partner's calibration, general vectors of the agents' spaces, light vectors of the agents' "
         "spaces, general_light vectors of the agents' spaces, adaptive vectors of the agents' spaces",
         "# step 6 of 8: bc-general-act_speech-hardcoded, bc-light-act_speech-hardcoded, "
@@ -1065,7 +1120,7 @@ def test_a_child_killed_mid_training_is_marked_killed_and_resuming_gives_the_uni
     with pytest.raises(launchers.JobFailed) as failed:
         X.run_experiment(experiment, killed, log=lambda _: None)
     [failure] = failed.value.failures
-    log = tmp_path / "killed" / "outputs" / "logs" / "bc-scratch-act_speech-hardcoded_s0.log"
+    log = tmp_path / "killed" / "outputs" / "logs" / "tiny" / "bc-scratch-act_speech-hardcoded_s0.log"
     assert str(failure).startswith(f"bc-scratch-act_speech-hardcoded s0 was killed by SIGKILL (its log: {log})")
     assert log.read_text().startswith("Seed set to 0\n")  # the child's own output
     client = MlflowClient(killed.tracking_uri)
@@ -1082,7 +1137,7 @@ def test_a_child_killed_mid_training_is_marked_killed_and_resuming_gives_the_uni
     assert finished(bc)
     pid = X.run_experiment(experiment, killed, log=lambda _: None, resume=True)[0]
     assert pid == parent.info.run_id
-    log = (tmp_path / "killed" / "outputs" / "logs" / "rl-scratch-act_speech-hardcoded_s0.log").read_text()
+    log = (tmp_path / "killed" / "outputs" / "logs" / "tiny" / "rl-scratch-act_speech-hardcoded_s0.log").read_text()
     assert "Restoring states from the checkpoint path at " in log  # Lightning's: it went on, not from the start
     assert _outcomes(killed, pid) == expected
 
