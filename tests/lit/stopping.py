@@ -16,19 +16,23 @@ class StopOnce(Callback):
     ``flag`` file writes it and sends its own process ``signal`` (9: SIGKILL, 2: SIGINT). A run that finds the flag
     trains on untouched."""
 
-    def __init__(self, flag: str, signal: int = 9, epoch: int = 1):
-        self.flag, self.signal, self.epoch = Path(flag), signal, epoch
+    def __init__(self, flag: str, signal: int = 9, epoch: int = 1, seed: int | None = None):
+        self.flag, self.signal, self.epoch, self.seed = Path(flag), signal, epoch, seed
 
     def on_train_batch_start(self, trainer, pl_module, batch, batch_idx) -> None:
         if trainer.current_epoch != self.epoch or self.flag.exists():
+            return
+        if self.seed is not None and pl_module.hparams.get("seed") != self.seed:  # another seed's run: untouched
             return
         self.flag.write_text(f"{os.getpid()}\n")
         os.kill(os.getpid(), signal.Signals(self.signal))
 
 
-def stop_once(flag: Path, sig: int = 9, epoch: int = 1) -> str:
-    """The command-line argument that adds :class:`StopOnce` to a stage run's callbacks."""
+def stop_once(flag: Path, sig: int = 9, epoch: int = 1, seed: int | None = None) -> str:
+    """The command-line argument that adds :class:`StopOnce` to a stage run's callbacks (``seed``: only the agent run of
+    that seed stops)."""
+    only = f', "seed": {seed}' if seed is not None else ""
     return (
         '--trainer.callbacks+={"class_path": "tests.lit.stopping.StopOnce", "init_args": '
-        f'{{"flag": "{flag}", "signal": {sig}, "epoch": {epoch}}}}}'
+        f'{{"flag": "{flag}", "signal": {sig}, "epoch": {epoch}{only}}}}}'
     )

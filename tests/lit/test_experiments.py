@@ -1094,6 +1094,82 @@ def test_the_plans_lines_run_by_a_shell_and_make_rl_give_the_same_figures(setup_
         assert figures == expected[(f"{stage}-scratch-act_speech-hardcoded", "0")], stage
 
 
+class RecordingLocal(Local):
+    """The local launcher, keeping the labels and arguments of every job it ran."""
+
+    def __init__(self, logs: str | None = None):
+        super().__init__(logs)
+        self.ran: list[tuple[str, list[str]]] = []
+
+    def run(self, jobs, parallel):
+        self.ran += [(label, list(args)) for label, args in jobs]
+        super().run(jobs, parallel)
+
+
+@pytest.mark.slow
+def test_make_rl_stopped_in_one_seeds_rl_goes_on_from_its_last_checkpoint_and_keeps_the_finished_seed(
+    setup_dir, tmp_path, monkeypatch
+):
+    """make rl SEEDS="0 1" JOBS=2 on a new store (its BC, then RL children create lq-bc and lq-rl side by side);
+    Ctrl-C reaches seed 0's RL after its first epoch and the run fails there, while seed 1 finishes. Run again
+    (make rl, or make rl RESUME=1: the same), only seed 0's RL runs, from its last checkpoint, to the uninterrupted
+    run's curve and figures; nothing finished is trained again, and the table reads the episodes each agent's run
+    played after fitting and logged (val and test goal rates, transcripts) instead of playing them again."""
+    monkeypatch.chdir(ROOT)
+
+    def setup(name: str, flag: Path, seeds: tuple[int, ...], calibrated: X.Setup | None = None) -> X.Setup:
+        rl = [*TINY_TABLE["rl"], "--trainer.max_epochs=2", stop_once(flag, 2, seed=0)]  # SIGINT: Ctrl-C
+        kwargs = {"seeds": seeds, "jobs": 2, "extra_args": {**TINY_TABLE, "rl": rl}, "launcher": RecordingLocal()}
+        return _tiny_setup(setup_dir, tmp_path / name, calibrated, **kwargs)
+
+    never = tmp_path / "never"
+    never.write_text("")
+    whole = setup("whole", never, (0,))
+    X.run_stage("rl", whole, "scratch")
+
+    stopped = setup("stopped", tmp_path / "ctrl-c", (0, 1), calibrated=whole)
+    with pytest.raises(launchers.JobFailed) as failed:
+        X.run_stage("rl", stopped, "scratch", compare=True)
+    assert [f.label for f in failed.value.failures] == ["rl scratch-act_speech-hardcoded s0"]
+    rl = {seed: Path(stopped.agent_checkpoint("rl", "scratch", "act_speech", "hardcoded", seed)) for seed in (0, 1)}
+    assert finished(rl[1]) and not finished(rl[0])
+    kept = rl[1].stat().st_mtime_ns
+    first = len(stopped.launcher.ran)
+
+    lines = []
+    X.run_stage("rl", stopped, "scratch", compare=True, log=lines.append)
+    again = stopped.launcher.ran[first:]
+    assert [label for label, _ in again] == ["rl scratch-act_speech-hardcoded s0", "eval scratch-act_speech-hardcoded"]
+    assert again[0][1][-2:] == ["--ckpt_path", str(rl[0].parent / "last.ckpt")]
+    assert f"[rl scratch-act_speech-hardcoded s0] goes on from {rl[0].parent / 'last.ckpt'}" in lines
+    assert rl[1].stat().st_mtime_ns == kept and finished(rl[0])
+
+    client = MlflowClient(stopped.tracking_uri)
+    logs = Path(stopped.outputs, "logs", "tiny")
+    assert "Restoring states from the checkpoint path at " in (logs / "rl_scratch-act_speech-hardcoded_s0.log").read_text()
+    evaluation = (logs / "eval_scratch-act_speech-hardcoded.log").read_text()
+    assert evaluation.count("read, not played again") == 4  # two RL and two BC agents: computed once, by their runs
+
+    def runs(store: MlflowClient, stage: str) -> dict[str, object]:
+        found = store.search_runs([store.get_experiment_by_name(f"lq-{stage}").experiment_id], "status = 'FINISHED'")
+        return {r.data.tags["lq.seed"]: r for r in found}
+
+    reference = MlflowClient(whole.tracking_uri)
+    [expected], done = runs(reference, "rl").values(), runs(client, "rl")
+    assert sorted(done) == ["0", "1"] and sorted(runs(client, "bc")) == ["0", "1"]
+    resumed = done["0"]
+    for metric in ("rl/return", "rl/act_goal_rate"):
+        history = {p.step: p.value for p in client.get_metric_history(resumed.info.run_id, metric)}
+        whole_history = {p.step: p.value for p in reference.get_metric_history(expected.info.run_id, metric)}
+        assert history and history == {step: whole_history[step] for step in history}, metric
+    for run in [*done.values(), *runs(client, "bc").values()]:  # what a table needs, on each child run
+        assert {"val/act_and_speech_goal_rate", "test/act_goal_rate", "test/speech_goal_rate",
+                "test/act_and_speech_goal_rate", "test_greedy/act_goal_rate"} <= set(run.data.metrics)  # fmt: skip
+        assert "transcripts/test_seed0.html" in [a.path for a in client.list_artifacts(run.info.run_id, "transcripts")]
+    figures = {k: v for k, v in resumed.data.metrics.items() if k.startswith(("test/", "test_greedy/", "val/"))}
+    assert figures == {k: v for k, v in expected.data.metrics.items() if k in figures}
+
+
 @pytest.mark.slow
 def test_a_child_killed_mid_training_is_marked_killed_and_resuming_gives_the_uninterrupted_figures(
     setup_dir, tmp_path, monkeypatch
