@@ -130,7 +130,7 @@ dm: $(STAMP) ## train the environment's Dungeon Master: make dm [PROFILE=tiny] (
 bc: $(STAMP) ## behaviour cloning, one agent per seed: make bc ENCODER=scratch [ABILITY] [SWITCH] [PROFILE] [PROTOCOL=paper|restricted] [SEEDS="0 1 2"] [JOBS=2]
 	$(STAGE) bc $(AGENT)
 
-rl: $(STAMP) ## BC agents where missing, RL agents per seed started from them, then RL, BC and the baselines side by side: make rl ENCODER=scratch [ABILITY] [SWITCH] [PROFILE] [PROTOCOL] [OBJECTIVE=lq|paper] [SEEDS] [JOBS]
+rl: $(STAMP) ## BC agents where missing, RL agents per seed started from them, then RL, BC and the baselines side by side: make rl ENCODER=scratch [ABILITY] [SWITCH] [PROFILE] [PROTOCOL] [OBJECTIVE=lq|paper] [SEEDS] [JOBS] [FORCE=1]
 	$(STAGE) rl $(AGENT) --compare
 
 CKPT ?=

@@ -279,14 +279,39 @@ def run_stage(stage: str, setup: Setup, encoder: str, *choices: str, log: Callab
     that are not done, through the setup's launcher; a run of the stage itself that is done already is named with its
     checkpoint, one that goes on from its last checkpoint too."""
     waves = stage_waves(stage, setup, encoder, *choices, **options)
-    own = {label for label, _ in stage_runs(Config(stage, encoder, *choices), setup)}
-    for step in (s for steps, _ in waves for s in steps if s.label in own):
+    own = stage_runs(Config(stage, encoder, *choices), setup)
+    for step in (s for steps, _ in waves for s in steps if s.label in dict(own)):
         if done := step.done_as:
             log(f"[{step.label}] done: {done} (its run finished with these settings; FORCE=1, or --force, trains it "
                 "again)")  # fmt: skip
         elif "--ckpt_path" in step.args:
             log(f"[{step.label}] goes on from {step.args[step.args.index('--ckpt_path') + 1]}")
     _run_waves(waves, setup)
+    for line in stage_outcome(stage, own, setup, encoder, waves[-1][0][0] if options.get("compare") else None):
+        log(line)
+
+
+def stage_outcome(stage: str, runs: Sequence[tuple[str, Run]], setup: Setup, encoder: str,
+                  evaluation: Step | None = None) -> list[str]:  # fmt: skip
+    """What a stage target made, once it ran: each run's checkpoint and MLflow run (its done marker names it), the
+    table ``make rl`` wrote, and the next step."""
+    from lq.data.io import read_json
+    from lq.data.outputs import DONE
+
+    lines = []
+    for label, run in runs:
+        marker = Path(run.checkpoint).parent / DONE
+        run_id = read_json(marker).get("run_id") if marker.is_file() else None
+        where = f"MLflow run {run_id} in experiment lq-{stage}, {setup.tracking_uri}" if run_id else "no MLflow run"
+        lines.append(f"[{label}] {run.checkpoint} ({where})")
+    if evaluation is not None:
+        out = evaluation.args[evaluation.args.index("--out") + 1]
+        lines.append(f"[{stage}] the agents beside BC and the baselines: {out}.md and {out}.csv")
+    if stage in ("pretrain", "bc", "partner", "dm"):
+        then = f"ENCODER={encoder} " if stage in ("pretrain", "bc") else ""
+        lines.append(f"next: make rl {then}(BC agents where missing, then RL from them, compared with the baselines)")
+    lines.append("browse the runs: make ui (http://127.0.0.1:5000)")
+    return lines
 
 
 def shown_waves(waves: Sequence[Wave]) -> list[str]:

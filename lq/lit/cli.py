@@ -508,8 +508,12 @@ class StageCLI(LightningCLI):
         """Test the best checkpoint in the same run, so the MLflow run holds val and test figures."""
         callback = self.trainer.checkpoint_callback
         ckpt = "best" if callback is not None and callback.best_model_path else None
-        results = self.trainer.test(self.model, datamodule=self.datamodule, ckpt_path=ckpt)
-        return {k: v for per_loader in results for k, v in _floats(per_loader).items()}
+        # one line of figures, not Lightning's table per test set (their names cut to its column's width)
+        results = self.trainer.test(self.model, datamodule=self.datamodule, ckpt_path=ckpt, verbose=False)
+        metrics = {k: v for per_loader in results for k, v in _floats(per_loader).items()}
+        shown = ", ".join(f"{k} {v:.4f}" for k, v in sorted(metrics.items()))
+        print(f"test figures of the {ckpt or 'last'} checkpoint: {shown}")
+        return metrics
 
 
 class PretrainCLI(StageCLI):
