@@ -76,12 +76,22 @@ class AgentPolicy:
     """A trained agent as a Gymnasium policy: ``policy(observation, info) -> action`` for ``env`` (an
     ``lq/Quest-v0`` environment; the agent reads the Dungeon Master's ranking of its own context from it, as in
     training). Its recurrent state starts again at each episode's first step (``info["steps"] == 0``). Decoding is the
-    agent's protocol's (sampled under ``paper``) unless ``greedy`` is given."""
+    agent's protocol's (sampled under ``paper``) unless ``greedy`` is given. ``baseline`` ("random", "overlap": the
+    rules of :mod:`lq.rl.baselines`) plays that rule in place of the agent's policies, with the agent's switch and
+    spaces, as the tables' baselines do; ``restrict``: among the valid candidates only (default: the protocol's
+    choice; the tables' "valid candidates" rows are ``restrict=True``)."""
 
-    def __init__(self, agent: AgentModule, env: Any, greedy: bool | None = None):
+    def __init__(
+        self,
+        agent: AgentModule,
+        env: Any,
+        greedy: bool | None = None,
+        baseline: str | None = None,
+        restrict: bool | None = None,
+    ):
         self.agent, self.env = agent, env.unwrapped.env
         self.greedy = agent.protocol.greedy if greedy is None else greedy
-        self.actor = agent.make_actor()
+        self.actor = agent.make_actor(policy=baseline, restrict=restrict)
         self.actor.cache_candidates()
         self.state = None
 

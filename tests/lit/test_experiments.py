@@ -519,6 +519,43 @@ def test_lq_stage_refuses_bad_input_with_the_fix(tmp_path, capsys):
     assert not (tmp_path / "none").exists()  # nothing written
 
 
+def test_a_stage_target_keeps_a_run_that_finished_with_its_settings_and_resumes_one_that_stopped(tmp_path, capsys):
+    """make pretrain twice: the second names the finished encoder and trains nothing (FORCE=1: from its start again); a
+    checkpoint of other settings is trained again; a BC run stopped mid-training goes on from its own last.ckpt."""
+    (tmp_path / "data").mkdir()
+    (tmp_path / "data" / "manifest.json").touch()
+    setup = X.Setup(seeds=(0,), data_dir=str(tmp_path / "data"), tracking_uri=f"sqlite:///{tmp_path / 'm.db'}",
+                    outputs=str(tmp_path / "o"), launcher=Recorder())  # fmt: skip
+    [(label, run)] = X.running.stage_runs(X.Config("pretrain", "general_light"), setup)
+    assert label == "pretrain general_light"
+    Path(run.dir).mkdir(parents=True)
+    torch.save({"hyper_parameters": module_hparams(run)}, run.checkpoint)
+    mark_finished(run.checkpoint, run_id="abc123")
+    lines = []
+    X.run_stage("pretrain", setup, "general_light", log=lines.append)
+    assert setup.launcher.waves == []  # nothing trained
+    assert lines[0] == (f"[pretrain general_light] done: {run.checkpoint} (its run finished with these settings; "
+                        "FORCE=1, or --force, trains it again)")  # fmt: skip
+    assert f"[pretrain general_light] {run.checkpoint} (MLflow run abc123 in experiment lq-pretrain" in lines[1]
+    assert lines[2].startswith("next: make rl ENCODER=general_light")
+    X.run_stage("pretrain", setup, "general_light", force=True, log=lines.append)
+    [[forced]] = setup.launcher.waves
+    assert "--ckpt_path" not in forced
+    other = {**module_hparams(run), "lr": 1.0}  # trained with other settings: not this run's
+    torch.save({"hyper_parameters": other}, run.checkpoint)
+    assert X.running.finished_as(run) is None
+
+    [(label, bc)] = X.running.stage_runs(X.Config("bc", "scratch"), setup)
+    assert label == "bc scratch-act_speech-hardcoded s0"
+    Path(bc.dir).mkdir(parents=True)
+    torch.save({"hyper_parameters": module_hparams(bc)}, bc.outputs["last"])
+    [step] = X.running.stage_waves("bc", setup, "scratch")[-1][0]
+    assert step.args[-2:] == ["--ckpt_path", bc.outputs["last"]] and not step.done
+    torch.save({"hyper_parameters": {**module_hparams(bc), "lr": 1.0}}, bc.outputs["last"])  # another run's
+    [step] = X.running.stage_waves("bc", setup, "scratch")[-1][0]
+    assert "--ckpt_path" not in step.args
+
+
 def test_lq_stage_refuses_a_mistyped_choice_in_one_line_before_any_child_starts(tmp_path, capsys, monkeypatch):
     """make rl ABILITY=act_speach SWITCH=hardcode, make pretrain ENCODER=general_lihgt: refused at once, each with the
     choice it was likely meant to be and only the valid choices (no environment model among the encoders)."""
