@@ -173,10 +173,8 @@ def _prep_step(run: Run, setup: Setup, label: str = "") -> Step:
     where it was trained as that RL agent would be."""
     run.kind.check(run)
     run = with_extras(run, setup)
-    if run.kind.agent:  # a BC start stopped mid-training goes on from its last checkpoint
-        last = resumable(run)
-        args = [*run.args, "--ckpt_path", last] if last else run.args
-        return Step(label or run.label, args, check=lambda: _bc_start(run, setup))
+    if run.kind.agent:  # a BC start stopped mid-training trains again from its start: the RL figures stay exact
+        return Step(label or run.label, run.args, check=lambda: _bc_start(run, setup))
     return Step(label or run.label, run.kind.prep_args(run), check=lambda: run.done_as)
 
 
@@ -257,8 +255,8 @@ def stage_waves(
     named = "" if Path(rl_dir) == Path(setup.stage_dir("rl")) else f"{Path(rl_dir).name}-"
     out = f"{Path(rl_dir).parent}/eval/{named}{encoder}-{ability}-{switch}"
     # under the setup's protocol: the one its agents trained and were evaluated under, whose episodes are read back
-    evaluation = Step(f"eval {encoder}-{ability}-{switch}", ["eval", *rl, *bc, "--baselines", str(len(seeds)), "--protocol", setup.protocol,
-                               "--out", out])  # fmt: skip
+    evaluate = ["eval", *rl, *bc, "--baselines", str(len(seeds)), "--protocol", setup.protocol, "--out", out]
+    evaluation = Step(f"eval {encoder}-{ability}-{switch}", evaluate)
     return [*waves, *([(starts, setup.jobs)] if starts else []), ([evaluation], 1)]
 
 
@@ -266,7 +264,8 @@ def stage_step(label: str, run: Run, force: bool = False) -> Step:
     """The step of one run of a stage target (``make pretrain``, ``make bc``, ``make rl``): done once the run finished
     as it would be trained now (:func:`finished_as`: a rerun after a sibling failed, or the same target run twice,
     leaves it be); a run that was stopped (Ctrl-C, killed, its sibling's failure) goes on from its last checkpoint
-    (:func:`resumable`). ``force``: trained again from its start whatever is there."""
+    (:func:`resumable`: RL to the uninterrupted run's figures; BC and pretraining from their last epoch, whose data
+    order then differs from an uninterrupted run's). ``force``: trained again from its start whatever is there."""
     if force:
         return Step(label, run.args, check=lambda: None)
     last = resumable(run)
@@ -420,7 +419,10 @@ def child_waves(experiment: Experiment, setup: Setup, pid: str, done: set[tuple[
         tags = {"mlflow.parentRunId": pid, "lq.config": config.key, "lq.seed": str(seed)}
         tags.update({"lq.variant": config.variant} if config.variant else {})
         args = run.kind.child_args(run, experiment.name, pid, tags, setup.tracking_uri)
-        if last := resumable(run):  # an RL child killed mid-training goes on from its last epoch, to the same figures
+        # an RL child killed mid-training goes on from its last epoch, to the same figures; BC and pretraining children
+        # train again from their start (from a last epoch they would shuffle their data otherwise: a table's figures
+        # would depend on where a run was stopped)
+        if run.stage == "rl" and (last := resumable(run)):
             args += ["--ckpt_path", last]
         return Step(f"{config.key} s{seed}", args, config=config, seed=seed)
 
