@@ -2,15 +2,23 @@
 its table, taken by a real headless browser (Debian's chromium: ``apt-get install chromium``).
 
     python experiments/ui_screenshot.py --experiment table1 --out outputs/ui
+    python experiments/ui_screenshot.py --links        # the addresses of lq's views of a store's runs (make ui)
 
-Writes ``runs.png`` (the experiment's runs: the parent, its children nested under it), ``parent.png`` (the parent
-run's page, listing its child runs: one per configuration and seed), ``table.png`` (the parent's table artifact),
-``compare.png`` (MLflow's compare view of its agent children with its "Show diff only" switched on for the params: what
-tells them apart, such as the encoder, the stage and the loss coefficients, side by side; the switch is clicked through
-chromium's DevTools pipe) and ``transcript.png`` (an agent run's HTML transcripts,
+Writes ``runs.png`` (the parent's children in lq's view of them, :func:`lq.experiments.reporting.parent_view`:
+their test goal rates as columns, the best act & speech goals first, their names whole), ``parent.png`` (the parent
+run's page), ``table.png`` (the parent's table artifact, its columns under short titles), ``compare.png`` (MLflow's
+compare view of the parent's agent children, one per configuration, its first seed's, the RL agents where there are
+two or more: "Show diff only" switched on for the params and the metrics, the metrics' table scrolled to the test
+goal rates and its parallel-coordinates plot drawn against them: which configuration won, and the params that tell
+them apart, such as the encoder) and ``transcript.png`` (an agent run's HTML transcripts,
 ``transcripts/test_seed0.html``, as the UI renders them: the newest BC or RL run that logged one, or
 ``--transcript-run``), and exits non-zero if the server or the browser fails or a screenshot is blank. Without a
 finished parent of the experiment only the transcript is taken.
+
+MLflow 3.17 opens an experiment on its GenAI overview unless the sidebar's workflow switch says *Model training*
+(which the browser remembers) or the address asks for it (``?workflowType=machine_learning``): every page is opened
+through chromium's DevTools pipe, as a browser that chose *Model training* and closed the assistant's side panel,
+and clicked there.
 """
 
 from __future__ import annotations
@@ -29,10 +37,6 @@ import urllib.request
 from pathlib import Path
 from urllib.parse import quote
 
-from mlflow.tracking import MlflowClient
-
-from lq.experiments import latest_parent
-
 CHROMIUM_FLAGS = [  # no sandbox (root), and no background traffic on a closed network
     "--headless",
     "--no-sandbox",
@@ -49,7 +53,15 @@ CHROMIUM_FLAGS = [  # no sandbox (root), and no background traffic on a closed n
 ]
 
 
-SIZES = {"transcript.png": "1600,1400", "compare.png": "1600,2000"}  # compare: its params and metrics tables
+SIZES = {"transcript.png": "1600,1400", "runs.png": "1600,1300"}  # runs: a table's 30-odd children
+GOALS = ("test/act_goal_rate", "test/speech_goal_rate", "test/act_and_speech_goal_rate")  # what compare.png plots
+VIEWS = "mlflow.sharedViewState."  # MLflow's saved views: experiment tags (lq.experiments.reporting.VIEWS)
+# before any page's own script: the browser chose "Model training" in the sidebar's switch, and closed the assistant
+PREPARE = """try {
+  localStorage.setItem("mlflow.workflowType_v1", JSON.stringify("machine_learning"));
+  localStorage.setItem("mlflow.assistant.panelOpen_v1", "false");
+  localStorage.setItem("mlflow.assistant.fab.autoOpenedOnFirstLoad_v1", "true");
+} catch (e) {}"""  # a sandboxed frame (an HTML artifact) has no storage
 
 
 def free_port() -> int:
@@ -68,26 +80,6 @@ def wait_for(url: str, timeout: float = 120.0) -> None:
         except OSError:
             time.sleep(1.0)
     raise TimeoutError(f"the MLflow UI did not answer at {url} within {timeout:.0f} s")
-
-
-def screenshot(browser: str, url: str, path: Path, size: str = "1600,1000", budget_ms: int = 20000) -> None:
-    with tempfile.TemporaryDirectory() as profile:
-        subprocess.run(
-            [
-                browser,
-                *CHROMIUM_FLAGS,
-                f"--user-data-dir={profile}",
-                f"--window-size={size}",
-                f"--virtual-time-budget={budget_ms}",
-                f"--screenshot={path}",
-                url,
-            ],
-            check=True,
-            capture_output=True,
-            timeout=180,
-        )
-    if not path.exists() or path.stat().st_size < 10_000:  # a blank page compresses to a few kB
-        raise RuntimeError(f"{path}: no screenshot, or a blank one, of {url}")
 
 
 class DevTools:
@@ -126,6 +118,8 @@ class DevTools:
         self.call(
             "Emulation.setDeviceMetricsOverride", True, width=width, height=height, deviceScaleFactor=1, mobile=False
         )
+        self.call("Page.enable", True)  # without it, no script runs before the pages' own
+        self.call("Page.addScriptToEvaluateOnNewDocument", True, source=PREPARE)
 
     def call(self, method: str, on_page: bool = False, **params) -> dict:
         self.sent += 1
@@ -150,11 +144,25 @@ class DevTools:
         return self.call("Runtime.evaluate", True, expression=expression, returnByValue=True)["result"].get("value")
 
     def wait_for_text(self, text: str, timeout: float = 60.0) -> None:
+        self.wait_until(f"!!document.body && document.body.innerText.includes({json.dumps(text)})", text, timeout)
+
+    def wait_until(self, expression: str, what: str, timeout: float = 90.0) -> None:
         deadline = time.monotonic() + timeout
-        while not self.evaluate(f"!!document.body && document.body.innerText.includes({json.dumps(text)})"):
+        while not self.evaluate(expression):
             if time.monotonic() > deadline:
-                raise TimeoutError(f"'{text}' never appeared on the page")
+                raise TimeoutError(f"{what}: never on the page")
             time.sleep(0.5)
+
+    def press(self, key: str, code: int) -> None:
+        for kind in ("keyDown", "keyUp"):
+            self.call("Input.dispatchKeyEvent", True, type=kind, key=key, code=key, windowsVirtualKeyCode=code)
+
+    def screenshot(self, path: Path, url: str, clip: dict | None = None) -> None:
+        """The page as it is now, or the part of it in ``clip`` (x, y, width, height), to ``path``."""
+        extra = {"clip": {**clip, "scale": 1}} if clip else {}
+        path.write_bytes(base64.b64decode(self.call("Page.captureScreenshot", True, format="png", **extra)["data"]))
+        if path.stat().st_size < 10_000:  # a blank page compresses to a few kB
+            raise RuntimeError(f"{path}: a blank screenshot of {url}")
 
     def close(self) -> None:
         """Chromium asked to quit (its helpers too, which a kill of the launcher script would leave writing)."""
@@ -168,28 +176,103 @@ class DevTools:
             os.close(fd)
 
 
-def compare_screenshot(browser: str, url: str, path: Path, size: str) -> None:
-    """The compare view with its params diffed: "Show diff only" switched on, the assistant's side panel closed."""
+def page_screenshot(browser: str, url: str, path: Path, size: str, ready: str, prepare=None) -> None:
+    """A page opened in a DevTools-driven chromium (:data:`PREPARE` run first), once the JavaScript expression
+    ``ready`` holds, after ``prepare(tools)`` where given (its clicks; it may return the part of the page to keep)."""
     with tempfile.TemporaryDirectory(ignore_cleanup_errors=True) as profile:
         tools = DevTools(browser, size, profile)
         try:
             tools.call("Page.navigate", True, url=url)
-            tools.wait_for_text("Show diff only")
-            switch = "document.querySelector('button[aria-label=\"Parameters - Show diff only\"]')"
-            tools.evaluate(f"{switch}.click()")
-            if tools.evaluate(f"{switch}.getAttribute('aria-checked')") != "true":
-                raise RuntimeError(f"the compare view's params were not diffed (its switch did not turn on): {url}")
-            tools.evaluate("document.querySelector('button[aria-label=\"Close\"]')?.click()")
-            time.sleep(2.0)  # the table re-renders, the panel slides away
-            shot = tools.call("Page.captureScreenshot", True, format="png")["data"]
+            tools.wait_until(ready, f"{path.name}: {ready}")
+            clip = prepare(tools) if prepare is not None else None
+            time.sleep(2.0)  # the last requests answered, the tables re-rendered
+            tools.screenshot(path, url, clip)
         finally:
             tools.close()
-    path.write_bytes(base64.b64decode(shot))
-    if path.stat().st_size < 10_000:
-        raise RuntimeError(f"{path}: a blank screenshot of {url}")
 
 
-def transcript_page(client: MlflowClient, run_id: str | None) -> str | None:
+def show_runs(tools: DevTools) -> None:
+    """The runs table of lq's view: the shared view's banner hidden, the view's metric columns checked."""
+    tools.wait_for_text("matching runs")  # the view's filter applied, its runs counted
+    tools.evaluate("document.querySelector('button[aria-label=\"Hide banner\"]')?.click()")
+    shown = tools.evaluate("[...document.querySelectorAll('.ag-header-cell')].map(c => c.getAttribute('col-id'))")
+    if not any(str(c).startswith("metrics.") for c in shown or []):
+        raise RuntimeError(f"the runs table shows no metric column (the view did not apply): {shown}")
+
+
+def scroll_to(tools: DevTools, name: str) -> None:
+    """The compare view's metrics table scrolled down to the row ``name`` (as far as it goes), names and values in
+    step (checked); left where it is without that row."""
+
+    def find() -> dict | None:
+        return tools.evaluate(FIND_ROW % (GRIDS, json.dumps(name)))
+
+    def scroll(top: int) -> None:
+        for grid in ("values", "names"):
+            tools.evaluate(SCROLL % (GRIDS, grid, top))
+            time.sleep(0.4)
+
+    place, top = find(), 0
+    while place is not None and place["row"] is None and top < place["end"]:
+        top += 135  # three rows: the names drawn around the view reach further
+        scroll(top)
+        place = find()
+    if place is None or place["row"] is None:
+        return
+    scroll(place["row"])
+    place = find()
+    if place["names"] != place["values"] or place["values"] != min(place["row"], place["end"]):
+        raise RuntimeError(f"the compare view's metrics did not scroll to {name}, names and values in step: {place}")
+
+
+def compare_goals(metrics: list[str]):
+    """The compare view's clicks: the params' and the metrics' "Show diff only" on, the parallel-coordinates plot
+    drawn against ``metrics`` (the goal rates the runs logged), the metrics' table (a virtualised grid of 300 pixels)
+    scrolled down to them; returns the page down to the end of the metrics' table."""
+
+    def prepare(tools: DevTools) -> dict:
+        for table in ("Parameters", "Metrics"):
+            switch = f"document.querySelector('button[aria-label=\"{table} - Show diff only\"]')"
+            tools.evaluate(f"{switch}.click()")
+            if tools.evaluate(f"{switch}.getAttribute('aria-checked')") != "true":
+                raise RuntimeError(f"the compare view's {table.lower()} were not diffed (the switch did not turn on)")
+        if metrics:  # the plot's metrics: its second select (the first is its params)
+            select = "document.querySelectorAll('input[role=combobox]')[1]"
+            chips = f"{select}.closest('[class*=select-selector]').querySelectorAll('[class$=selection-item-remove]')"
+            tools.evaluate(f"{chips}.forEach(e => e.click())")  # its first metric, taken by default
+            for metric in metrics:  # typed into its search, the one option left taken
+                tools.evaluate(f"{select}.focus()")
+                tools.call("Input.insertText", True, text=metric)
+                time.sleep(0.5)
+                tools.press("Enter", 13)
+            tools.press("Escape", 27)
+            scroll_to(tools, min(metrics))  # the table's rows are in name order
+        return tools.evaluate(METRICS_END)
+
+    return prepare
+
+
+# the compare view's metrics table: two virtualised grids, the names and the values (which scrolls and takes the
+# names along, a scroll late: each is scrolled here, the values first); GRIDS finds them
+GRIDS = """const section = [...document.querySelectorAll("[class*=collapse-item]")]
+  .find((e) => e.querySelector("[class*=collapse-header]")?.innerText.trim() === "Metrics");
+const grids = [...(section?.querySelectorAll(".ReactVirtualized__Grid") || [])];
+const names = grids[0], values = grids.find((g) => /(auto|scroll)/.test(getComputedStyle(g).overflowY));"""
+# where the row NAME is among the names drawn (null where not drawn), and how far the values scroll
+FIND_ROW = "(() => {%s\nif (!names || !values) return null; const a = [...names.querySelectorAll('a')]" \
+    ".find((a) => a.textContent.trim() === %s); return {row: a ? a.parentElement.offsetTop : null, " \
+    "names: names.scrollTop, values: values.scrollTop, end: values.scrollHeight - values.clientHeight};})()"
+SCROLL = "(() => {%s\n%s.scrollTop = %d;})()"
+# the part of the page down to the end of the compare view's metrics table
+METRICS_END = """(() => {
+  const section = [...document.querySelectorAll("[class*=collapse-item]")]
+    .find((e) => e.querySelector("[class*=collapse-header]")?.innerText.trim() === "Metrics");
+  const end = section ? Math.ceil(section.getBoundingClientRect().bottom) + 16 : window.innerHeight;
+  return {x: 0, y: 0, width: window.innerWidth, height: Math.min(window.innerHeight, end)};
+})()"""
+
+
+def transcript_page(client, run_id: str | None) -> str | None:
     """The UI page of an agent run's first HTML transcript: ``run_id``'s, or the newest BC or RL run's that has one, in
     any experiment (``make rl``'s ``lq-rl``, a table's children in ``lq-table1``, ...)."""
     if run_id is None:
@@ -206,6 +289,51 @@ def transcript_page(client: MlflowClient, run_id: str | None) -> str | None:
     return None
 
 
+def runs_page(exp_id: str, view: str | None = None) -> str:
+    """An experiment's runs table as a page of the UI, as *Model training* (else MLflow 3.17 opens its GenAI
+    overview), in the saved view ``view`` where given."""
+    return f"#/experiments/{exp_id}/runs?workflowType=machine_learning" + (f"&viewStateShareKey={view}" if view else "")
+
+
+def compared(client, exp_id: str, parent: str) -> list:
+    """The agent children compare.png sets side by side: one per configuration (the newest finished), of the first
+    seed; the RL agents where there are two or more (they differ by what the table varies), else RL and BC."""
+    kids = client.search_runs([exp_id], f"tags.mlflow.parentRunId = '{parent}' and attributes.status = 'FINISHED'",
+                              order_by=["attributes.start_time DESC"])  # fmt: skip
+    agents = [r for r in kids if r.data.tags.get("lq.stage") in ("rl", "bc")]
+    seeds = sorted({r.data.tags.get("lq.seed", "") for r in agents}, key=lambda s: (len(s), s))
+    first = {}
+    for run in agents:  # newest first: the newest of each configuration kept
+        if run.data.tags.get("lq.seed", "") == seeds[0]:
+            first.setdefault(run.data.tags.get("lq.config", run.info.run_id), run)
+    runs = list(first.values())
+    rl = [r for r in runs if r.data.tags.get("lq.stage") == "rl"]
+    chosen = rl if len(rl) >= 2 else runs if len(runs) >= 2 else agents
+    return sorted(chosen, key=lambda r: r.data.tags.get("lq.config", ""))
+
+
+def links(client, base: str) -> str:
+    """The addresses ``make ui`` prints: each lq experiment's runs table in lq's view of it (its runs' test goal
+    rates, best first), and its three newest parents' children in theirs."""
+    lines = [
+        f"The MLflow UI at {base}/. MLflow 3.17 opens an experiment on its GenAI overview unless the sidebar's switch "
+        "says 'Model training' (click it once: the browser remembers) or the address asks for it, as these do:"
+    ]
+    for exp in sorted(client.search_experiments(filter_string="name LIKE 'lq-%'"), key=lambda e: e.name):
+        views = {k.removeprefix(VIEWS) for k in exp.tags if k.startswith(VIEWS)}
+        page = runs_page(exp.experiment_id, "lq-goals" if "lq-goals" in views else None)
+        lines.append(f"  {exp.name}: {base}/{page}")
+        parents = client.search_runs([exp.experiment_id], "tags.`lq.role` = 'parent'", max_results=3,
+                                     order_by=["attributes.start_time DESC"])  # fmt: skip
+        for run in parents:
+            if f"lq-{run.info.run_id}" in views:
+                page = runs_page(exp.experiment_id, f"lq-{run.info.run_id}")
+                lines.append(f"    its children of {run.info.run_name}: {base}/{page}")
+    if len(lines) == 1:
+        lines.append(f"  (no lq experiment in the store yet) {base}/#/experiments?workflowType=machine_learning")
+    return "\n".join(lines)
+
+
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--tracking-uri", default="sqlite:///mlflow.db")
@@ -213,30 +341,50 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--out", type=Path, default=Path("outputs/ui"))
     parser.add_argument("--transcript-run", help="the agent run whose HTML transcript to show (default: the newest)")
     parser.add_argument("--browser", default=shutil.which("chromium") or "/usr/bin/chromium")
+    parser.add_argument("--links", action="store_true", help="print the addresses of lq's views and take no shot")
+    parser.add_argument("--base", default="http://127.0.0.1:5000", help="--links: where the UI is served")
     args = parser.parse_args(argv)
+    from mlflow.tracking import MlflowClient
+
+    client = MlflowClient(args.tracking_uri)
+    if args.links:
+        print(links(client, args.base.rstrip("/")), flush=True)
+        return 0
     if not Path(args.browser).exists():
         print(f"error: no browser at {args.browser}: install Debian's chromium (apt-get install chromium)")
         return 1
-    client = MlflowClient(args.tracking_uri)
-    pages: dict[str, str] = {}
+    from lq.experiments import latest_parent
+    from lq.experiments.reporting import parent_view
+
+    pages: dict[str, tuple] = {}  # name: (page, ready, clicks)
+    sizes = dict(SIZES)
     parent = latest_parent(args.tracking_uri, args.experiment)
     if parent is not None:
-        exp_id = client.get_run(parent).info.experiment_id
-        table = next(a.path for a in client.list_artifacts(parent, "tables") if a.path.endswith(".md"))
-        pages["runs.png"] = f"#/experiments/{exp_id}/runs"
-        pages["parent.png"] = f"#/experiments/{exp_id}/runs/{parent}"
-        pages["table.png"] = f"#/experiments/{exp_id}/runs/{parent}/artifacts/{table}"
-        agents = [
-            r.info.run_id
-            for r in client.search_runs([exp_id], f"tags.mlflow.parentRunId = '{parent}'")
-            if r.data.tags.get("lq.stage") in ("rl", "bc")
-        ]
-        if agents:  # their params side by side: the encoder, the sizes, the coefficients
-            runs, experiments = (quote(json.dumps(ids)) for ids in (agents, [exp_id]))
-            pages["compare.png"] = f"#/compare-runs?runs={runs}&experiments={experiments}"
+        run = client.get_run(parent)
+        exp_id = run.info.experiment_id
+        view = parent_view(client, parent)  # written by lq where it ran or was imported; here where older
+        table = next((a.path for a in client.list_artifacts(parent, "tables") if a.path.endswith(".md")), None)
+        shown = "!!document.querySelector('.ag-header-cell[col-id^=\"metrics.\"]')"
+        pages["runs.png"] = (runs_page(exp_id, view), f"{shown} && !!document.querySelector('.ag-row')", show_runs)
+        title = json.dumps(run.info.run_name or parent)
+        pages["parent.png"] = (f"#/experiments/{exp_id}/runs/{parent}?workflowType=machine_learning",
+                               f"!!document.body && document.body.innerText.includes({title})", None)  # fmt: skip
+        if table is not None:  # built by lq experiment tables (an imported parent has none before)
+            page = f"#/experiments/{exp_id}/runs/{parent}/artifacts/{table}?workflowType=machine_learning"
+            pages["table.png"] = (page, "document.body.innerText.includes('mean ± std over seeds')", None)
+        agents = compared(client, exp_id, parent)
+        if agents:  # their params side by side (the encoder, ...), their goal rates
+            runs, experiments = (quote(json.dumps(ids)) for ids in ([r.info.run_id for r in agents], [exp_id]))
+            goals = [m for m in GOALS if any(m in r.data.metrics for r in agents)]
+            pages["compare.png"] = (f"#/compare-runs?runs={runs}&experiments={experiments}",
+                                    "!!document.body && document.body.innerText.includes('Show diff only')",
+                                    compare_goals(goals))  # fmt: skip
+            sizes["compare.png"] = f"{max(1600, 500 + 260 * len(agents))},2000"  # a column of 260 pixels a run
     transcript = transcript_page(client, args.transcript_run)
-    if transcript is not None:
-        pages["transcript.png"] = transcript
+    if transcript is not None:  # the HTML in its sandboxed frame, given time to paint
+        path = json.dumps(transcript.split("/artifacts/", 1)[1])
+        shown = f"!!document.querySelector('iframe') && document.body.innerText.includes({path})"
+        pages["transcript.png"] = (f"{transcript}?workflowType=machine_learning", shown, lambda _: time.sleep(3.0))
     if not pages:
         print(
             f"error: no finished parent run of {args.experiment} and no agent run with an HTML transcript in "
@@ -246,17 +394,17 @@ def main(argv: list[str] | None = None) -> int:
     args.out.mkdir(parents=True, exist_ok=True)
     port = free_port()
     server = subprocess.Popen(
-        [sys.executable, "-m", "mlflow", "ui", "--backend-store-uri", args.tracking_uri, "--port", str(port)],
+        [sys.executable, "-m", "mlflow", "ui", "--backend-store-uri", args.tracking_uri, "--port", str(port),
+         "--workers", "1"],
         stdout=subprocess.DEVNULL,
         stderr=subprocess.DEVNULL,
-    )
+    )  # fmt: skip
     base = f"http://127.0.0.1:{port}"
     try:
         wait_for(base + "/health")
-        for name, page in pages.items():
+        for name, (page, ready, clicks) in pages.items():
             url = f"{base}/{page}"
-            take = compare_screenshot if name == "compare.png" else screenshot
-            take(args.browser, url, args.out / name, size=SIZES.get(name, "1600,1000"))
+            page_screenshot(args.browser, url, args.out / name, sizes.get(name, "1600,1000"), ready, clicks)
             print(f"{args.out / name}: {url}")
     finally:
         server.terminate()
