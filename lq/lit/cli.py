@@ -464,7 +464,10 @@ class StageCLI(LightningCLI):
             unfinished(callback.dirpath)
         for logger in self.trainer.loggers:
             if isinstance(logger, MLFlowLogger):  # the run is created lazily: tagging it now is in time
-                logger.tags = {**(logger.tags or {}), **run_tags(), **self.identity_tags()}
+                identity = self.identity_tags()
+                if logger._run_name is not None:  # a name given (a table's child's short one) is the run's name
+                    identity.pop("mlflow.runName", None)
+                logger.tags = {**(logger.tags or {}), **run_tags(), **identity}
 
     def identity_tags(self) -> dict[str, str]:
         """Who the run is, as tags (searchable, beside the same values as params): ``lq.stage``, ``lq.encoder``, the

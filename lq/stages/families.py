@@ -76,7 +76,7 @@ class Trained(Stage):
         words += [tags["lq.variant"]] if tags.get("lq.variant") else []
         name = " ".join([*words, f"s{tags.get('lq.seed', run.seed)}"])
         logged = ["--trainer.logger.init_args.experiment_name", f"lq-{experiment}"]
-        logged += ["--trainer.logger.init_args.run_name", name]  # over lq.lit.cli.identity_tags' (Lightning warns)
+        logged += ["--trainer.logger.init_args.run_name", name]  # in place of lq.lit.cli.StageCLI.run_name's
         return [*run.args, *logged, "--trainer.logger.init_args.tags", json.dumps(tags)]
 
     def fit_args(self, run: Run) -> list[str]:
