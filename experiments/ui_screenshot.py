@@ -55,7 +55,9 @@ CHROMIUM_FLAGS = [  # no sandbox (root), and no background traffic on a closed n
 
 SIZES = {"transcript.png": "1600,1400", "runs.png": "1600,1300"}  # runs: a table's 30-odd children
 GOALS = ("test/act_goal_rate", "test/speech_goal_rate", "test/act_and_speech_goal_rate")  # what compare.png plots
-VIEWS = "mlflow.sharedViewState."  # MLflow's saved views: experiment tags (lq.experiments.reporting.VIEWS)
+# MLflow's saved views: experiment tags (lq.lit.cli.VIEWS, EXPERIMENT_VIEW: not imported, so that make ui's --links
+# starts without Lightning)
+VIEWS = "mlflow.sharedViewState."
 # before any page's own script: the browser chose "Model training" in the sidebar's switch, and closed the assistant
 PREPARE = """try {
   localStorage.setItem("mlflow.workflowType_v1", JSON.stringify("machine_learning"));

@@ -24,7 +24,15 @@ from lq.experiments.specs import (
     Table,
     budget_label,
 )
-from lq.lit.cli import DEFAULT_TRACKING_URI, ensure_experiment, init_store, mark_model_training
+from lq.lit.cli import (
+    DEFAULT_TRACKING_URI,
+    EXPERIMENT_VIEW,
+    VIEWS,
+    ensure_experiment,
+    init_store,
+    mark_model_training,
+    save_view,
+)
 
 
 def _print(text: str) -> None:
@@ -44,10 +52,6 @@ def experiment_id(client, name: str) -> str:
     return ensure_experiment(client, f"lq-{name}")
 
 
-VIEWS = "mlflow.sharedViewState."  # MLflow's saved views of a runs table: experiment tags, each view's key after this
-EXPERIMENT_VIEW = "lq-goals"  # the one lq saves on each of its experiments (lq.lit.cli.mark_model_training)
-
-
 def parent_view(client, parent_id: str) -> str:
     """Save on a parent's experiment the view of its children: the experiment's own (the goal rates as columns, the
     runs best first: :func:`lq.lit.cli.mark_model_training`) narrowed to the parent's children (sorted by a metric,
@@ -57,19 +61,11 @@ def parent_view(client, parent_id: str) -> str:
     run = client.get_run(parent_id)
     exp_id = run.info.experiment_id
     mark_model_training(client, exp_id)
-    tags = client.get_experiment(exp_id).tags
-    base = json.loads(tags[VIEWS + EXPERIMENT_VIEW])
+    experiment = client.get_experiment(exp_id)
+    base = json.loads(experiment.tags[VIEWS + EXPERIMENT_VIEW])
     state = json.dumps({**json.loads(base["state"]), "searchFilter": f"tags.mlflow.parentRunId = '{parent_id}'"})
     key = f"lq-{parent_id}"
-    try:
-        same = json.loads(tags[VIEWS + key])["state"] == state
-    except (KeyError, TypeError, ValueError):
-        same = False
-    if not same:
-        now = int(time.time() * 1000)
-        name = f"{run.info.run_name or parent_id}: {base['name'].removeprefix('lq: ')}"
-        view = {"name": name, "createdAt": now, "updatedAt": now, "state": state}
-        client.set_experiment_tag(exp_id, VIEWS + key, json.dumps(view))
+    save_view(client, experiment, key, f"{run.info.run_name or parent_id}: {base['name'].removeprefix('lq: ')}", state)
     return key
 
 

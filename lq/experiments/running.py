@@ -5,6 +5,7 @@ baselines' children."""
 from __future__ import annotations
 
 import dataclasses
+import functools
 import json
 import time
 from collections.abc import Callable, Iterator, Mapping, Sequence, Set
@@ -269,7 +270,9 @@ def stage_step(label: str, run: Run, force: bool = False) -> Step:
     if force:
         return Step(label, run.args, check=lambda: None)
     last = resumable(run)
-    return Step(label, [*run.args, "--ckpt_path", last] if last else run.args, check=lambda: finished_as(run))
+    # read once (a checkpoint loaded and its module's config parsed): run_stage names it, then its wave skips it
+    check = functools.cache(lambda: finished_as(run))
+    return Step(label, [*run.args, "--ckpt_path", last] if last else run.args, check=check)
 
 
 def run_stage(stage: str, setup: Setup, encoder: str, *choices: str, log: Callable[[str], None] = _print,

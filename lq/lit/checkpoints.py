@@ -6,6 +6,7 @@ neither.
 
 from __future__ import annotations
 
+import json
 import warnings
 from collections.abc import Callable, Sequence
 from pathlib import Path
@@ -105,8 +106,6 @@ def recorded_played(checkpoint: str | Path, seed: int, protocol: str | None = No
     path = checkpoint.parent / PLAYED
     if not checkpoint.is_file() or not path.is_file():
         return None
-    import json
-
     try:
         record = json.loads(path.read_text(encoding="utf-8"))
     except ValueError:

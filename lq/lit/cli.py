@@ -214,19 +214,35 @@ def commit_tag() -> dict[str, str]:
     return {"lq.commit": commit + ("+dirty" if dirty else "")} if commit else {}
 
 
+VIEWS = "mlflow.sharedViewState."  # MLflow's saved views of a runs table: experiment tags, each view's key after this
+EXPERIMENT_VIEW = "lq-goals"  # the one lq saves on each of its experiments (mark_model_training)
+
+
+def save_view(client, experiment, key: str, name: str, state: str) -> None:
+    """Save on ``experiment`` (an MLflow experiment, its tags read) the runs-table view ``key`` named ``name`` with
+    ``state`` (MLflow's saved-view format: the tag ``VIEWS + key``, listed under *Views*, opened by
+    ``?viewStateShareKey=KEY``), only where it is missing or its state changed."""
+    import time
+
+    try:
+        same = json.loads(experiment.tags[VIEWS + key])["state"] == state
+    except (KeyError, TypeError, ValueError):
+        same = False
+    if not same:
+        now = int(time.time() * 1000)
+        view = {"name": name, "createdAt": now, "updatedAt": now, "state": state}
+        client.set_experiment_tag(experiment.experiment_id, VIEWS + key, json.dumps(view))
+
+
 def mark_model_training(client, experiment_id: str) -> None:
     """Tag an MLflow experiment as model training, and save on it lq's view of its runs table.
 
     MLflow 3's UIs up to 3.16 read the tag ``mlflow.experimentKind=custom_model_development`` to open an experiment
     on its runs table; 3.17's reads only its sidebar's workflow switch (*GenAI* / *Model training*, which the browser
     remembers) or ``?workflowType=machine_learning`` in the page's address, and opens on the GenAI overview without
-    them. The tag stays for the earlier versions. The view ``lq: goal rates`` (the experiment tag
-    ``mlflow.sharedViewState.lq-goals`` in MLflow's saved-view format: listed under *Views*, opened by
-    ``?viewStateShareKey=lq-goals``) shows the test goal rates as columns, the runs sorted by act & speech goals,
-    best first (the poly-encoders' experiments: Hits@1, 5 and 10, by Hits@1). Each is written only where missing or
-    changed."""
-    import time
-
+    them. The tag stays for the earlier versions. The view ``lq: goal rates`` (:data:`EXPERIMENT_VIEW`,
+    :func:`save_view`) shows the test goal rates as columns, the runs sorted by act & speech goals, best first (the
+    poly-encoders' experiments: Hits@1, 5 and 10, by Hits@1). Each is written only where missing or changed."""
     experiment = client.get_experiment(experiment_id)
     if experiment.tags.get("mlflow.experimentKind") != "custom_model_development":
         client.set_experiment_tag(experiment_id, "mlflow.experimentKind", "custom_model_development")
@@ -244,15 +260,7 @@ def mark_model_training(client, experiment_id: str) -> None:
         "orderByKey": f"metrics.`{sort}`",
         "orderByAsc": False,
     })  # fmt: skip
-    key = "mlflow.sharedViewState.lq-goals"
-    try:
-        same = json.loads(experiment.tags[key])["state"] == state
-    except (KeyError, TypeError, ValueError):
-        same = False
-    if not same:
-        now = int(time.time() * 1000)
-        view = {"name": name, "createdAt": now, "updatedAt": now, "state": state}
-        client.set_experiment_tag(experiment_id, key, json.dumps(view))
+    save_view(client, experiment, EXPERIMENT_VIEW, name, state)
 
 
 class LogConfigToMLflow(SaveConfigCallback):
