@@ -44,6 +44,8 @@ from pathlib import Path
 from unittest import mock
 
 import torch
+from torch.utils._python_dispatch import TorchDispatchMode
+from torch.utils.flop_counter import FlopCounterMode, sdpa_backward_flop_count, sdpa_flop_count
 from timing import COUNTS, TIMES, Yardstick, timed
 
 import lq.envs.episode as episode
@@ -137,6 +139,7 @@ def run(encoder: str, protocol: str, args: argparse.Namespace, folder: Path) -> 
             patches.enter_context(mock.patch.object(agent_model, "token_states", encode))
         figures = {"fit_transitions_per_s": lightning_updates(module, args)} if args.fit else {}
         figures |= timed_updates(module, args)
+    figures |= arithmetic_limit(module, args, figures["transitions_per_s"])
     for line in note:
         print(f"  note: {line}")
     if args.fit:
@@ -147,6 +150,7 @@ def run(encoder: str, protocol: str, args: argparse.Namespace, folder: Path) -> 
         print(f"  the {args.warmup} warm-up updates (cold caches): {cold:.1f} transitions/s")
     if "peak_gpu_memory_gib" in figures:
         print(f"  peak GPU memory of the timed updates: {figures['peak_gpu_memory_gib']:.2f} GiB")
+    print_limit(figures)
     if module.hparams.pretrained_checkpoint:
         per = max(args.updates, 1)
         print(
@@ -270,6 +274,129 @@ def timed_updates(module: RLModule, args: argparse.Namespace) -> dict:
     if args.device == "cuda":
         figures["peak_gpu_memory_gib"] = torch.cuda.max_memory_allocated() / 2**30
     return figures
+
+
+MATMULS = (torch.ops.aten.mm.default, torch.ops.aten.addmm.default, torch.ops.aten.bmm.default)
+LIMIT_PARTS = ("rollout forward", "imitation term forward", "update backward", "partner", "DM")
+
+
+class MatmulShapes(TorchDispatchMode):
+    """The matrix products (``mm``, ``addmm``, ``bmm``) dispatched inside it: each one's operands' shapes and dtype."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.calls: list[tuple] = []
+
+    def __torch_dispatch__(self, func, types, args=(), kwargs=None):
+        if func in MATMULS:
+            tensors = [a for a in args if isinstance(a, torch.Tensor)]
+            self.calls.append((func, tuple(tuple(t.shape) for t in tensors), tensors[-1].dtype))
+        return func(*args, **(kwargs or {}))
+
+
+def cpu_attention_flops(query, key, value, *args, out_shape=None, **kwargs) -> int:
+    """FLOPs of the CPU's fused attention from its operands' shapes (torch's counter knows the GPU kernels' only)."""
+    return sdpa_flop_count(query, key, value)
+
+
+def cpu_attention_backward_flops(grad_out, query, key, value, *args, out_shape=None, **kwargs) -> int:
+    return sdpa_backward_flop_count(grad_out, query, key, value)
+
+
+CPU_ATTENTION = {
+    torch.ops.aten._scaled_dot_product_flash_attention_for_cpu: cpu_attention_flops,
+    torch.ops.aten._scaled_dot_product_flash_attention_for_cpu_backward: cpu_attention_backward_flops,
+}
+
+
+def matmul_flops(func, shapes: tuple) -> int:
+    """2 m k n (times the batch for ``bmm``) of a recorded product."""
+    *_, (m, k), (_, n) = [shape[-2:] for shape in shapes]
+    return 2 * m * k * n * (shapes[0][0] if func is torch.ops.aten.bmm.default else 1)
+
+
+def matmul_rate(calls: list[tuple], device: str, sync) -> float:
+    """FLOP/s of ``calls`` replayed alone on random operands of their shapes (after one pass to warm up)."""
+    operands = [[torch.randn(shape, dtype=dtype, device=device) for shape in shapes] for _, shapes, dtype in calls]
+    for _ in range(2):
+        start = time.perf_counter()
+        for (func, _, _), tensors in zip(calls, operands, strict=True):
+            func(*tensors)
+        if sync is not None:
+            sync()
+        seconds = time.perf_counter() - start
+    return sum(matmul_flops(func, shapes) for func, shapes, _ in calls) / max(seconds, 1e-9)
+
+
+def large_matmul_rate(device: str, sync, size: int = 2048, seconds: float = 1.0) -> float:
+    """FLOP/s of ``size``-square float32 products: the machine's roofline for matrix arithmetic at these threads."""
+    a, b = torch.randn(size, size, device=device), torch.randn(size, size, device=device)
+    a @ b
+    done, start = 0, time.perf_counter()
+    while time.perf_counter() - start < seconds:
+        a @ b
+        done += 1
+    if sync is not None:
+        sync()
+    return 2 * size**3 * done / (time.perf_counter() - start)
+
+
+def arithmetic_limit(module: RLModule, args: argparse.Namespace, reached: float) -> dict:
+    """The arithmetic of one transition and the loop's rate were it nothing else: one more update (rollout, the
+    objective, backward; the optimiser's elementwise step left out) under torch's FLOP counter, split by part
+    (:data:`LIMIT_PARTS`); its matrix products replayed alone on this machine, at these threads and shapes, give the
+    rate this machine does them at; the limit is the transitions per second of the whole arithmetic at that rate (the
+    attention's FLOPs counted at it too), and ``share_of_limit`` what the loop reaches of it."""
+    env, actor, h = module.env, module.rollout_actor, module.hparams
+    sync = synchronizer(args.device)
+    counter = FlopCounterMode(display=False, custom_mapping=CPU_ATTENTION)
+    shapes, parts = MatmulShapes(), dict.fromkeys(LIMIT_PARTS, 0)
+
+    def counted(name, fn):
+        def wrapper(*a, **k):
+            before = counter.get_total_flops()
+            try:
+                return fn(*a, **k)
+            finally:
+                parts[name] += counter.get_total_flops() - before
+
+        return wrapper
+
+    with ExitStack() as patches:
+        for owner, attr, name in ((env.partner, "act", "partner"), (env.dm, "rank", "DM")):
+            patches.enter_context(mock.patch.object(owner, attr, counted(name, getattr(owner, attr))))
+        imitation = counted("imitation term forward", module.imitation_loss)
+        patches.enter_context(mock.patch.object(module, "imitation_loss", imitation))
+        with counter, shapes, forward_context(args.device, args.precision):
+            before = counter.get_total_flops()
+            rollout = collect(env, actor, module.rollout_state, h.rollout_steps)
+            parts["rollout forward"] = counter.get_total_flops() - before - parts["partner"] - parts["DM"]
+            losses, _ = module.objective(rollout)
+            counted("update backward", losses.total.backward)()
+    module.zero_grad()
+    transitions = h.rollout_steps * h.num_envs
+    total = sum(parts.values())
+    rate = matmul_rate(shapes.calls, args.device, sync)
+    limit = rate / (total / transitions)
+    return {
+        "flops_per_transition": {name: flops / transitions for name, flops in parts.items()},
+        "matmul_flops_per_s": rate,
+        "large_matmul_flops_per_s": large_matmul_rate(args.device, sync),
+        "limit_transitions_per_s": limit,
+        "share_of_limit": reached / limit,
+    }
+
+
+def print_limit(figures: dict) -> None:
+    per = figures["flops_per_transition"]
+    shown = ", ".join(f"{name} {flops / 1e6:.0f}" for name, flops in per.items())
+    print(
+        f"  arithmetic of one transition: {sum(per.values()) / 1e6:.0f} MFLOP ({shown}); its matrix products replayed "
+        f"alone run at {figures['matmul_flops_per_s'] / 1e9:.0f} GFLOP/s (a 2048-square matmul: "
+        f"{figures['large_matmul_flops_per_s'] / 1e9:.0f}): an arithmetic limit of "
+        f"{figures['limit_transitions_per_s']:.0f} transitions/s, of which the loop reaches "
+        f"{figures['share_of_limit']:.0%}"
+    )
 
 
 def transitions_rate(updates: int, update, h, sync) -> float:
