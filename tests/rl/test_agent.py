@@ -243,3 +243,42 @@ def test_a_full_line_cache_lets_go_of_the_least_recently_read_lines(batcher):
     encoder.max_cached_tokens = 1  # a batch larger than the whole cache keeps its own lines until the next one
     encoder.frozen_states(*read["second"])
     assert set(encoder._line_states) == {(), key["second"]} and encoder._cached_tokens == 2 + len(key["second"])
+
+
+def test_a_frozen_encoders_line_states_are_read_by_its_next_run_from_the_store(batcher, tmp_path, monkeypatch):
+    """What one run of a frozen encoder kept (keep_lines), the next run of the same weights reads instead of encoding:
+    the same states bit for bit, the base not called; a run of other weights finds no store of theirs; two runs merge
+    into one file."""
+    import lq.models.agent as agent_module
+
+    torch.manual_seed(0)
+    poly = PolyEncoder.from_spec(TINY, n_codes=2).eval()
+
+    def encoder():
+        return SwitchAgent.build(ACTIONS, UTTERANCES, batcher, poly, CONFIG, dim=8, store_dir=tmp_path).eval().encoder
+
+    first = batcher.contexts_with_lines(["_self_say the first line\n_partner_say a second line"])
+    second = batcher.contexts_with_lines(["the third line"])
+    one = encoder()
+    expected = one.frozen_states(*first)
+    one.keep_lines()
+    (stored,) = tmp_path.glob("agent-lines-*.pt")
+    two = encoder()
+    calls = []
+    real = agent_module.token_states
+    monkeypatch.setattr(agent_module, "token_states", lambda *a: calls.append(1) or real(*a))
+    assert torch.equal(two.frozen_states(*first), expected) and not calls  # read, not encoded
+    two.frozen_states(*second)
+    assert calls  # a line no run kept is encoded
+    two.keep_lines()
+    three = encoder()
+    three.read_lines(torch.device("cpu"))
+    assert set(three._line_states) == set(two._line_states)  # the two runs' lines, merged in one file
+    assert list(tmp_path.glob("agent-lines-*.pt")) == [stored]
+    with torch.no_grad():
+        poly.context_encoder.embeddings.word_embeddings.weight.add_(1.0)  # other weights: another store
+    assert not encoder().frozen_states(*first).equal(expected)
+    other = encoder()
+    other.frozen_states(*first)
+    other.keep_lines()
+    assert len(list(tmp_path.glob("agent-lines-*.pt"))) == 2
