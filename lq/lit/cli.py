@@ -21,7 +21,8 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-from lightning.fabric.utilities.logger import _convert_params
+from lightning.fabric.utilities.logger import _convert_params, _flatten_dict
+from lightning.fabric.utilities.rank_zero import rank_zero_only
 from lightning.pytorch.callbacks import ModelCheckpoint
 from lightning.pytorch.callbacks.progress.progress_bar import ProgressBar
 from lightning.pytorch.cli import LightningArgumentParser, LightningCLI, SaveConfigCallback
@@ -97,10 +98,27 @@ class StageLogger(MLFlowLogger):
                 self._mlflow_client, self._experiment_name, self._artifact_location
             )
 
+    @rank_zero_only
     def log_hyperparams(self, params) -> None:
-        """The params, less jsonargparse's internal ones (``_instantiator``, ``_class_path``)."""
-        params = _convert_params(params)
-        super().log_hyperparams({k: v for k, v in params.items() if not str(k).startswith("_")})
+        """The params, less jsonargparse's internal ones (``_instantiator``, ``_class_path``), flattened (``env/data_dir``)
+        and kept whole up to MLflow's limit on a value (6,000 characters in MLflow 3; Lightning's logger cuts every
+        value at 250 without a word); a longer one is cut there with a warning naming its key."""
+        from mlflow.entities import Param
+        from mlflow.utils.validation import MAX_PARAM_VAL_LENGTH
+
+        params = _flatten_dict({k: v for k, v in _convert_params(params).items() if not str(k).startswith("_")})
+        kept = []
+        for key, value in params.items():
+            text = str(value)
+            if len(text) > MAX_PARAM_VAL_LENGTH:
+                warnings.warn(
+                    f"MLflow param {key}: {len(text)} characters, cut to MLflow's {MAX_PARAM_VAL_LENGTH} (the run's "
+                    "config.yaml artifact keeps it whole)",
+                    stacklevel=2,
+                )
+            kept.append(Param(key=key, value=text[:MAX_PARAM_VAL_LENGTH]))
+        for start in range(0, len(kept), 100):  # MLflow takes at most 100 params a call
+            self.experiment.log_batch(run_id=self.run_id, params=kept[start : start + 100], **self._log_batch_kwargs)
 
     def finalize(self, status: str = "success") -> None:
         if status not in ("success", "finished"):

@@ -65,3 +65,20 @@ def test_every_run_logs_its_seed_and_the_dataset_digest_of_the_bundles_card(trai
     [baselines] = [r for r in runs if r.data.tags["lq.stage"] == "baselines"]
     assert baselines.data.params["protocol"] == baselines.data.tags["lq.protocol"] == "paper"
     assert baselines.data.tags["lq.data"] == str(setup_dir / "data")
+
+
+def test_params_are_logged_whole_up_to_mlflows_limit_and_a_longer_one_is_cut_with_a_warning(tmp_path):
+    """Lightning's MLflow logger cut every value at 250 characters without a word; MLflow 3 keeps 6,000."""
+    from mlflow.utils.validation import MAX_PARAM_VAL_LENGTH
+
+    from lq.lit.cli import StageLogger
+
+    uri = f"sqlite:///{tmp_path / 'mlflow.db'}"
+    logger = StageLogger(experiment_name="lq-params", tracking_uri=uri)
+    path = "/data/" + "d" * 600
+    with pytest.warns(UserWarning, match=r"MLflow param notes: 7000 characters, cut to MLflow's 6000"):
+        logger.log_hyperparams({"env": {"data_dir": path}, "notes": "x" * 7000, "_class_path": "hidden"})
+    params = MlflowClient(uri).get_run(logger.run_id).data.params
+    assert params["env/data_dir"] == path
+    assert params["notes"] == "x" * MAX_PARAM_VAL_LENGTH
+    assert "_class_path" not in params
