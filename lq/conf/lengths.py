@@ -25,7 +25,7 @@ from lq.conf import ROOT
 
 # a length that an encoder has too few positions for: (its field, its value, the rest of the line: what and the fix)
 Problem = tuple[str, int, str]
-ROLES = {"partner": "the partner", "dm": "the Dungeon Master"}
+ROLES = ("partner", "dm")
 
 
 def length_problems(stage: str, config: Mapping[str, Any], files: Sequence[str | Path] = ()) -> list[str]:
@@ -56,20 +56,13 @@ def agent_lengths(model: Mapping[str, Any]) -> list[Problem]:
 
 def env_lengths(env: Mapping[str, Any]) -> list[Problem]:
     """The environment's: ``context_length`` against the partner's and the DM's encoders, where trained."""
-    from lq.envs.models import checkpoint_spec
-    from lq.models.encoder import spec_positions
+    from lq.envs.models import too_long_for
 
     length = env.get("context_length")
-    limits = {}
-    for role in ROLES:
-        spec = checkpoint_spec(env[f"{role}_checkpoint"]) if env.get(f"{role}_checkpoint") else None
-        if spec is not None:
-            limits[role] = spec_positions(spec)
-    short = {role: limit for role, limit in limits.items() if length is not None and length > limit}
-    if not short:
+    found = too_long_for(length, {role: env.get(f"{role}_checkpoint") for role in ROLES})
+    if found is None:
         return []
-    limit = min(short.values())
-    who = " and ".join(f"{ROLES[role]} ({env[f'{role}_checkpoint']})" for role in short)
+    limit, who = found
     fix = f"set model.env.context_length: {limit} or less (the length they were trained at, at most)"
     return [("model.env.context_length", length, f"exceeds the {limit} positions of {who}; {fix}")]
 

@@ -71,6 +71,27 @@ def checkpoint_spec(checkpoint: str | Path) -> EncoderSpec | None:
     return EncoderSpec(**encoder.get("spec", {})) if isinstance(encoder, dict) else None
 
 
+ROLES = {"partner": "the partner", "dm": "the Dungeon Master"}
+
+
+def too_long_for(length: int | None, checkpoints: dict[str, str | Path | None]) -> tuple[int, str] | None:
+    """Whether environment models read contexts of ``length`` word pieces: None where every one of ``checkpoints``
+    (by role, ``partner`` and ``dm``; a missing file is not checked) has the positions for them, else the fewest
+    positions among those that have too few and who they are (``the partner (PATH)``)."""
+    from lq.models.encoder import spec_positions
+
+    if length is None:
+        return None
+    short = {}
+    for role, checkpoint in checkpoints.items():
+        spec = checkpoint_spec(checkpoint) if checkpoint else None
+        if spec is not None and length > spec_positions(spec):
+            short[role] = spec_positions(spec)
+    if not short:
+        return None
+    return min(short.values()), " and ".join(f"{ROLES[role]} ({checkpoints[role]})" for role in short)
+
+
 def _frozen(model: PolyEncoder, device: str | torch.device) -> PolyEncoder:
     model.to(device).eval()
     for p in model.parameters():

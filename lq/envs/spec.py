@@ -77,6 +77,19 @@ class EnvSpec:
     def replace(self, **changes) -> EnvSpec:
         return replace(self, **changes)
 
+    def check_lengths(self) -> None:
+        """Refuse a ``context_length`` the partner or the DM has too few positions for, in one line, before anything
+        loads (read late, it would fail deep in the model: an index error in its position embeddings)."""
+        from lq.envs.models import too_long_for
+
+        found = too_long_for(self.context_length, {"partner": self.partner_checkpoint, "dm": self.dm_checkpoint})
+        if found is not None:
+            limit, who = found
+            raise ValueError(
+                f"context_length {self.context_length} exceeds the {limit} positions of {who}: give context_length "
+                f"{limit} or less (the length they were trained at, at most)"
+            )
+
     def build(self, split: str = "test", batch_size: int = 32, seed: int = 0, device: str = "cpu", **play) -> QuestEnv:
         """The batched environment of ``split``'s quests: ``batch_size`` episodes at a time, seeded by ``seed``, its
         models on ``device``; ``play``: ``max_steps`` (agent turns per episode in place of the protocol's),
@@ -97,6 +110,7 @@ class EnvSpec:
         from lq.models.poly_encoder import TextBatcher, stores_beside
         from lq.models.pretrained import load_tokenizer
 
+        self.check_lengths()
         dataset = load_dataset(self.data_dir)
         actions, utterances = demonstration_spaces(dataset.demos.all())
         partner_model, partner_spec = load_poly_encoder(self.partner_checkpoint, device, self.data_dir)

@@ -243,3 +243,24 @@ def test_with_no_arguments_the_dm_is_the_one_trained_beside_the_partner(tmp_path
         mark_finished(path)
     _, partner, dm, _ = environment_arguments(None, None, None, "paper", {})
     assert partner.resolve() == made["quick", "partner"] and dm.resolve() == made["quick", "dm"]
+
+
+def test_a_context_longer_than_the_environment_models_positions_is_refused_at_construction(default_data):
+    """Read late it failed deep inside the model ("The expanded size of the tensor (538) must match ... (512)"); now one
+    line names the field, the models' positions and the fix, before the data or a model loads, at every entry."""
+    from lq.api import build_env
+    from lq.envs.spec import EnvSpec
+    from lq.models.encoder import spec_positions
+    from tests.samples import tiny_encoder_spec
+
+    limit = spec_positions(tiny_encoder_spec())
+    too_long = {**default_data, "context_length": limit + 1}
+    message = rf"context_length {limit + 1} exceeds the {limit} positions of the partner \(.*partner.ckpt\) and the "
+    message += rf"Dungeon Master \(.*dm.ckpt\): give context_length {limit} or less"
+    with pytest.raises(ValueError, match=message):
+        gymnasium.make("lq/Quest-v0", **too_long)
+    paths = {k: str(v) for k, v in too_long.items() if k.endswith(("_dir", "_checkpoint"))}
+    spec = EnvSpec(**{**too_long, **paths})
+    with pytest.raises(ValueError, match=message):
+        build_env(spec)
+    gymnasium.make("lq/Quest-v0", **{**default_data, "context_length": limit})  # the models' own length plays
