@@ -101,8 +101,8 @@ class StageLogger(MLFlowLogger):
     @rank_zero_only
     def log_hyperparams(self, params) -> None:
         """The params, less jsonargparse's internal ones (``_instantiator``, ``_class_path``), flattened
-        (``env/data_dir``) and kept whole up to MLflow's limit on a value (6,000 characters in MLflow 3; Lightning's logger cuts every
-        value at 250 without a word); a longer one is cut there with a warning naming its key."""
+        (``env/data_dir``) and kept whole up to MLflow's limit on a value (6,000 characters in MLflow 3; Lightning's
+        logger cuts every value at 250 without a word); a longer one is cut there with a warning naming its key."""
         from mlflow.entities import Param
         from mlflow.utils.validation import MAX_PARAM_VAL_LENGTH
 
