@@ -333,6 +333,37 @@ def _check_references(nodes: dict[str, GraphNode], path: str | Path | None) -> N
                     field="neighbors",
                     fix='point every neighbour at a room in "nodes"',
                 )
+    _check_containment(nodes, path)
+
+
+def _check_containment(nodes: dict[str, GraphNode], path: str | Path | None) -> None:
+    """Every object and character ends in a room (or VOID) going out through its containers: no containment cycle
+    (an object inside itself, two boxes inside each other, of any length), and no character inside an object."""
+    done: set[str] = set()  # nodes whose way out is known to end
+    for start in nodes:
+        chain, at = [], start
+        while at in nodes and at not in done and nodes[at].kind != "room":
+            if at in chain:
+                cycle = chain[chain.index(at) :] + [at]
+                raise DataFormatError(
+                    path,
+                    f"containment cycle {' -> '.join(cycle)}: no room holds them",
+                    record=f"node '{at}'",
+                    field="container_node",
+                    fix=f"set the container_node of one of {', '.join(dict.fromkeys(cycle))} to a room (or VOID)",
+                )
+            chain.append(at)
+            at = nodes[at].container_id
+        done.update(chain)
+    for nid, n in nodes.items():
+        if n.kind == "agent" and n.container_id in nodes and nodes[n.container_id].kind == "object":
+            raise DataFormatError(
+                path,
+                f"a character inside the object '{n.container_id}'",
+                record=f"node '{nid}'",
+                field="container_node",
+                fix="put the character in a room",
+            )
 
 
 def parse_world_graph(value: Any, path: str | Path | None = None, record: str | int | None = None) -> WorldGraph:

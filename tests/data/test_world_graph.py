@@ -122,3 +122,50 @@ def test_a_bad_size_names_node_and_field(field, value):
     with pytest.raises(DataFormatError) as info:
         parse_world_graph(raw, "world.json")
     assert info.value.field == field and "number >= 0" in str(info.value) and "knight_2" in str(info.value)
+
+
+def _object(node_id, container, contains=()):
+    return {
+        "node_id": node_id,
+        "name": node_id,
+        "room": False,
+        "agent": False,
+        "object": True,
+        "container": True,
+        "classes": ["object", "container"],
+        "container_node": {"target_id": container},
+        "contained_nodes": {c: {"target_id": c} for c in contains},
+    }
+
+
+def test_a_containment_cycle_is_refused_in_one_line_naming_it():
+    """The issue's smallest input (a sack inside itself) loaded and then hung the engine at `x sack` (Node.room never
+    returned); a cycle of any length is now refused where the world is read."""
+    selfish = copy.deepcopy(tiny_graph())
+    selfish["nodes"]["sack"] = _object("sack", "sack", ["sack"])
+    with pytest.raises(DataFormatError, match=r"containment cycle sack -> sack") as info:
+        parse_world_graph(selfish, "world.json")
+    assert info.value.field == "container_node" and "world.json" in str(info.value)
+    pair = copy.deepcopy(tiny_graph())
+    pair["nodes"]["box_a"] = _object("box_a", "box_b", ["box_b"])
+    pair["nodes"]["box_b"] = _object("box_b", "box_a", ["box_a"])
+    with pytest.raises(DataFormatError, match=r"containment cycle box_a -> box_b -> box_a"):
+        parse_world_graph(pair)
+    nested = copy.deepcopy(tiny_graph())  # a box in a box in the knight's hands: no cycle, it loads
+    nested["nodes"]["knight_2"]["contained_nodes"]["box_a"] = {"target_id": "box_a"}
+    nested["nodes"]["box_a"] = _object("box_a", "knight_2", ["box_b"])
+    nested["nodes"]["box_b"] = _object("box_b", "box_a")
+    assert parse_world_graph(nested).nodes["box_b"].container_id == "box_a"
+
+
+def test_a_character_inside_an_object_is_refused():
+    raw = copy.deepcopy(tiny_graph())
+    raw["nodes"]["lair_0"]["contained_nodes"].pop("knight_2")
+    raw["nodes"]["egg_3"]["contained_nodes"] = {"knight_2": {"target_id": "knight_2"}}
+    raw["nodes"]["knight_2"]["contained_nodes"] = {}
+    raw["nodes"]["knight_2"]["container_node"] = {"target_id": "egg_3"}
+    raw["nodes"]["egg_3"]["container_node"] = {"target_id": "lair_0"}
+    raw["nodes"]["lair_0"]["contained_nodes"]["egg_3"] = {"target_id": "egg_3"}
+    with pytest.raises(DataFormatError, match=r"a character inside the object 'egg_3'") as info:
+        parse_world_graph(raw)
+    assert info.value.field == "container_node"
