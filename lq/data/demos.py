@@ -125,6 +125,12 @@ class Demonstration:
                 "list exactly [[partner_id, {...}], [self_id, {...}]]",
             )
         partner, self_character = (_character(c, path, record, i) for i, c in enumerate(chars))
+        if partner.id == self_character.id:  # every act would be credited to the self character
+            raise f.error(
+                "characters[1][0]",
+                f"the self character's id {self_character.id!r} is the partner's too",
+                "give the two characters different ids (the acts' \"id\" says who took each)",
+            )
         acts_raw = f.list("acts")
         if not acts_raw:
             raise f.error("acts", "has no turns", "give the demonstration at least one act")

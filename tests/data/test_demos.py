@@ -52,6 +52,16 @@ def test_release_characters_keyed_by_name_and_id_round_trip(tmp_path):
     assert json.loads((tmp_path / "again.json").read_text()) == [raw]
 
 
+def test_two_characters_with_one_id_are_refused_naming_the_file_the_demonstration_and_the_id(tmp_path):
+    """Loaded before, every act was credited to the self character."""
+    raw = [demo_json(4), demo_json(4)]
+    raw[1]["conv_info"]["characters"][1][0] = raw[1]["conv_info"]["characters"][0][0]
+    (tmp_path / "d.json").write_text(json.dumps(raw))
+    with pytest.raises(DataFormatError, match=r"the self character's id .* is the partner's too") as info:
+        load_demo_file(tmp_path / "d.json")
+    assert "d.json" in str(info.value) and info.value.record == 1 and info.value.field == "characters[1][0]"
+
+
 def test_an_act_by_neither_character_is_named_in_the_error(tmp_path):
     raw = demo_json(4)
     raw["conv_info"]["acts"][2]["id"] = "wizard"
