@@ -84,9 +84,16 @@ def goal_problem(instance: QuestInstance) -> str | None:
         if node_id not in world.nodes or world.nodes[node_id].kind != "agent":
             return f"{where}: the {side} character {node_id!r} is not an agent of its graph"
     try:
-        ActGoal.parse(world, q.goal, instance.self_id, instance.partner_id)
+        goal = ActGoal.parse(world, q.goal, instance.self_id, instance.partner_id)
     except GoalError as err:
         return f"{where}: {err}"
+    if goal.satisfied(world):
+        return f"{where}: it holds before any turn (nothing to play: a goal is credited on the turn that makes it true)"
+    obj = world.nodes[goal.obj_id]
+    needs = {"get": "gettable", "steal": "gettable", "give": "gettable", "put": "gettable", "drop": "gettable",
+             "wear": "wearable", "wield": "wieldable"}  # fmt: skip
+    if goal.verb in needs and not getattr(obj, needs[goal.verb]):
+        return f"{where}: {obj.name!r} is not {needs[goal.verb]} in its graph, so no turn can reach it"
     return None
 
 
@@ -274,12 +281,14 @@ def play_turn(slot: Slot, side: str, kind: str, text: str) -> float:
     if kind != "action":
         slot.transcript.append(f"{indent}{actor.name}: {text}" + ("" if slot.witnessed[-1] else "    [no one hears]"))
         return act_reward(False)
+    held = slot.act_goal is None and slot.goal.satisfied(slot.world)  # a goal is credited on the turn making it true
     result = step(slot.world, actor, text)
     slot.witnessed[-1] = slot.witnessed[-1] or together(slot)  # one who arrives is seen arriving
     slot.left_start = slot.left_start or any(c.room is not slot.start_room for c in (slot.me, slot.partner))
     turn["result"] = result.message.splitlines()[0] if result.message else ""
     slot.transcript.append(f"{indent}{actor.name} > {text}    [{turn['result']}]")
-    who = slot.goal.reached_by(slot.world, actor, result.action) if result.success and slot.act_goal is None else None
+    reached = result.success and slot.act_goal is None
+    who = slot.goal.reached_by(slot.world, actor, result.action, held) if reached else None
     slot.act_goal = slot.act_goal or who
     if who is not None:
         turn["reached_goal"] = True

@@ -81,8 +81,10 @@ class ActGoal:
             return me.following is obj
         return False
 
-    def reached_by(self, world: World, actor: Node, action: Action) -> str | None:
-        """After ``actor`` did ``action`` (successfully): who reached the goal with it, if it is reached."""
+    def reached_by(self, world: World, actor: Node, action: Action, held: bool = False) -> str | None:
+        """After ``actor`` did ``action`` (successfully): who reached the goal with it, if it is reached. ``held``:
+        whether the goal state held before the action (:meth:`satisfied` then); an action that leaves it as it was
+        reaches nothing: a goal is credited on the turn that makes it true, not on any turn while it holds."""
         role = SELF if actor.id == self.self_id else PARTNER if actor.id == self.partner_id else OTHER
         if self.verb in EVENT_VERBS:
             if action.verb != self.verb:
@@ -93,7 +95,7 @@ class ActGoal:
             if self.verb == "hug" and role == PARTNER and actor.id == self.obj_id and action.obj.id == self.self_id:
                 return PARTNER
             return None
-        return role if self.satisfied(world) else None
+        return role if not held and self.satisfied(world) else None
 
 
 def _find(world: World, me: Node, key: str | None, kind: str) -> Node | None:

@@ -210,6 +210,7 @@ def play(
         elif command and split_verb(command.split())[0] is None:
             write(say(world, actor, line, partner))  # not an action: said aloud, as to a partner in the game
         elif command:
+            held = goal is not None and goal.satisfied(world)  # credited on the turn that makes it true
             result = step(world, actor, line)
             if not result.success:
                 completed, ambiguous = complete_names(world, actor, line)
@@ -220,7 +221,7 @@ def play(
                     result = retry if retry.success else result
             write(result.message)
             if result.success and goal is not None and not reached:
-                who = goal.reached_by(world, actor, result.action)
+                who = goal.reached_by(world, actor, result.action, held)
                 if who is not None:
                     reached = True
                     write(f"*** Goal reached: {goal.text} ***")

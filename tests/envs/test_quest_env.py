@@ -403,3 +403,34 @@ def test_the_context_and_look_show_what_each_carries_now(batcher):
     assert "Here:       knight, carrying Nothing." in look
     env.step([("action", "go crypt")])
     assert "Not here:   knight (in dragon's lair)" in scene(env.slots[0], "self")
+
+
+def test_a_goal_is_credited_on_the_turn_that_makes_it_true_and_quests_it_cannot_be_are_reported(batcher):
+    """A self character that already carries the goal's object reached it with any action (`hug knight` credited
+    "get golden dragon egg"), and a goal on a fixture loaded without a word; now the environment credits the turn
+    that makes the goal true, and the loader reports both kinds of quest (lq data stats counts them)."""
+    import copy
+
+    from lq.data import Quest
+    from lq.envs.episode import goal_problem, new_slot, play_turn
+    from tests.samples import tiny_graph
+
+    graph = copy.deepcopy(tiny_graph())  # the dragon carries the egg from the start
+    graph["nodes"]["knight_2"]["contained_nodes"] = {}
+    graph["nodes"]["dragon_1"]["contained_nodes"] = {"egg_3": {"target_id": "egg_3"}}
+    graph["nodes"]["egg_3"]["container_node"] = {"target_id": "dragon_1"}
+    quest = Quest.from_json(quest_json(graph), quest_id="held")
+    quest.goal = "get golden dragon egg"
+    held = QuestInstance(quest, None, "dragon_1", "knight_2")
+    assert "holds before any turn" in goal_problem(held)
+    slot = new_slot(held)
+    assert play_turn(slot, "self", "action", "hug knight") == 0.0 and slot.act_goal is None
+    play_turn(slot, "self", "action", "drop golden dragon egg")
+    assert play_turn(slot, "self", "action", "get golden dragon egg") == 1.0 and slot.act_goal == "self"
+
+    fixture = copy.deepcopy(tiny_graph())
+    fixture["nodes"]["egg_3"]["gettable"] = False
+    quest = Quest.from_json(quest_json(fixture), quest_id="fixture")
+    quest.goal = "get golden dragon egg"
+    fixed = QuestInstance(quest, None, "dragon_1", "knight_2")
+    assert "'golden dragon egg' is not gettable in its graph" in goal_problem(fixed)
