@@ -4,8 +4,10 @@
 ``import lq`` registers ``lq/Quest-v0`` (``gymnasium.make("lq:lq/Quest-v0")`` imports it for you); with no arguments
 it plays the default data with the newest trained partner and DM (:func:`environment_arguments`). The observation is
 the agent's context (setting, personas, what it carries, its motivations, the dialogue so far); the action is a
-string, an engine command (``"get golden egg"``) or an utterance, told apart as the environment does
-(:meth:`QuestEnv._kind_of`: a text the engine accepts now, or one of the action space, is an action). ``info``
+string, an engine command (``"get golden egg"``, ``"Take the golden egg"``) or an utterance, told apart as the
+environment does (:meth:`QuestEnv._kind_of`: a text the engine's parser reads as a possible action now is that action,
+played as its canonical command; one of the action space is an action; anything else is said; a ``("speech", text)``
+pair is said whatever it reads as). ``info``
 carries what an agent chooses among and what it reached:
 
 - ``valid_actions``: the engine's valid actions for the self character now;

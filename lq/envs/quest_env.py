@@ -31,7 +31,7 @@ from lq.envs.episode import PLAYERS, QuestInstance, Slot, new_slot, play_turn, s
 from lq.envs.partner import Partner, Turn
 from lq.envs.protocol import PROTOCOLS, Protocol
 from lq.envs.rewards import speech_reward
-from lq.world import valid_actions
+from lq.world import parse, valid_actions
 
 Command = str | tuple[str, str]  # text (an action if the engine can parse it), or ("speech" | "action", text)
 
@@ -140,11 +140,15 @@ class QuestEnv:
         return play_turn(slot, "self", kind, text), speech
 
     def _kind_of(self, slot: Slot, text: str) -> Turn:
-        return (
-            ("action", text)
-            if text in valid_actions(slot.world, slot.me) or text in self.action_index
-            else ("speech", text)
-        )
+        """A text command as a turn: an action where the engine's parser reads it as a possible action of the self
+        character now (``"Drop the sturdy tunic"``, ``"take golden scarf"``: played as its canonical command, ``drop
+        sturdy tunic``, ``get golden scarf``) or where it is one of the action space (played, and refused by the engine
+        if not possible now); speech otherwise. A text meant as speech that would parse is sent as
+        ``("speech", text)``."""
+        if text in self.action_index:
+            return ("action", text)
+        action, _ = parse(slot.world, slot.me, text)
+        return ("action", action.text) if action is not None else ("speech", text)
 
     def _partner_turns(self, which: list[int]) -> list[float]:
         """The partner's turn in each of ``which``; returns the act reward each earned (partner completion)."""

@@ -264,3 +264,29 @@ def test_a_context_longer_than_the_environment_models_positions_is_refused_at_co
     with pytest.raises(ValueError, match=message):
         build_env(spec)
     gymnasium.make("lq/Quest-v0", **{**default_data, "context_length": limit})  # the models' own length plays
+
+
+def test_a_text_the_engine_parses_as_a_possible_action_is_that_action_and_the_rest_is_said(default_data):
+    """Paraphrases of a valid action (case, articles, a verb's synonym) were recorded as speech; only the listed strings
+    acted. Now they play the engine's canonical command; speech, and speech marked as such, stays speech."""
+    env = gymnasium.make("lq/Quest-v0", **default_data)
+    for seed in range(40):
+        _, info = env.reset(seed=seed)
+        gets = [a for a in info["valid_actions"] if a.startswith("get ") and " from " not in a]
+        if gets:
+            break
+    command = gets[0]
+    thing = command.removeprefix("get ")
+    slot = env.unwrapped._slot
+    for text in (f"Take the {thing}", f"GET THE {thing.upper()}", f"pick up {thing}"):
+        env.reset(seed=seed)
+        slot = env.unwrapped._slot
+        env.step(text)
+        mine = [t for t in slot.turns if t["side"] == "self"]
+        assert (mine[-1]["kind"], mine[-1]["text"]) == ("action", command), text
+    env.reset(seed=seed)
+    slot = env.unwrapped._slot
+    env.step("Hello there, friend.")
+    env.step(("speech", f"take the {thing}"))
+    said = [(t["kind"], t["text"]) for t in slot.turns if t["side"] == "self"]
+    assert said == [("speech", "Hello there, friend."), ("speech", f"take the {thing}")]
