@@ -245,15 +245,6 @@ class AgentModule(L.LightningModule):
             restrict=self.protocol.restrict if restrict is None else restrict,
         )
 
-    def on_fit_end(self) -> None:
-        """A frozen pretrained encoder's line states go to its store (:meth:`lq.models.agent.StateEncoder.keep_lines`):
-        the evaluation that follows, and the next run of that encoder, read them instead of encoding them again."""
-        self.keep_lines()
-
-    def keep_lines(self) -> None:
-        if getattr(self, "agent", None) is not None and (self._trainer is None or self.trainer.is_global_zero):
-            self.agent.encoder.keep_lines()
-
     def on_save_checkpoint(self, checkpoint: dict) -> None:
         checkpoint["lq_stage"] = self.stage
         checkpoint["lq_dataset"] = dataset_id(self.data_dir)

@@ -729,7 +729,6 @@ class AgentCLI(StageCLI):
 
             record_played(callback.best_model_path, module.protocol.name, test_played)
         read = module.demonstration_metrics()  # teacher-forced: the same whatever the evaluation seed
-        module.keep_lines()  # the evaluation's contexts for the next run of a frozen encoder (RL after BC)
         for logger in self.trainer.loggers:
             logger.log_metrics(read, step=0)
         return {k: sum(r[k] for r in rates) / len(rates) for k in rates[0]} if rates else {}

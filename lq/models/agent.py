@@ -22,7 +22,6 @@
 
 from __future__ import annotations
 
-import fcntl
 from collections import OrderedDict
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
@@ -32,9 +31,8 @@ import torch
 import torch.nn.functional as F
 from torch import nn
 
-from lq.data.io import atomic_open
 from lq.models.encoder import EncoderSpec, Vocabulary, build_encoder, lookup, token_states
-from lq.models.poly_encoder import CandidateCache, PolyEncoder, TextBatcher, keyed, weights_digest, writable
+from lq.models.poly_encoder import CandidateCache, PolyEncoder, TextBatcher
 from lq.world.text import FUNCTION_WORDS
 
 
@@ -103,14 +101,9 @@ class StateEncoder(nn.Module):
         config: AgentConfig,
         vocabulary: Vocabulary | None = None,
         max_cached_tokens: int = 200_000,
-        store: str | Path | None = None,
     ):
-        """``store``: a file keeping a frozen base's line states between processes (:meth:`keep_lines`; one file per
-        weights, :func:`lq.models.poly_encoder.keyed`), read at the first context."""
         super().__init__()
         self.base = base
-        self.store = store
-        self._store_read = False
         self.vocabulary = vocabulary
         for p in self.base.parameters():
             p.requires_grad = trainable_base
@@ -146,62 +139,6 @@ class StateEncoder(nn.Module):
     def forget_lines(self) -> None:
         self._line_states.clear()
         self._cached_tokens = 0
-        self._store_read = False  # the weights may be others now: the store is found again by their digest
-
-    def _store_file(self) -> Path:
-        return keyed(self.store, weights_digest(self.base))
-
-    def read_lines(self, device: torch.device) -> None:
-        """The line states a run of this frozen base kept (:meth:`keep_lines`), most recently read first, up to
-        ``max_cached_tokens``; nothing where the store has none."""
-        self._store_read = True
-        if self.store is None or self.appended is None or not (file := self._store_file()).is_file():
-            return
-        saved = torch.load(file, map_location="cpu", weights_only=True)
-        keys = torch.split(saved["ids"], saved["lengths"].tolist())
-        states = torch.split(saved["states"], saved["rows"].tolist())
-        for key, rows in reversed(list(zip(keys, states, strict=True))):  # the least recently read first
-            if self._cached_tokens + len(rows) > self.max_cached_tokens:
-                break
-            self._line_states[tuple(key.tolist())] = rows.to(device)
-            self._line_states.move_to_end(tuple(key.tolist()), last=False)
-            self._cached_tokens += len(rows)
-
-    def keep_lines(self) -> None:
-        """Write the line states this process holds to the store, with those another run kept there (theirs after
-        this one's, up to ``max_cached_tokens``): the next process of this frozen base (RL after BC, the evaluation
-        after the fit) reads them instead of encoding them again. A line's states are a pure function of the frozen
-        weights and the line, whichever process encoded it. Nothing without a store, a frozen base, or a writable one
-        (an agent bundle is read-only)."""
-        if self.store is None or self.appended is None or not self._line_states or not writable(self.store):
-            return
-        file = self._store_file()
-        file.parent.mkdir(parents=True, exist_ok=True)
-        with open(f"{file}.lock", "a") as lock:
-            fcntl.flock(lock, fcntl.LOCK_EX)  # runs side by side merge into one file, one at a time
-            try:
-                lines = OrderedDict(reversed(self._line_states.items()))  # the most recently read first
-                if file.is_file():
-                    saved = torch.load(file, map_location="cpu", weights_only=True)
-                    keys = torch.split(saved["ids"], saved["lengths"].tolist())
-                    for key, rows in zip(keys, torch.split(saved["states"], saved["rows"].tolist()), strict=True):
-                        lines.setdefault(tuple(key.tolist()), rows)
-                kept, tokens = [], 0
-                for key, rows in lines.items():
-                    if tokens + len(rows) > self.max_cached_tokens:
-                        break
-                    kept.append((key, rows.cpu()))
-                    tokens += len(rows)
-                record = {
-                    "ids": torch.tensor([t for key, _ in kept for t in key], dtype=torch.long),
-                    "lengths": torch.tensor([len(key) for key, _ in kept], dtype=torch.long),
-                    "states": torch.cat([rows for _, rows in kept]),
-                    "rows": torch.tensor([len(rows) for _, rows in kept], dtype=torch.long),
-                }
-                with atomic_open(file, "wb") as f:
-                    torch.save(record, f)
-            finally:
-                fcntl.flock(lock, fcntl.LOCK_UN)
 
     def forward(self, ids: torch.Tensor, mask: torch.Tensor, lines: Lines | None = None) -> torch.Tensor:
         """The final layer's token states ``[b, tokens, hidden]``; ``lines``: what each row holds between its [CLS]
@@ -219,8 +156,6 @@ class StateEncoder(nn.Module):
         return self.vocabulary(ids) if self.vocabulary is not None else ids
 
     def frozen_states(self, ids: torch.Tensor, mask: torch.Tensor, lines: Lines | None) -> torch.Tensor:
-        if not self._store_read:
-            self.read_lines(ids.device)
         lengths = mask.sum(1).tolist()
         if lines is None:
             lines = [[ids[i, 1 : n - 1].tolist()] for i, n in enumerate(lengths)]
@@ -489,12 +424,10 @@ class SwitchAgent(nn.Module):
         read); None: the whole tokenizer's. A pretrained encoder has its own. ``store_dir``: where a pretrained
         encoder's vectors of the two spaces are kept between runs (``agent-actions-<key>.pt``,
         ``agent-utterances-<key>.pt``): every agent of that encoder, and every evaluation of one, encodes the spaces
-        once in all, not at each start; and its frozen states of the context lines its runs read
-        (``agent-lines-<key>.pt``, :meth:`StateEncoder.keep_lines`)."""
+        once in all, not at each start."""
         config = config or AgentConfig()
         if pretrained is not None:
-            store = Path(store_dir) / "agent-lines.pt" if store_dir is not None else None
-            encoder = StateEncoder(pretrained.context_encoder, trainable_base=False, config=config, store=store)
+            encoder = StateEncoder(pretrained.context_encoder, trainable_base=False, config=config)
             words = None
         else:
             base = build_encoder(config.scratch, batcher.tokenizer, vocabulary)
