@@ -145,10 +145,14 @@ class QuestEnv:
         sturdy tunic``, ``get golden scarf``) or where it is one of the action space (played, and refused by the engine
         if not possible now); speech otherwise. A text meant as speech that would parse is sent as
         ``("speech", text)``."""
-        if text in self.action_index:
+        valid = valid_actions(slot.world, slot.me)
+        if text in self.action_index or text in valid:
             return ("action", text)
         action, _ = parse(slot.world, slot.me, text)
-        return ("action", action.text) if action is not None else ("speech", text)
+        if action is None:
+            return ("speech", text)
+        # the listed text of that very action (two things of one name are listed apart: "get sword 2")
+        return ("action", next((t for t, a in valid.items() if a == action), action.text))
 
     def _partner_turns(self, which: list[int]) -> list[float]:
         """The partner's turn in each of ``which``; returns the act reward each earned (partner completion)."""

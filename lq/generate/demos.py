@@ -63,11 +63,13 @@ class _Episode:
 
     def act(self, text: str) -> Action:
         actor = self.actor
-        valid = list(valid_actions(self.world, actor))
+        listed = valid_actions(self.world, actor)
         result = step(self.world, actor, text)
         if not result.success:  # the plans below only choose listed actions
             raise RuntimeError(f"generated action '{text}' failed: {result.message}")
-        self.acts.append(DemoAct("action", result.action.text, actions=valid))
+        # as listed: one of two things of one name has its own text ("get sword 2"), which the canonical one is not
+        said = next((t for t, a in listed.items() if a == result.action), result.action.text)
+        self.acts.append(DemoAct("action", said, actions=list(listed)))
         return result.action
 
 

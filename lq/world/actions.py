@@ -26,7 +26,8 @@ its own (docs/deviations.md).
 
 from __future__ import annotations
 
-from collections.abc import Iterator
+from collections import Counter
+from collections.abc import Iterable, Iterator, Sequence
 from dataclasses import dataclass
 from typing import NamedTuple
 
@@ -214,8 +215,28 @@ def _apply(world: World, actor: Node, a: Action) -> tuple[str, str]:
 # -- listing ---------------------------------------------------------------------------------------
 
 
+def scope_names(nodes: Sequence[Node], exits: dict[str, str] | None = None) -> dict[str, str]:
+    """What a command calls each of ``nodes`` (the candidates of one argument, in the order the listing and the parser
+    visit them) that shares its name with another of them, up to case and punctuation (node id -> name): a place by its
+    path label where ``exits`` tells them apart (``east lane``), else by the name and its place among those of that
+    name (``sword 1``, ``sword 2``); a name no other shares is its key, and left out."""
+    count = Counter(n.key for n in nodes)
+    labels = Counter((exits or {}).get(n.id) for n in nodes)
+    seen: Counter = Counter()
+    out: dict[str, str] = {}
+    for n in nodes:
+        if count[n.key] < 2:
+            continue
+        seen[n.key] += 1
+        label = (exits or {}).get(n.id)
+        out[n.id] = label if label and labels[label] == 1 and label not in count else f"{n.key} {seen[n.key]}"
+    return out
+
+
 def valid_actions(world: World, actor: Node) -> dict[str, Action]:
-    """Every action ``actor`` can take now, by canonical text, in a stable order.
+    """Every action ``actor`` can take now, by canonical text, in a stable order. Where two candidates of one argument
+    share a name, each is its own action under its own name (:func:`scope_names`: ``go east lane``, ``get sword 2``),
+    which :func:`parse` reads back.
 
     Touches only the actor's room, its contents one level down, and the actor's inventory.
     """
@@ -226,29 +247,40 @@ def valid_actions(world: World, actor: Node) -> dict[str, Action]:
     add = out.setdefault
     nodes = world.nodes
     size, room_left, carry_left = actor.size, room.contain_size, actor.contain_size
-    for rid in room.neighbors:
-        r = nodes.get(rid)
-        if r is not None and size <= r.contain_size:
-            add(f"go {r.key}", Action("go", r))
-    agents, containers = [], []
-    for n in room.contents.values():
-        if n is actor:
-            continue
+    neighbors = [nodes[r] for r in room.neighbors if r in nodes]
+    places = scope_names(neighbors, room.exits)
+    for r in neighbors:
+        if size <= r.contain_size:
+            add(f"go {places.get(r.id, r.key)}", Action("go", r))
+    others = [n for n in room.contents.values() if n is not actor]
+    agents = [n for n in others if n.kind == "agent"]
+    floor = [n for n in others if n.kind == "object"]
+    containers = [n for n in floor if n.is_container] + [o for o in actor.contents.values() if o.is_container]
+    who, here, boxes = scope_names(agents), scope_names(floor), scope_names(containers)
+    held_names = scope_names(list(actor.contents.values()))
+
+    def named(names: dict[str, str], n: Node) -> str:
+        return names.get(n.id, n.key)
+
+    def inside(c: Node) -> tuple[list[Node], dict[str, str]]:
+        contents = list(c.contents.values())
+        return contents, scope_names(contents)
+
+    for n in others:
         if n.kind == "agent":
-            agents.append(n)
-            k = n.key
+            k = named(who, n)
             if actor.following is not n:
                 add(f"follow {k}", Action("follow", n))
             add(f"hit {k}", Action("hit", n))
             add(f"hug {k}", Action("hug", n))
         elif n.kind == "object":
             if n.gettable and n.size <= carry_left:
-                add(f"get {n.key}", Action("get", n))
+                add(f"get {named(here, n)}", Action("get", n))
             if n.is_container:
-                containers.append(n)
-                for c in n.contents.values():
+                contents, names = inside(n)
+                for c in contents:
                     if c.gettable and c.size <= carry_left:
-                        add(f"get {c.key} from {n.key}", Action("get", c, n))
+                        add(f"get {named(names, c)} from {named(boxes, n)}", Action("get", c, n))
     held = []
     wielded = worn = 0
     for o in actor.contents.values():
@@ -258,7 +290,7 @@ def valid_actions(world: World, actor: Node) -> dict[str, Action]:
             worn += 1
     can_wield, can_wear = wielded < actor.max_wielded, worn < actor.max_worn
     for o in actor.contents.values():
-        k = o.key
+        k = named(held_names, o)
         if o.equipped is not None:
             add(f"remove {k}", Action("remove", o))
         else:
@@ -274,29 +306,30 @@ def valid_actions(world: World, actor: Node) -> dict[str, Action]:
         if o.drink:
             add(f"drink {k}", Action("drink", o))
         if o.is_container:
-            containers.append(o)
-            for c in o.contents.values():
+            contents, names = inside(o)
+            for c in contents:
                 if c.gettable and c.size <= carry_left:
-                    add(f"get {c.key} from {k}", Action("get", c, o))
+                    add(f"get {named(names, c)} from {named(boxes, o)}", Action("get", c, o))
     for o in held:
-        k, s = o.key, o.size
+        k, s = named(held_names, o), o.size
         for b in agents:
             if s <= b.contain_size:
-                add(f"give {k} to {b.key}", Action("give", o, b))
+                add(f"give {k} to {named(who, b)}", Action("give", o, b))
         for c in containers:
             if c is not o and s <= c.contain_size:
-                add(f"put {k} {c.surface} {c.key}", Action("put", o, c))
+                add(f"put {k} {c.surface} {named(boxes, c)}", Action("put", o, c))
     for b in agents:
-        for o in b.contents.values():
+        contents, names = inside(b)
+        for o in contents:
             if o.equipped is None and o.gettable and o.size <= carry_left:
-                add(f"steal {o.key} from {b.key}", Action("steal", o, b))
+                add(f"steal {named(names, o)} from {named(who, b)}", Action("steal", o, b))
     return out
 
 
 # -- parsing ---------------------------------------------------------------------------------------
 
 
-def _scope(world: World, actor: Node, verb: str, role: str) -> Iterator[Node]:
+def candidates(world: World, actor: Node, verb: str, role: str) -> Iterator[Node]:
     """Candidates for an argument, in the order the listing visits them."""
     room = actor.container
     if room is None:
@@ -322,10 +355,22 @@ def _scope(world: World, actor: Node, verb: str, role: str) -> Iterator[Node]:
         yield from actor.contents.values()
 
 
+def _named(nodes: Iterable[Node], key: str, exits: dict[str, str] | None = None) -> list[Node]:
+    """The candidates ``key`` names: those whose name it is, else the one :func:`scope_names` calls so (``sword 2``,
+    a place's path label where two places share a name)."""
+    nodes = list(nodes)
+    same = [n for n in nodes if n.key == key]
+    if same:
+        return same
+    names = scope_names(nodes, exits)
+    return [n for n in nodes if names.get(n.id) == key]
+
+
 def _resolve(world: World, actor: Node, verb: str, obj_key: str, target_key: str | None) -> tuple[Action | None, str]:
     """First possible action matching the names; else the reason the first match is impossible."""
     if target_key is None:
-        objs = [n for n in _scope(world, actor, verb, "obj") if n.key == obj_key]
+        exits = actor.container.exits if verb == "go" and actor.container is not None else None
+        objs = _named(candidates(world, actor, verb, "obj"), obj_key, exits)
         if verb == "go" and actor.container is not None:  # then the ways out by their path labels
             objs += [
                 world.nodes[t]
@@ -338,25 +383,24 @@ def _resolve(world: World, actor: Node, verb: str, obj_key: str, target_key: str
             if _why_not(verb, actor, o, None) is None:
                 return Action(verb, o), ""
         return None, _why_not(verb, actor, objs[0], None) or ""
-    targets = [n for n in _scope(world, actor, verb, "target") if n.key == target_key]
+    targets = _named(candidates(world, actor, verb, "target"), target_key)
     if not targets:
         return None, f"You don't see '{target_key}' here."
     first_reason = ""
     if verb in ("steal", "get"):  # the object is looked for inside the target (a character, a container)
         for t in targets:
-            for o in t.contents.values():
-                if o.key == obj_key:
-                    reason = _why_not(verb, actor, o, t)
-                    if reason is None:
-                        return Action(verb, o, t), ""
-                    first_reason = first_reason or reason
+            for o in _named(t.contents.values(), obj_key):
+                reason = _why_not(verb, actor, o, t)
+                if reason is None:
+                    return Action(verb, o, t), ""
+                first_reason = first_reason or reason
         t = targets[0]
         return None, first_reason or (
             f"{capitalize(t.the())} has no '{obj_key}'."
             if verb == "steal"
             else f"There is no '{obj_key}' {t.surface} {t.the()}."
         )
-    objs = [n for n in _scope(world, actor, verb, "obj") if n.key == obj_key]
+    objs = _named(candidates(world, actor, verb, "obj"), obj_key)
     if not objs:
         return None, f"You aren't carrying '{obj_key}'."
     for o in objs:

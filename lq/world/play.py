@@ -15,7 +15,17 @@ from pathlib import Path
 from lq.data.io import atomic_open, read_json
 from lq.data.quests import Quest
 from lq.data.world_graph import parse_world_graph
-from lq.world.actions import SEPARATORS, VERBS, StepResult, split_verb, step, valid_actions
+from lq.world.actions import (
+    SEPARATORS,
+    VERBS,
+    StepResult,
+    arguments,
+    candidates,
+    scope_names,
+    split_verb,
+    step,
+    valid_actions,
+)
 from lq.world.goals import ActGoal
 from lq.world.state import WIELDED, WORN, Node, World
 from lq.world.text import ARTICLES, capitalize, join_list, normalize
@@ -105,6 +115,26 @@ def complete_names(world: World, actor: Node, line: str) -> tuple[str, str]:
             return line, which(matches)
         out.append(matches[0] if matches else " ".join(span))
     return " ".join(w for w in out if w), ""
+
+
+def which_twin(world: World, actor: Node, line: str) -> str:
+    """The question to ask where a name in the command ``line`` fits two or more of the candidates the engine lists
+    apart (:func:`lq.world.actions.scope_names`: ``go east lane``, ``get sword 2``), else ``""``."""
+    words = normalize(line).split()
+    verb, rest = split_verb(words) if words else (None, [])
+    if verb is None or not rest:
+        return ""
+    room = actor.container
+    for obj_key, target_key in arguments(verb, rest[1:] if verb == "go" and rest[0] == "to" else rest):
+        roles = [(obj_key, "obj")] if target_key is None or verb not in ("get", "steal") else []
+        roles += [(target_key, "target")] if target_key is not None else []
+        for key, role in roles:
+            nodes = list(candidates(world, actor, verb, role))
+            twins = [n for n in nodes if n.key == key]
+            if len(twins) > 1:
+                names = scope_names(nodes, room.exits if verb == "go" and room is not None else None)
+                return which([names[n.id] for n in twins])
+    return ""
 
 
 def find_in_sight(world: World, actor: Node, name: str) -> tuple[Node | None, str]:
@@ -209,6 +239,8 @@ def play(
             write(say(world, actor, text, partner) if text else "Say what?")
         elif command and split_verb(command.split())[0] is None:
             write(say(world, actor, line, partner))  # not an action: said aloud, as to a partner in the game
+        elif command and (question := which_twin(world, actor, line)):
+            write(question)
         elif command:
             held = goal is not None and goal.satisfied(world)  # credited on the turn that makes it true
             result = step(world, actor, line)

@@ -33,7 +33,9 @@ def test_every_world_loads_and_lists_actions_for_every_character(light_worlds):
         check_invariants(world)
         for agent in world.agents():
             actions = valid_actions(world, agent)
-            assert all(text == a.text for text, a in actions.items())
+            # each listed text is its action's canonical command, or the name the listing gives one of two alike,
+            # and the parser reads each back as that very action
+            assert all(parse(world, agent, text) == (a, "") for text, a in actions.items())
             if agent.container.neighbors:
                 assert any(t.startswith("go ") for t in actions), (path.name, agent.id)
 
@@ -65,7 +67,7 @@ def test_random_play_keeps_the_invariants(light_worlds, seed):
                 for text in _invalid_texts(world, agent, valid, rng, 3):
                     result = step(world, agent, text)
                     if result.success:  # a paraphrase ("put X on Y" for a container) of a listed action
-                        assert result.action.text in valid, (path.name, agent.id, text, result.message)
+                        assert result.action in valid.values(), (path.name, agent.id, text, result.message)
                         break
                     assert fingerprint(world) == before, (path.name, text)
             if not valid:
@@ -179,3 +181,57 @@ def test_save_and_load_keep_the_state(light_worlds, tmp_path):
     copy = world.copy()
     step(copy, copy[agents[0].id], next(iter(valid_actions(copy, copy[agents[0].id]))))
     assert fingerprint(copy) != fingerprint(world)
+
+
+def _twin_world():
+    """A square whose two ways lead to "Baker's Shop" (east lane) and "baker's shop" (west lane), with two swords."""
+
+    def node(nid, name, kind, container, contains=(), **more):
+        return {
+            "node_id": nid,
+            "name": name,
+            "room": kind == "room",
+            "agent": kind == "agent",
+            "object": kind == "object",
+            "classes": [kind],
+            "container_node": {"target_id": container},
+            "contained_nodes": {c: {"target_id": c} for c in contains},
+            **more,
+        }
+
+    ways = {
+        "shop_a": {"target_id": "shop_a", "label": "east lane"},
+        "shop_b": {"target_id": "shop_b", "label": "west lane"},
+    }
+    nodes = {
+        "square": node("square", "village square", "room", "VOID", ["me", "sword_a", "sword_b"], neighbors=ways),
+        "shop_a": node("shop_a", "Baker's Shop", "room", "VOID", neighbors={}),
+        "shop_b": node("shop_b", "baker's shop", "room", "VOID", neighbors={}),
+        "me": node("me", "squire", "agent", "square"),
+        "sword_a": node("sword_a", "sword", "object", "square", gettable=True),
+        "sword_b": node("sword_b", "Sword", "object", "square", gettable=True),
+    }
+    return World.from_json({"nodes": nodes, "agents": ["me"], "objects": ["sword_a", "sword_b"], "rooms": list(ways)})
+
+
+def test_places_and_things_of_one_name_are_each_their_own_action():
+    """Two exits to rooms named alike were one action (`go baker's shop`), and the second room could not be reached;
+    two swords one `get sword`. Each is now its own valid action, and each action reaches its own target."""
+    from lq.world.play import which_twin
+
+    world = _twin_world()
+    valid = valid_actions(world, world["me"])
+    assert {"go east lane", "go west lane", "get sword 1", "get sword 2"} <= set(valid)
+    assert not {"go baker's shop", "get sword"} & set(valid)
+    for text, target in (("go east lane", "shop_a"), ("go west lane", "shop_b")):
+        trial = world.copy()
+        assert step(trial, trial["me"], text).success and trial["me"].container.id == target
+    trial = world.copy()
+    assert step(trial, trial["me"], "get sword 2").success and trial["sword_b"].container.id == "me"
+    assert trial["sword_a"].container.id == "square"
+    assert "get sword" in valid_actions(trial, trial["me"])  # the one left is the only sword on the floor
+    assert step(trial, trial["me"], "get sword").success and trial["sword_a"].container.id == "me"
+    # a person who types the shared name is asked which one is meant (lq play)
+    assert which_twin(world, world["me"], "go baker's shop") == "Which do you mean: the east lane or the west lane?"
+    assert which_twin(world, world["me"], "get the sword") == "Which do you mean: the sword 1 or the sword 2?"
+    assert which_twin(world, world["me"], "go east lane") == ""
