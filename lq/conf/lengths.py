@@ -25,7 +25,6 @@ from lq.conf import ROOT
 
 # a length that an encoder has too few positions for: (its field, its value, the rest of the line: what and the fix)
 Problem = tuple[str, int, str]
-ROLES = ("partner", "dm")
 
 
 def length_problems(stage: str, config: Mapping[str, Any], files: Sequence[str | Path] = ()) -> list[str]:
@@ -56,7 +55,7 @@ def agent_lengths(model: Mapping[str, Any]) -> list[Problem]:
 
 def env_lengths(env: Mapping[str, Any]) -> list[Problem]:
     """The environment's: ``context_length`` against the partner's and the DM's encoders, where trained."""
-    from lq.envs.models import too_long_for
+    from lq.envs.models import ROLES, too_long_for
 
     length = env.get("context_length")
     found = too_long_for(length, {role: env.get(f"{role}_checkpoint") for role in ROLES})

@@ -75,6 +75,11 @@ def playable_instances(
     return out, bad
 
 
+# the affordance a goal's object needs for its verb to be played at all
+GOAL_NEEDS = {"get": "gettable", "steal": "gettable", "give": "gettable", "put": "gettable", "drop": "gettable",
+              "wear": "wearable", "wield": "wieldable"}  # fmt: skip
+
+
 def goal_problem(instance: QuestInstance) -> str | None:
     """Why the quest's goal is not executable in its graph for these two characters (None when it is)."""
     q = instance.quest
@@ -89,11 +94,9 @@ def goal_problem(instance: QuestInstance) -> str | None:
         return f"{where}: {err}"
     if goal.satisfied(world):
         return f"{where}: it holds before any turn (nothing to play: a goal is credited on the turn that makes it true)"
-    obj = world.nodes[goal.obj_id]
-    needs = {"get": "gettable", "steal": "gettable", "give": "gettable", "put": "gettable", "drop": "gettable",
-             "wear": "wearable", "wield": "wieldable"}  # fmt: skip
-    if goal.verb in needs and not getattr(obj, needs[goal.verb]):
-        return f"{where}: {obj.name!r} is not {needs[goal.verb]} in its graph, so no turn can reach it"
+    obj, needs = world.nodes[goal.obj_id], GOAL_NEEDS.get(goal.verb)
+    if needs is not None and not getattr(obj, needs):
+        return f"{where}: {obj.name!r} is not {needs} in its graph, so no turn can reach it"
     return None
 
 
