@@ -16,6 +16,7 @@ from __future__ import annotations
 import argparse
 import json
 import os
+import signal
 import subprocess
 import sys
 import tempfile
@@ -55,6 +56,7 @@ def main(argv: list[str] | None = None) -> int:
         ["git", "rev-parse", "--short", args.ref], cwd=ROOT, check=True, capture_output=True, text=True
     ).stdout.strip()
     figures: dict[str, list[dict]] = {"old": [], "new": []}
+    signal.signal(signal.SIGTERM, lambda *_: sys.exit(143))  # a kill, too, removes the worktree (finally below)
     with tempfile.TemporaryDirectory() as temporary:
         old_tree = Path(temporary) / f"lq-{commit}"
         subprocess.run(["git", "worktree", "add", "--detach", str(old_tree), commit], cwd=ROOT, check=True)
