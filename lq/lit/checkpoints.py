@@ -48,9 +48,10 @@ def agent_of(saved: dict, checkpoint: str | Path, **overrides) -> AgentModule:
 def unfinished(saved: dict) -> str | None:
     """Why an RL agent's checkpoint is not its run's end (saved after fewer epochs than its run meant to train: the
     run was stopped), or None. RL saves its agent after every epoch; a BC ``best.ckpt`` is the best epoch's, early or
-    not, and checkpoints from before ``lq_max_epochs`` was recorded cannot tell."""
+    not, as is an RL agent chosen on the validation quests (``lq_chosen``), and checkpoints from before
+    ``lq_max_epochs`` was recorded cannot tell."""
     planned, done = saved.get("lq_max_epochs"), saved.get("epoch", 0) + 1
-    if saved.get("lq_stage") != "rl" or planned is None or planned < 0 or done >= planned:
+    if saved.get("lq_stage") != "rl" or "lq_chosen" in saved or planned is None or planned < 0 or done >= planned:
         return None
     return (
         f"saved after epoch {done} of the {planned} its run meant to train: that run was stopped, and this agent is "

@@ -759,10 +759,34 @@ class BCCLI(AgentCLI):
 
 
 class RLCLI(AgentCLI):
-    """``lq rl fit``: the switch A2C agent; its last weights are the agent. ``model.bc_checkpoint``, the BC agent of the
-    same configuration and seed under ``--bc_dir``, is what ``--model.init_from bc`` (conf/rl.yaml's) starts from."""
+    """``lq rl fit``: the switch A2C agent; its last weights are the agent, or with ``model.select_every`` the weights
+    chosen on the validation quests (:meth:`keep_chosen`). ``model.bc_checkpoint``, the BC agent of the same
+    configuration and seed under ``--bc_dir``, is what ``--model.init_from bc`` (conf/rl.yaml's) starts from."""
 
     stage = "rl"
+
+    def finish(self) -> dict[str, float]:
+        self.keep_chosen()
+        return super().finish()
+
+    def keep_chosen(self) -> None:
+        """Where the run chose its agent on the validation quests (:meth:`lq.lit.rl.RLModule.select`): ``best.ckpt``
+        becomes the run's agent (``agent.ckpt``, copied whole then renamed), so that its evaluation, its table and a run
+        that starts from it read the chosen weights; ``last.ckpt`` stays the last, to resume from."""
+        from lq.data.io import atomic_open
+        from lq.lit.rl import BEST
+
+        callback = self.trainer.checkpoint_callback
+        chosen = self.model.chosen()
+        if chosen is None or callback is None or not callback.best_model_path or not self.trainer.is_global_zero:
+            return
+        best = Path(callback.best_model_path).parent / BEST
+        with atomic_open(callback.best_model_path, "wb") as f:
+            f.write(best.read_bytes())
+        for logger in self.trainer.loggers:
+            if isinstance(logger, MLFlowLogger):
+                logger.experiment.set_tag(logger.run_id, "lq.chosen_interactions", str(chosen[0]))
+        print(f"the agent: the weights at {chosen[0]} interactions, chosen on the validation quests ({best})")
 
     def add_arguments_to_parser(self, parser: LightningArgumentParser) -> None:
         super().add_arguments_to_parser(parser)

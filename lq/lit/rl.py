@@ -17,7 +17,7 @@ import torch
 from torch.utils.data import DataLoader
 
 from lq.data.outputs import DONE, finished
-from lq.eval import zero_shot
+from lq.eval import evaluate_agent, zero_shot
 from lq.lit.agent import VOCABULARY, AgentModule, read_checkpoint, start_differences
 from lq.rl.a2c import RolloutState, a2c_losses, collect
 from lq.rl.curves import StartedEpisodes
@@ -29,6 +29,7 @@ from lq.rl.switch import RatioSwitch
 # the heads' temperatures (AgentConfig.head_temperature)
 GAINS = ("speech_match_weight", "head_log_temperature")
 TEMPERATURES = "agent.head_log_temperature"  # their state-dict key
+BEST = "best.ckpt"  # the weights select() chose on the validation quests, beside the run's checkpoints
 
 
 class RLModule(AgentModule):
@@ -53,6 +54,7 @@ class RLModule(AgentModule):
         adam_betas: tuple[float, float] = (0.9, 0.999),
         gain_lr_scale: float = 1.0,
         budgets: tuple[int, ...] = (),
+        select_every: int = 0,
         **kwargs,
     ):
         """The rollout and A2C hyperparameters (Table 6; ``max_steps``: the training episodes' agent turns in place of
@@ -66,8 +68,11 @@ class RLModule(AgentModule):
         heads' log-temperatures) learn at ``lr`` times this, in their own parameter group (Adam moves a parameter by
         about ``lr`` a step: at 1 a gain barely leaves its start); ``budgets``: environment interactions (one agent turn
         in one environment: ``num_envs`` x ``rollout_steps`` an update) at which the agent as it stands is evaluated
-        zero-shot (:meth:`evaluate_budget`), the run ending at the last (the budget experiment); the rest as
-        :class:`AgentModule`."""
+        zero-shot (:meth:`evaluate_budget`), the run ending at the last (the budget experiment); ``select_every``:
+        environment interactions between the evaluations on the validation quests that choose the run's agent
+        (:meth:`select`: ``best.ckpt``, the best validation act & speech goals so far, ``lq_chosen`` saying at
+        what; 0: none, the last weights are
+        the agent); the rest as :class:`AgentModule`."""
         settings = A2CSettings(coefficients, gamma, normalize_advantages, valid_reduction, imitation_batch)
         super().__init__(**kwargs)
         self.settings = settings
@@ -76,6 +81,8 @@ class RLModule(AgentModule):
         self.env = None
         self.demo_episodes = []
         self.budgets_done: list[int] = []  # the budgets evaluated so far (kept in checkpoints: a resume goes on)
+        self.selections: list[tuple[int, float]] = []  # (interactions, validation act & speech goals) of select()
+        self._choosing: dict | None = None  # while select() saves best.ckpt: what it was chosen at
 
     # -- building ------------------------------------------------------------------------------------
 
@@ -195,7 +202,11 @@ class RLModule(AgentModule):
         return self.global_step * h.num_envs * h.rollout_steps * self.trainer.world_size
 
     def on_train_batch_end(self, outputs, batch, batch_idx: int) -> None:
-        """At each budget the update reached: the zero-shot evaluation; past the last budget, the run stops."""
+        """Every ``select_every`` interactions: the choice of the run's agent on the validation quests; at each budget
+        the update reached: the zero-shot evaluation; past the last budget, the run stops."""
+        every = self.hparams.get("select_every", 0)
+        if every and self.interactions >= every * (len(self.selections) + 1):
+            self.select()
         budgets = sorted(self.hparams.budgets)
         if not budgets:
             return
@@ -226,6 +237,44 @@ class RLModule(AgentModule):
             logger.log_metrics(metrics, step=self.global_step)
         shown = ", ".join(f"{k.split('/', 2)[2]} {v:.3f}" for k, v in metrics.items() if k.endswith("_goal_rate"))
         print(f"budget {budget} interactions (update {self.global_step}): {shown}", flush=True)
+
+    def select(self) -> None:
+        """The agent as it stands, played zero-shot on the validation quests (evaluation seed 0, the protocol's
+        decoding: the ``val`` figures every run is chosen by), logged as ``select/val/...``; where its act & speech
+        goals pass every earlier selection's (a tie keeps the earlier), its weights are kept as ``best.ckpt`` beside
+        the run's checkpoints, and ``select/best_interactions`` and ``select/best_val_act_and_speech_goal_rate`` say
+        which. The rollouts' random state is put back after, so that training goes on as it would have without it. On
+        one rank; the others only count it."""
+        if not self.trainer.is_global_zero:
+            self.selections.append((self.interactions, float("nan")))
+            return
+        rng = torch.get_rng_state()
+        result = evaluate_agent(self, "valid", seed=0)
+        torch.set_rng_state(rng)
+        self.selections.append((self.interactions, result.act_and_speech_rate))
+        best_at, best = self.chosen()
+        callback = self.trainer.checkpoint_callback
+        if best_at == self.interactions and callback is not None and callback.dirpath:
+            self._choosing = {"interactions": best_at, "val_act_and_speech_goal_rate": best}
+            try:
+                self.trainer.save_checkpoint(Path(callback.dirpath) / BEST)
+            finally:
+                self._choosing = None
+        metrics = result.metrics("select/val/")
+        metrics |= {"select/best_interactions": best_at, "select/best_val_act_and_speech_goal_rate": best}
+        for logger in self.loggers:
+            logger.log_metrics({k: v for k, v in metrics.items() if v == v}, step=self.global_step)
+        print(
+            f"selection at {self.interactions} interactions (update {self.global_step}): validation act & speech goals "
+            f"{result.act_and_speech_rate:.3f}; the best so far {best:.3f}, at {best_at}",
+            flush=True,
+        )
+
+    def chosen(self) -> tuple[int, float] | None:
+        """The selection :meth:`select` keeps (interactions, validation act & speech goals): the best, the earliest of
+        equals; None before any."""
+        done = [s for s in self.selections if s[1] == s[1]]
+        return max(done, key=lambda s: (s[1], -s[0])) if done else None
 
     def objective(self, rollout) -> tuple[SwitchLosses, torch.Tensor | None]:
         """The update's terms on ``rollout``: the A2C objective's, with the weighted imitation term added to ``total``
@@ -305,6 +354,9 @@ class RLModule(AgentModule):
         if self.env is not None:
             checkpoint["lq_priority"] = self.sampler.state_dict()
             checkpoint["lq_budgets_done"] = list(self.budgets_done)
+            checkpoint["lq_selections"] = [list(s) for s in self.selections]
+            if self._choosing:  # best.ckpt: the weights chosen, and at what
+                checkpoint["lq_chosen"] = self._choosing
             checkpoint["lq_env_rng"] = self.env.rng.getstate()
             if self.trainer.world_size == 1:  # each DDP rank plays its own rollout: only a single one is kept
                 checkpoint["lq_rollout"] = self.rollout_snapshot()
@@ -345,6 +397,7 @@ class RLModule(AgentModule):
         restore = getattr(self, "_restore", None)
         if restore:
             self.budgets_done = list(restore.get("lq_budgets_done", []))
+            self.selections = [tuple(s) for s in restore.get("lq_selections", [])]
         if restore and restore.get("lq_priority"):
             self.sampler.load_state_dict(restore["lq_priority"])
             self.env.rng.setstate(restore["lq_env_rng"])

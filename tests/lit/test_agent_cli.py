@@ -246,3 +246,23 @@ def test_bc_and_rl_run_on_the_light_release_layout(setup_dir, tmp_path, capsys):
     ckpt = tmp_path / "rl/scratch/act_speech-hardcoded/seed-0/agent.ckpt"
     saved = torch.load(ckpt, map_location="cpu", weights_only=False)
     assert saved["lq_dataset"].startswith("light-")
+
+
+@pytest.mark.slow
+def test_an_rl_run_that_chooses_on_validation_quests_is_evaluated_as_its_chosen_agent(setup_dir, tmp_path):
+    """``--model.select_every``: the chosen weights (``best.ckpt``) become the run's agent (``agent.ckpt``, what its
+    evaluation, its table and a start read), the MLflow run says at which interactions, and ``last.ckpt`` stays the
+    last, to resume from."""
+    rl = ["--model.num_envs=4", "--model.rollout_steps=2", "--model.max_steps=4", "--model.updates_per_epoch=3"]
+    fit_rl(_args("rl", setup_dir, tmp_path, *rl, "--model.init_from=null", "--model.select_every=8")[2:])
+    folder = tmp_path / "rl/scratch/act_speech-hardcoded/seed-0"
+    best = torch.load(folder / "best.ckpt", weights_only=False)
+    assert (folder / "best.ckpt").read_bytes() == (folder / "agent.ckpt").read_bytes()
+    assert torch.load(folder / "last.ckpt", weights_only=False)["global_step"] == 3
+    mlflow.set_tracking_uri(f"sqlite:///{tmp_path / 'mlflow.db'}")
+    [run] = mlflow.search_runs(experiment_names=["lq-rl"], output_format="list")
+    history = mlflow.MlflowClient().get_metric_history(run.info.run_id, "select/val/act_and_speech_goal_rate")
+    assert [m.step for m in history] == [1, 2, 3]
+    assert run.data.tags["lq.chosen_interactions"] == str(best["lq_chosen"]["interactions"])
+    assert best["lq_chosen"]["interactions"] == 8 * best["global_step"]
+    assert json.loads((folder / DONE).read_text())["checkpoint"] == "agent.ckpt"

@@ -6,16 +6,16 @@ import pytest
 import torch
 from lightning.pytorch.callbacks import ModelCheckpoint
 
-from lq.eval import zero_shot
+from lq.eval import EvalResult, evaluate_agent, zero_shot
 from lq.lit.agent import SAME_AGENT
-from lq.lit.checkpoints import agent_name
+from lq.lit.checkpoints import agent_name, load_agent
 from lq.lit.rl import RLModule
 from tests.samples import env_spec, tiny_agent_config
 
 AGENT = tiny_agent_config()
 
 
-def _module(root, env=None, agent=AGENT, **kwargs):
+def _module(root, env=None, agent=AGENT, eval_max_steps=4, **kwargs):
     return RLModule(
         env=env or env_spec(root),
         num_envs=4,
@@ -25,7 +25,7 @@ def _module(root, env=None, agent=AGENT, **kwargs):
         candidate_dim=8,
         agent=agent,
         updates_per_epoch=2,
-        eval_max_steps=4,
+        eval_max_steps=eval_max_steps,
         **kwargs,
     )
 
@@ -401,3 +401,69 @@ def test_a_budget_run_is_evaluated_at_each_budget_and_stops_at_the_last(setup_di
     assert trainer.global_step == 4 and resumed_steps == steps[2:]
     assert [s for s, _ in again] == [4]  # the first budget was evaluated before the kill
     assert again[0][1] == evaluated[1][1]
+
+
+# the validation episodes that reach both goals at each selection, by interactions (12 an update): ties at 24, 36, 60
+SCRIPTED = {12: 1, 24: 3, 36: 3, 48: 0, 60: 3, 72: 1}
+
+
+class _Weights(L.Callback):
+    """Per update: the agent's weights after it."""
+
+    def __init__(self):
+        self.after = []
+
+    def on_train_batch_end(self, trainer, pl_module, outputs, batch, batch_idx):
+        self.after.append({k: v.clone() for k, v in pl_module.agent.state_dict().items()})
+
+
+def _select_fit(root, tmp_path, epochs, monkeypatch, ckpt_path=None):
+    """A run choosing every update, its validation figures :data:`SCRIPTED` (each a real evaluation's episodes, their
+    goals set to the figure); its losses and curves, weights per update and what it logged of the selections."""
+    import lq.lit.rl as rl
+
+    def scripted(module, split, seed):
+        played = evaluate_agent(module, split, seed=seed)
+        episodes = [{**e, "act_goal": i < SCRIPTED[module.interactions], "speech_goal": True}
+                    for i, e in enumerate(played.episodes)]  # fmt: skip
+        return EvalResult.of(episodes)
+
+    monkeypatch.setattr(rl, "evaluate_agent", scripted)
+    L.seed_everything(0)
+    module, record, weights, logger = _module(root, select_every=12), _Record(), _Weights(), _Logged()
+    trainer = _trainer(tmp_path, epochs)
+    trainer.loggers = [logger]
+    trainer.callbacks += [record, weights]
+    trainer.fit(module, ckpt_path=ckpt_path)
+    logged = [(s, m) for s, m in logger.logged if "select/val/act_and_speech_goal_rate" in m]
+    return module, record.steps, weights.after, logged
+
+
+@pytest.mark.slow
+def test_the_kept_best_checkpoint_is_the_validation_best_of_the_logged_selections(setup_dir, tmp_path, monkeypatch):
+    """With ``select_every`` (12 interactions: every update) the run plays the validation quests after each update,
+    logs it, and keeps as ``best.ckpt`` the weights of the best logged act & speech goals (the earliest of equals:
+    update 2 of the ties at 2, 3 and 5), saying at what; the selections leave training as it would have gone; a run
+    killed and resumed goes on choosing among every selection, the killed part's too."""
+    plain = _fit(setup_dir, tmp_path / "plain", 3)[2]
+    module, steps, weights, logged = _select_fit(setup_dir, tmp_path / "select", 3, monkeypatch)
+    assert steps == plain
+    assert [s for s, _ in logged] == [1, 2, 3, 4, 5, 6]
+    n = len(evaluate_agent(module, "valid", 0).episodes)
+    assert [m["select/val/act_and_speech_goal_rate"] for _, m in logged] == [c / n for c in SCRIPTED.values()]
+    assert [m["select/best_interactions"] for _, m in logged] == [12, 24, 24, 24, 24, 24]
+    assert module.chosen() == (24, 3 / n)
+    saved = torch.load(tmp_path / "select" / "best.ckpt", weights_only=False)
+    assert saved["global_step"] == 2
+    assert saved["lq_chosen"] == {"interactions": 24, "val_act_and_speech_goal_rate": 3 / n}
+    kept = {k[len("agent."):]: v for k, v in saved["state_dict"].items() if k.startswith("agent.")}
+    assert kept.keys() == weights[1].keys() and all(torch.equal(kept[k], weights[1][k]) for k in kept)
+    assert not all(torch.equal(weights[1][k], weights[-1][k]) for k in kept)  # not the last weights
+
+    _select_fit(setup_dir, tmp_path / "short", 1, monkeypatch)  # killed after an epoch: the best already chosen
+    resumed, resumed_steps, _, again = _select_fit(
+        setup_dir, tmp_path / "short", 3, monkeypatch, ckpt_path=str(tmp_path / "short" / "last.ckpt")
+    )
+    assert resumed_steps == steps[2:] and [m for _, m in again] == [m for _, m in logged[2:]]
+    assert resumed.chosen() == (24, 3 / n)
+    assert torch.load(tmp_path / "short" / "best.ckpt", weights_only=False)["global_step"] == 2  # not replaced by a tie
