@@ -91,6 +91,7 @@ def _cmd_data_generate(args: argparse.Namespace) -> int:
         overwrite=args.overwrite,
         atomic_fill=args.atomic_fill,
         mlm_steps=args.mlm_steps,
+        train_demos=args.train_demos,
     )
     counts = "; ".join(f"{k} {'/'.join(str(v) for v in c.values())}" for k, c in manifest["counts"].items())
     print(f"wrote {args.out} (scale {args.scale}, seed {args.seed}): {counts}")
@@ -823,6 +824,14 @@ def _data_parser(sub) -> None:
         "LIGHT text (the paper's way; minutes on a CPU)",
     )
     gen.add_argument("--mlm-steps", type=int, default=300, help="fine-tuning steps for --atomic-fill mlm")
+    gen.add_argument(
+        "--train-demos",
+        type=int,
+        metavar="N",
+        help="a training pool of N demonstrations: the scale's dataset with further generated training quests (each "
+        "winnable within the scale's action and utterance spaces), its validation and test splits and the agents' "
+        "spaces unchanged",
+    )
     gen.set_defaults(func=_cmd_data_generate)
 
     al = data_sub.add_parser("atomic-light", help="build ATOMIC-LIGHT from ATOMIC v4 CSV files")

@@ -250,3 +250,11 @@ def write_demos(splits: Splits[Demonstration], directory: str | Path, *, overwri
     with atomic_dir(directory, overwrite=overwrite) as tmp:
         for split, demos in splits.items():
             write_demo_file(demos, tmp / f"{split}.json")
+
+
+def demonstration_spaces(demos: list[Demonstration]) -> tuple[list[str], list[str]]:
+    """The action space (every demonstration action) and the utterance space (every utterance), in first-seen
+    order: 4710 and 22672 on the paper's data."""
+    actions = list(dict.fromkeys(a.text for d in demos for a in d.acts if a.type == "action"))
+    utterances = list(dict.fromkeys(a.text for d in demos for a in d.acts if a.type == "speech"))
+    return actions, utterances

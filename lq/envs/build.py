@@ -1,31 +1,27 @@
-"""What building a ``QuestEnv`` reads from a dataset (:meth:`lq.envs.spec.EnvSpec.build` builds it): the action and
-utterance spaces, and the instances of a split with those the partner's calibration reads."""
+"""What building a ``QuestEnv`` reads from a dataset (:meth:`lq.envs.spec.EnvSpec.build` builds it): the instances of a
+split with those the partner's calibration reads, and where a pretrained encoder's vectors of the spaces are kept."""
 
 from __future__ import annotations
 
 from pathlib import Path
 
 from lq.data.dataset import Dataset
-from lq.data.demos import Demonstration
+from lq.data.demos import demonstration_spaces
 from lq.envs.calibration import CALIBRATIONS
 from lq.envs.episode import instances_from_data
 
 
-def demonstration_spaces(demos: list[Demonstration]) -> tuple[list[str], list[str]]:
-    """The action space (every demonstration action) and the utterance space (every utterance), in first-seen
-    order: 4710 and 22672 on the paper's data."""
-    actions = list(dict.fromkeys(a.text for d in demos for a in d.acts if a.type == "action"))
-    utterances = list(dict.fromkeys(a.text for d in demos for a in d.acts if a.type == "speech"))
-    return actions, utterances
-
-
 def split_instances(dataset: Dataset, split: str, partner_calibration: str):
-    """The instances of ``split``, and the training and held-out ones the partner's calibration reads."""
+    """The instances of ``split``, and the training and held-out ones the partner's calibration reads (in a training
+    pool the scale's own training demonstrations, :meth:`Dataset.reference`: the partner is the same whatever the
+    pool)."""
     if partner_calibration not in CALIBRATIONS:
         raise ValueError(f"partner_calibration {partner_calibration!r}: choose {' or '.join(CALIBRATIONS)}")
     quests, demos = dataset.quests.all(), dataset.demos
     instances = instances_from_data(quests, demos[split])
-    train = instances if split == "train" else instances_from_data(quests, demos["train"])
+    reference = dataset.reference("train")
+    whole = split == "train" and len(reference) == len(demos["train"])
+    train = instances if whole else instances_from_data(quests, reference)
     held_out: list = []
     if partner_calibration == "completions":
         held_out = instances if split == "valid" else instances_from_data(quests, demos["valid"])
@@ -44,7 +40,7 @@ def space_stores(pretrained_checkpoint: str, tokenizer: str, context_length: int
 
     pretrained = load_poly_encoder(pretrained_checkpoint, dataset=data_dir)[0]
     length = TextBatcher(load_tokenizer(tokenizer), context_length).candidate_length
-    spaces = demonstration_spaces(load_dataset(data_dir).demos.all())
+    spaces = demonstration_spaces(load_dataset(data_dir).space_demonstrations())
     folder, weights = stores_beside(pretrained_checkpoint), weights_digest(pretrained)
     return [
         keyed(folder / f"agent-{name}.pt", candidates_key(weights, length, texts))

@@ -101,7 +101,8 @@ class EnvSpec:
         their partners did."""
         # the models, the engine and the data load only when an environment is built (``import lq`` stays light)
         from lq.data.dataset import load_dataset
-        from lq.envs.build import demonstration_spaces, split_instances
+        from lq.data.demos import demonstration_spaces
+        from lq.envs.build import split_instances
         from lq.envs.calibration import calibrate_partner
         from lq.envs.dungeon_master import DungeonMaster
         from lq.envs.models import load_poly_encoder
@@ -112,7 +113,7 @@ class EnvSpec:
 
         self.check_lengths()
         dataset = load_dataset(self.data_dir)
-        actions, utterances = demonstration_spaces(dataset.demos.all())
+        actions, utterances = demonstration_spaces(dataset.space_demonstrations())
         partner_model, partner_spec = load_poly_encoder(self.partner_checkpoint, device, self.data_dir)
         dm_model, dm_spec = load_poly_encoder(self.dm_checkpoint, device, self.data_dir)
         partner = PolyEncoderPartner(
@@ -164,14 +165,15 @@ class EnvSpec:
         """The file :meth:`build` keeps the partner's calibration of these models, data and settings in (it exists
         once calibrated), found without encoding or fitting anything: the models' weights are read and hashed."""
         from lq.data.dataset import load_dataset
-        from lq.envs.build import demonstration_spaces, split_instances
+        from lq.data.demos import demonstration_spaces
+        from lq.envs.build import split_instances
         from lq.envs.calibration import calibration_key, calibration_store
         from lq.envs.models import load_poly_encoder
         from lq.models.poly_encoder import TextBatcher, candidates_key, weights_digest
         from lq.models.pretrained import load_tokenizer
 
         dataset = load_dataset(self.data_dir)
-        actions, utterances = demonstration_spaces(dataset.demos.all())
+        actions, utterances = demonstration_spaces(dataset.space_demonstrations())
         keys = []
         for checkpoint, texts in (
             (self.partner_checkpoint, (utterances, actions)),

@@ -12,6 +12,12 @@ Writes, into one folder that appears only when complete::
 
 Every record is drawn from its own random stream (seed, kind, split, index), so a seed always gives
 the same dataset, and the tiny scale is a prefix of nothing but itself.
+
+A **training pool** (``train_demos``: more training demonstrations than the scale's) is the scale's dataset with
+further training quests, each with its demonstration, after the scale's own: the validation and test quests and
+demonstrations, and the first training ones, are the scale's byte for byte, and the manifest's ``spaces`` says which
+demonstrations the agents' action and utterance spaces are built from (the scale's: :meth:`Dataset.space_demonstrations`),
+so that agents trained on pools of any size are evaluated against the same candidates.
 """
 
 from __future__ import annotations
@@ -27,7 +33,7 @@ from lq.data.atomic import write_atomic_csv
 from lq.data.atomic_light import write_atomic_light
 from lq.data.atomic_seed import seed_events
 from lq.data.default_db import load_default_db
-from lq.data.demos import Demonstration, write_demos
+from lq.data.demos import Demonstration, demonstration_spaces, write_demos
 from lq.data.io import atomic_dir, atomic_open, write_json
 from lq.data.light_db import LightDB, load_light_db
 from lq.data.quests import Quest, write_quests
@@ -76,6 +82,31 @@ def _until(count: int, make: Callable[[int], object | None], what: str) -> list:
     return out
 
 
+def _pool(
+    pools: Pools, seed: int, count: int, spaces: tuple[list[str], list[str]]
+) -> tuple[list[Quest], list[Demonstration]]:
+    """``count`` further training quests, each with its demonstration: quest i from the stream ("pool-quest", i), its
+    demonstration from ("pool-demo", i), its id ``pool_{i:05d}``. A quest is kept only where it can be won within the
+    scale's ``spaces`` (actions, utterances), as the scale's own quests can: its goal action is one of the actions and
+    one of its demonstration's self utterances one of the utterances (the speech goal); the others, and quests the
+    demonstrator cannot play, are passed over. A larger pool of one seed holds a smaller one's."""
+    quests: list[Quest] = []
+    actions, utterances = set(spaces[0]), set(spaces[1])
+
+    def make(i: int) -> Demonstration | None:
+        quest = generate_quest(pools, _stream(seed, "pool-quest", i), f"pool_{i:05d}")
+        if quest is None or quest.goal not in actions:
+            return None
+        demo = generate_demo(quest, _stream(seed, "pool-demo", i))
+        said = {a.text for a in demo.self_acts("speech")} if demo is not None else set()
+        if not said & utterances:
+            return None
+        quests.append(quest)
+        return demo
+
+    return quests, _until(count, make, "training pool demonstrations (quests that can be won within the spaces)")
+
+
 def generate_dataset(
     out: str | Path,
     *,
@@ -85,15 +116,22 @@ def generate_dataset(
     overwrite: bool = False,
     atomic_fill: str = "vocab",
     mlm_steps: int = 300,
+    train_demos: int | None = None,
     log: Callable[[str], None] = print,
 ) -> dict[str, object]:
     """Write the dataset (see the module doc); returns its manifest.
 
     ``atomic_fill="mlm"`` fills ATOMIC-LIGHT's masks with a masked LM fine-tuned on the DB's text for
     ``mlm_steps`` steps (as the paper does; minutes on a CPU), ``"vocab"`` with random LIGHT nouns.
+    ``train_demos``: a training pool of that many demonstrations (at least the scale's; see the module doc).
     """
     if scale not in SCALES:
         raise ValueError(f"unknown scale '{scale}': choose {', '.join(SCALES)}")
+    if train_demos is not None and train_demos < SCALES[scale].demos[0]:
+        raise ValueError(
+            f"train_demos={train_demos}: a training pool holds at least the {scale} scale's "
+            f"{SCALES[scale].demos[0]} training demonstrations (leave it unset for the scale's own)"
+        )
     if atomic_fill not in ("vocab", "mlm"):
         raise ValueError(f"unknown atomic_fill '{atomic_fill}': choose vocab or mlm")
     size = SCALES[scale]
@@ -131,6 +169,11 @@ def generate_dataset(
             f"  {split}: {len(quests[split])} quests, {len(demos[split])} demonstrations, "
             f"{len(episodes[split])} episodes"
         )
+    if train_demos is not None and train_demos > len(demos.train):
+        extra_quests, extra_demos = _pool(pools, seed, train_demos - len(demos.train), demonstration_spaces(demos.all()))
+        quests.train.extend(extra_quests)
+        demos.train.extend(extra_demos)
+        log(f"  train: a pool of {len(quests.train)} quests, {len(demos.train)} demonstrations")
     atomic_events = seed_events()
     filler = None
     if atomic_fill == "mlm":
@@ -154,6 +197,8 @@ def generate_dataset(
             "atomic_light": atomic_light.counts(),
         },
     }
+    if train_demos is not None:  # the agents' spaces: the scale's demonstrations, whatever the pool
+        manifest["spaces"] = {"train": size.demos[0], "valid": size.demos[1], "test": size.demos[2]}
     with atomic_dir(out, overwrite=overwrite) as tmp:
         write_quests(quests, tmp / "quests")
         write_demos(demos, tmp / "demos")

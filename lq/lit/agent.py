@@ -19,8 +19,9 @@ from lightning.pytorch.loggers import MLFlowLogger
 
 from lq.data.context import HEADER_TAGS, HISTORY_TAGS
 from lq.data.dataset import dataset_id, load_dataset
+from lq.data.demos import demonstration_spaces
 from lq.data.io import json_strings
-from lq.envs.build import demonstration_spaces, space_stores
+from lq.envs.build import space_stores
 from lq.envs.episode import instances_from_data
 from lq.envs.models import load_poly_encoder
 from lq.envs.protocol import Protocol
@@ -195,8 +196,9 @@ class AgentModule(L.LightningModule):
         if getattr(self, "agent", None) is not None:
             return
         h = self.hparams
-        self.demos = load_dataset(self.data_dir).demos
-        self.action_space, self.utterance_space = demonstration_spaces(self.demos.all())
+        dataset = load_dataset(self.data_dir)
+        self.demos = dataset.demos
+        self.action_space, self.utterance_space = demonstration_spaces(dataset.space_demonstrations())
         pretrained = (
             load_poly_encoder(h.pretrained_checkpoint, dataset=self.data_dir)[0] if h.pretrained_checkpoint else None
         )

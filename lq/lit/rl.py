@@ -16,10 +16,12 @@ from pathlib import Path
 import torch
 from torch.utils.data import DataLoader
 
+from lq.data.dataset import load_dataset
 from lq.data.outputs import DONE, finished
 from lq.eval import evaluate_agent, zero_shot
 from lq.lit.agent import VOCABULARY, AgentModule, read_checkpoint, start_differences
 from lq.rl.a2c import RolloutState, a2c_losses, collect
+from lq.rl.curriculum import RarityCurriculum, rarity_order
 from lq.rl.curves import StartedEpisodes
 from lq.rl.losses import A2CSettings, LossCoefficients, SwitchLosses, weighted
 from lq.rl.priority import PrioritySampler
@@ -29,6 +31,7 @@ from lq.rl.switch import RatioSwitch
 # the heads' temperatures (AgentConfig.head_temperature)
 GAINS = ("speech_match_weight", "head_log_temperature")
 TEMPERATURES = "agent.head_log_temperature"  # their state-dict key
+CURRICULA = (None, "rarity")  # model.curriculum: none (priority sampling over every training quest), or by rarity
 BEST = "best.ckpt"  # the weights select() chose on the validation quests, beside the run's checkpoints
 
 
@@ -55,6 +58,9 @@ class RLModule(AgentModule):
         gain_lr_scale: float = 1.0,
         budgets: tuple[int, ...] = (),
         select_every: int = 0,
+        curriculum: str | None = None,
+        curriculum_stages: int = 4,
+        curriculum_interactions: int = 100_000,
         **kwargs,
     ):
         """The rollout and A2C hyperparameters (Table 6; ``max_steps``: the training episodes' agent turns in place of
@@ -72,8 +78,12 @@ class RLModule(AgentModule):
         environment interactions between the evaluations on the validation quests that choose the run's agent
         (:meth:`select`: ``best.ckpt``, the best validation act & speech goals so far, ``lq_chosen`` saying at
         what; 0: none, the last weights are
-        the agent); the rest as :class:`AgentModule`."""
+        the agent); ``curriculum``: ``rarity`` orders the training quests from common to rare and opens them in
+        ``curriculum_stages`` stages, all of them by ``curriculum_interactions`` (:class:`lq.rl.curriculum.
+        RarityCurriculum`; None: priority sampling over them all); the rest as :class:`AgentModule`."""
         settings = A2CSettings(coefficients, gamma, normalize_advantages, valid_reduction, imitation_batch)
+        if curriculum not in CURRICULA:
+            raise ValueError(f"model.curriculum={curriculum!r}: choose {' or '.join(map(str, CURRICULA))}")
         super().__init__(**kwargs)
         self.settings = settings
         self.hparams["coefficients"] = asdict(self.settings.coefficients)
@@ -99,6 +109,12 @@ class RLModule(AgentModule):
             "train", h.num_envs, h.seed + 1000 * rank, self.run_device, max_steps=h.max_steps
         )
         self.sampler = PrioritySampler(len(self.env.instances), mix=h.priority_mix)
+        if h.get("curriculum") == "rarity":
+            dataset = load_dataset(self.data_dir)
+            quests = dataset.quests_by_id()
+            reference = [quests[d.conv_extra["quest_id"]].goal for d in dataset.reference("train")]
+            order = rarity_order([inst.quest.goal for inst in self.env.instances], reference)
+            self.sampler = RarityCurriculum(self.sampler, order, h.curriculum_stages, h.curriculum_interactions)
         self.env.sampler = self.sampler
         self.rollout_actor = self.make_actor(h.temperature)
         average_k = getattr(self.switch, "average_k", 1)
@@ -180,6 +196,9 @@ class RLModule(AgentModule):
 
     def training_step(self, batch, batch_idx: int):
         h = self.hparams
+        if isinstance(self.sampler, RarityCurriculum):
+            self.sampler.reach(self.interactions)
+            self.log("rl/curriculum_stage", float(self.sampler.stage()), batch_size=h.num_envs)
         rollout = collect(self.env, self.rollout_actor, self.rollout_state, h.rollout_steps)
         losses, imitation = self.objective(rollout)
         if imitation is not None:
