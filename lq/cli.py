@@ -222,9 +222,14 @@ def _cmd_eval(args: argparse.Namespace) -> int:
         return 0
     played = {"sampled": not args.greedy_only, "temperature": args.temperature, "seed": args.seed}
     played["quests"] = args.quests  # the first N quests of the split only (None: all)
+    if args.worlds:
+        played["worlds"] = _worlds(args)
     rows = evaluate_checkpoints(args.checkpoints, args.baselines, args.split, **played, **overrides)
     markdown, csv = results_table(rows)
     which = f"the first {args.quests} {args.split} quests" if args.quests else f"the {args.split} quests"
+    if args.worlds:
+        partner, dm = played["worlds"][1:]
+        which += f" of {args.worlds} (partner {partner}, DM {dm})"
     protocol = f"the {args.protocol} protocol" if args.protocol else "each agent's own protocol"
     decoding = "greedy only" if args.greedy_only else f"greedy and sampled at temperature {args.temperature:g}"
     title = (f"Zero-shot evaluation on {which} under {protocol}, evaluation seed {args.seed}, {decoding} (one episode "
@@ -294,6 +299,23 @@ PLACE_OPTIONS = {
     "dm_checkpoint": ("--dm", "CKPT", "the environment's Dungeon Master the agent was trained with"),
     "pretrained_checkpoint": ("--pretrained", "CKPT", "the pretrained poly-encoder of a non-scratch agent"),
 }
+
+
+def _worlds(args: argparse.Namespace) -> tuple[str, str, str]:
+    """``lq eval --worlds DIR``: the dataset and its environment's partner and DM (where ``make partner dm DATA=DIR``
+    leaves them at the tiny profile, unless ``--worlds-partner`` / ``--worlds-dm`` name them)."""
+    from lq.stages.run import Resolver
+
+    where = Resolver(data_dir=str(args.worlds))
+    partner = args.worlds_partner or where.checkpoint("partner")
+    dm = args.worlds_dm or where.checkpoint("dm")
+    for flag, path in (("--worlds-partner", partner), ("--worlds-dm", dm)):
+        if not Path(path).is_file():
+            raise FileNotFoundError(
+                f"{path}: no environment model for {args.worlds}; train it (make partner dm DATA={args.worlds}) or "
+                f"name one with {flag}"
+            )
+    return str(args.worlds), str(partner), str(dm)
 
 
 def _add_places(parser: argparse.ArgumentParser) -> None:
@@ -600,6 +622,16 @@ def _eval_parser(sub) -> None:
     )  # fmt: skip
     ev.add_argument("--max-steps", type=int, help="agent turns per episode (default: the checkpoint's protocol's)")
     ev.add_argument("--quests", type=_count, metavar="N", help="play only the first N quests of the split")
+    ev.add_argument(
+        "--worlds",
+        type=Path,
+        metavar="DIR",
+        help="play another dataset's quests instead, against its spaces, with its own partner and DM (e.g. quests "
+        "generated from the LIGHT DB: lq data generate DIR --light-db ../shared/data/light_env): worlds the agents "
+        "never saw",
+    )
+    ev.add_argument("--worlds-partner", type=Path, metavar="CKPT", help="--worlds' partner (default: its tiny one)")
+    ev.add_argument("--worlds-dm", type=Path, metavar="CKPT", help="--worlds' Dungeon Master (default: its tiny one)")
     ev.add_argument(
         "--demonstrations",
         action="store_true",

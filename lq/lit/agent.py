@@ -171,6 +171,12 @@ class AgentModule(L.LightningModule):
         return self.env_spec.data_dir
 
     @property
+    def trained_on(self) -> str:
+        """The dataset the agent was trained on: its encoder's, where it plays another's quests
+        (:func:`lq.lit.checkpoints.on_worlds`); else :attr:`data_dir`."""
+        return getattr(self, "_trained_on", None) or self.data_dir
+
+    @property
     def run_device(self) -> torch.device:
         """Where the module runs: its trainer's device (Lightning moves the module there only after ``setup``, so
         what ``setup`` builds outside the parameters, the environment's partner and DM, goes there at once), else
@@ -200,7 +206,7 @@ class AgentModule(L.LightningModule):
         self.demos = dataset.demos
         self.action_space, self.utterance_space = demonstration_spaces(dataset.space_demonstrations())
         pretrained = (
-            load_poly_encoder(h.pretrained_checkpoint, dataset=self.data_dir)[0] if h.pretrained_checkpoint else None
+            load_poly_encoder(h.pretrained_checkpoint, dataset=self.trained_on)[0] if h.pretrained_checkpoint else None
         )
         tokenizer = load_tokenizer(encoder_tokenizer(h.encoder))
         self.batcher = TextBatcher(tokenizer, h.context_length)

@@ -452,6 +452,12 @@ class SwitchAgent(nn.Module):
         weight = self.action_gru.weight_hh
         return weight.new_zeros(batch, self.gru_hidden), weight.new_zeros(batch, self.gru_hidden)
 
+    def space_state(self) -> dict[str, torch.Tensor]:
+        """The state-dict entries (under this module) that are the spaces' texts rather than learned: the word-piece
+        rows of each candidate, or a frozen poly-encoder's vectors of them. Another dataset's spaces have their own."""
+        return {f"{name}.{key}": value for name in ("actions", "utterances")
+                for key, value in getattr(self, name).named_buffers(recurse=False)}  # fmt: skip
+
     def candidate_vectors(self) -> tuple[torch.Tensor, torch.Tensor]:
         """The action and utterance spaces as vectors ``[n, dim]`` (with their graph: computed once per rollout)."""
         return self.actions(), self.utterances()

@@ -1,0 +1,49 @@
+"""Agents played zero-shot on worlds they never saw: quests generated from the real LIGHT environment DB."""
+
+import pytest
+import torch
+
+from lq.cli import main
+from lq.data.dataset import load_dataset
+from lq.data.demos import demonstration_spaces
+from lq.generate import generate_dataset
+from lq.lit.checkpoints import load_agent, on_worlds
+from tests.samples import tiny_env_models
+
+
+@pytest.fixture
+def worlds(light_env, tmp_path):
+    """Quests generated from the LIGHT DB (tiny scale), with their own partner and DM."""
+    root = tmp_path / "light"
+    generate_dataset(root / "data", light_db=light_env, scale="tiny", seed=0, log=lambda _: None)
+    tiny_env_models(root)
+    return root
+
+
+@pytest.mark.slow
+def test_an_agent_plays_the_quests_of_worlds_it_never_saw_with_its_own_weights(trained_agent, worlds, tmp_path, capsys):
+    """The agent on the LIGHT-DB quests: their spaces, their partner and DM, its learned weights and word pieces
+    unchanged (only the spaces' candidate rows are the new data's); every test quest played; ``lq eval --worlds``
+    prints its table."""
+    agent = load_agent(trained_agent)
+    there = on_worlds(agent, worlds / "data", worlds / "partner.ckpt", worlds / "dm.ckpt")
+    light = load_dataset(worlds / "data")
+    assert (there.action_space, there.utterance_space) == demonstration_spaces(light.demos.all())
+    assert there.action_space != agent.action_space
+    spaces = {f"agent.{k}" for k in agent.agent.space_state()}
+    mine, theirs = agent.state_dict(), there.state_dict()
+    assert mine.keys() == theirs.keys() and spaces
+    assert all(torch.equal(mine[k], theirs[k]) for k in mine if k not in spaces)
+    assert torch.equal(there.agent.encoder.vocabulary.ids, agent.agent.encoder.vocabulary.ids)
+    there.hparams.eval_max_steps = 3
+    played = there.evaluate("test", 0)
+    assert len(played.episodes) == len(light.demos.test) == 6
+    assert {e["quest_id"] for e in played.episodes} == {d.conv_extra["quest_id"] for d in light.demos.test}
+
+    out = tmp_path / "table"
+    args = ["eval", str(trained_agent), "--worlds", str(worlds / "data"), "--worlds-partner", str(worlds / "partner.ckpt"),
+            "--worlds-dm", str(worlds / "dm.ckpt"), "--max-steps", "3", "--greedy-only", "--out", str(out)]  # fmt: skip
+    assert main(args) == 0
+    printed = capsys.readouterr().out
+    assert f"the test quests of {worlds / 'data'}" in printed
+    assert str(worlds / "data") in out.with_suffix(".md").read_text()
