@@ -9,6 +9,7 @@ seeded by rank). Quests are drawn by priority sampling (:class:`lq.rl.priority.P
 
 from __future__ import annotations
 
+import dataclasses
 import pickle
 from dataclasses import asdict
 from pathlib import Path
@@ -19,7 +20,7 @@ from torch.utils.data import DataLoader
 from lq.data.dataset import load_dataset
 from lq.data.outputs import DONE, finished
 from lq.eval import evaluate_agent, zero_shot
-from lq.lit.agent import VOCABULARY, AgentModule, read_checkpoint, start_differences
+from lq.lit.agent import DEMONSTRATIONS_READ, VOCABULARY, AgentModule, read_checkpoint, start_differences
 from lq.rl.a2c import RolloutState, a2c_losses, collect
 from lq.rl.curriculum import RarityCurriculum, rarity_order
 from lq.rl.curves import StartedEpisodes
@@ -61,6 +62,8 @@ class RLModule(AgentModule):
         curriculum: str | None = None,
         curriculum_stages: int = 4,
         curriculum_interactions: int = 100_000,
+        imitation_patience: int = 0,
+        imitation_decay: float = 0.0,
         **kwargs,
     ):
         """The rollout and A2C hyperparameters (Table 6; ``max_steps``: the training episodes' agent turns in place of
@@ -80,8 +83,16 @@ class RLModule(AgentModule):
         what; 0: none, the last weights are
         the agent); ``curriculum``: ``rarity`` orders the training quests from common to rare and opens them in
         ``curriculum_stages`` stages, all of them by ``curriculum_interactions`` (:class:`lq.rl.curriculum.
-        RarityCurriculum`; None: priority sampling over them all); the rest as :class:`AgentModule`."""
+        RarityCurriculum`; None: priority sampling over them all); ``imitation_patience``: at each selection
+        (``select_every``) the validation demonstrations are also read teacher-forced, and after that many selections
+        without a new best of their mean action and speech accuracy the imitation term's weight is multiplied by
+        ``imitation_decay`` (0: stopped; :meth:`held_out_imitation`; 0 patience: the weight stays); the rest as
+        :class:`AgentModule`."""
         settings = A2CSettings(coefficients, gamma, normalize_advantages, valid_reduction, imitation_batch)
+        if imitation_patience and not select_every:
+            raise ValueError(
+                "model.imitation_patience: the held-out signal is read at each selection; set model.select_every too"
+            )
         if curriculum not in CURRICULA:
             raise ValueError(f"model.curriculum={curriculum!r}: choose {' or '.join(map(str, CURRICULA))}")
         super().__init__(**kwargs)
@@ -93,6 +104,8 @@ class RLModule(AgentModule):
         self.budgets_done: list[int] = []  # the budgets evaluated so far (kept in checkpoints: a resume goes on)
         self.selections: list[tuple[int, float]] = []  # (interactions, validation act & speech goals) of select()
         self._choosing: dict | None = None  # while select() saves best.ckpt: what it was chosen at
+        # held_out_imitation's: the best held-out demonstration accuracy, the selections since, the weight now
+        self.held_out = {"best": float("-inf"), "since": 0, "imitation": self.settings.coefficients.imitation}
 
     # -- building ------------------------------------------------------------------------------------
 
@@ -281,6 +294,8 @@ class RLModule(AgentModule):
                 self._choosing = None
         metrics = result.metrics("select/val/")
         metrics |= {"select/best_interactions": best_at, "select/best_val_act_and_speech_goal_rate": best}
+        if self.hparams.get("imitation_patience", 0):
+            metrics |= self.held_out_imitation()
         for logger in self.loggers:
             logger.log_metrics({k: v for k, v in metrics.items() if v == v}, step=self.global_step)
         print(
@@ -288,6 +303,31 @@ class RLModule(AgentModule):
             f"{result.act_and_speech_rate:.3f}; the best so far {best:.3f}, at {best_at}",
             flush=True,
         )
+
+    def held_out_imitation(self) -> dict[str, float]:
+        """Memorisation stopped where it starts: the validation demonstrations read teacher-forced (the first
+        :data:`DEMONSTRATIONS_READ`), their mean action and speech accuracy the held-out signal (it peaks where the
+        agent starts to fit its training demonstrations rather than the task; their loss does not mark it); after
+        ``imitation_patience`` readings without a new best, the imitation term's weight is multiplied by
+        ``imitation_decay`` and the count starts again. Returns what it logs (``select/demos_val_accuracy``,
+        ``select/imitation``)."""
+        h, state = self.hparams, self.held_out
+        figures = self.demonstration_figures("valid", DEMONSTRATIONS_READ)
+        accuracy = (figures.get("action_accuracy", 0.0) + figures.get("speech_accuracy", 0.0)) / 2
+        if accuracy > state["best"]:
+            state["best"], state["since"] = accuracy, 0
+        else:
+            state["since"] += 1
+        if state["since"] >= h.imitation_patience and state["imitation"] > 0:
+            state["imitation"], state["since"] = state["imitation"] * h.imitation_decay, 0
+            self.weigh_imitation(state["imitation"])
+            print(f"the imitation term's weight: {state['imitation']:g} (held-out accuracy past its best)", flush=True)
+        return {"select/demos_val_accuracy": accuracy, "select/imitation": state["imitation"]}
+
+    def weigh_imitation(self, weight: float) -> None:
+        """The imitation term's weight from now on."""
+        coefficients = dataclasses.replace(self.settings.coefficients, imitation=weight)
+        self.settings = dataclasses.replace(self.settings, coefficients=coefficients)
 
     def chosen(self) -> tuple[int, float] | None:
         """The selection :meth:`select` keeps (interactions, validation act & speech goals): the best, the earliest of
@@ -374,6 +414,7 @@ class RLModule(AgentModule):
             checkpoint["lq_priority"] = self.sampler.state_dict()
             checkpoint["lq_budgets_done"] = list(self.budgets_done)
             checkpoint["lq_selections"] = [list(s) for s in self.selections]
+            checkpoint["lq_held_out"] = dict(self.held_out)
             if self._choosing:  # best.ckpt: the weights chosen, and at what
                 checkpoint["lq_chosen"] = self._choosing
             checkpoint["lq_env_rng"] = self.env.rng.getstate()
@@ -417,6 +458,9 @@ class RLModule(AgentModule):
         if restore:
             self.budgets_done = list(restore.get("lq_budgets_done", []))
             self.selections = [tuple(s) for s in restore.get("lq_selections", [])]
+            if "lq_held_out" in restore:
+                self.held_out = dict(restore["lq_held_out"])
+                self.weigh_imitation(self.held_out["imitation"])
         if restore and restore.get("lq_priority"):
             self.sampler.load_state_dict(restore["lq_priority"])
             self.env.rng.setstate(restore["lq_env_rng"])

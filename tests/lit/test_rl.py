@@ -10,6 +10,7 @@ from lq.eval import EvalResult, evaluate_agent, zero_shot
 from lq.lit.agent import SAME_AGENT
 from lq.lit.checkpoints import agent_name, load_agent
 from lq.lit.rl import RLModule
+from lq.rl.losses import LossCoefficients
 from tests.samples import env_spec, tiny_agent_config
 
 AGENT = tiny_agent_config()
@@ -417,7 +418,7 @@ class _Weights(L.Callback):
         self.after.append({k: v.clone() for k, v in pl_module.agent.state_dict().items()})
 
 
-def _select_fit(root, tmp_path, epochs, monkeypatch, ckpt_path=None):
+def _select_fit(root, tmp_path, epochs, monkeypatch, ckpt_path=None, **settings):
     """A run choosing every update, its validation figures :data:`SCRIPTED` (each a real evaluation's episodes, their
     goals set to the figure); its losses and curves, weights per update and what it logged of the selections."""
     import lq.lit.rl as rl
@@ -430,7 +431,7 @@ def _select_fit(root, tmp_path, epochs, monkeypatch, ckpt_path=None):
 
     monkeypatch.setattr(rl, "evaluate_agent", scripted)
     L.seed_everything(0)
-    module, record, weights, logger = _module(root, select_every=12), _Record(), _Weights(), _Logged()
+    module, record, weights, logger = _module(root, select_every=12, **settings), _Record(), _Weights(), _Logged()
     trainer = _trainer(tmp_path, epochs)
     trainer.loggers = [logger]
     trainer.callbacks += [record, weights]
@@ -467,3 +468,35 @@ def test_the_kept_best_checkpoint_is_the_validation_best_of_the_logged_selection
     assert resumed_steps == steps[2:] and [m for _, m in again] == [m for _, m in logged[2:]]
     assert resumed.chosen() == (24, 3 / n)
     assert torch.load(tmp_path / "short" / "best.ckpt", weights_only=False)["global_step"] == 2  # not replaced by a tie
+
+
+# the held-out demonstrations' mean action and speech accuracy at each selection, by interactions
+HELD_OUT = {12: 0.5, 24: 0.4, 36: 0.6, 48: 0.6, 60: 0.3, 72: 0.7}
+
+
+@pytest.mark.slow
+def test_the_imitation_term_weakens_when_the_held_out_demonstrations_pass_their_best(setup_dir, tmp_path, monkeypatch):
+    """``imitation_patience`` 1, ``imitation_decay`` 0.5: each selection whose held-out accuracy is no new best halves the
+    imitation term's weight, which the following updates use (a run whose weight stays 1 trains the same until the
+    first halving, then otherwise); a resumed run goes on with the weight it had."""
+
+    def figures(module, split, limit=None, batch_size=16):
+        assert split == "valid"
+        return {"demonstrations": 6, "loss": 1.0, "action_accuracy": HELD_OUT[module.interactions] - 0.1,
+                "speech_accuracy": HELD_OUT[module.interactions] + 0.1}  # fmt: skip
+
+    monkeypatch.setattr(RLModule, "demonstration_figures", figures)
+    settings = {"coefficients": LossCoefficients(imitation=1.0), "imitation_patience": 1, "imitation_decay": 0.5}
+    module, steps, _, logged = _select_fit(setup_dir, tmp_path / "whole", 3, monkeypatch, **settings)
+    assert [m["select/demos_val_accuracy"] for _, m in logged] == pytest.approx(list(HELD_OUT.values()))
+    assert [m["select/imitation"] for _, m in logged] == [1.0, 0.5, 0.5, 0.25, 0.125, 0.125]
+    assert module.settings.coefficients.imitation == 0.125
+    _select_fit(setup_dir, tmp_path / "short", 1, monkeypatch, **settings)
+    resumed, resumed_steps, _, again = _select_fit(
+        setup_dir, tmp_path / "short", 3, monkeypatch, ckpt_path=str(tmp_path / "short" / "last.ckpt"), **settings
+    )
+    assert resumed_steps == steps[2:] and [m for _, m in again] == [m for _, m in logged[2:]]
+    plain = _select_fit(setup_dir, tmp_path / "plain", 3, monkeypatch, coefficients=LossCoefficients(imitation=1.0))[1]
+    assert plain[:2] == steps[:2] and plain[2] != steps[2]  # the same until the weight first moves
+    with pytest.raises(ValueError, match="select_every"):
+        _module(setup_dir, imitation_patience=2)

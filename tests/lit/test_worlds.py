@@ -41,8 +41,9 @@ def test_an_agent_plays_the_quests_of_worlds_it_never_saw_with_its_own_weights(t
     assert {e["quest_id"] for e in played.episodes} == {d.conv_extra["quest_id"] for d in light.demos.test}
 
     out = tmp_path / "table"
-    args = ["eval", str(trained_agent), "--worlds", str(worlds / "data"), "--worlds-partner", str(worlds / "partner.ckpt"),
-            "--worlds-dm", str(worlds / "dm.ckpt"), "--max-steps", "3", "--greedy-only", "--out", str(out)]  # fmt: skip
+    models = ["--worlds-partner", str(worlds / "partner.ckpt"), "--worlds-dm", str(worlds / "dm.ckpt")]
+    args = ["eval", str(trained_agent), "--worlds", str(worlds / "data"), *models, "--max-steps", "3", "--greedy-only",
+            "--out", str(out)]  # fmt: skip
     assert main(args) == 0
     printed = capsys.readouterr().out
     assert f"the test quests of {worlds / 'data'}" in printed
