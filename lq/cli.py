@@ -91,10 +91,18 @@ def _cmd_data_generate(args: argparse.Namespace) -> int:
         overwrite=args.overwrite,
         atomic_fill=args.atomic_fill,
         mlm_steps=args.mlm_steps,
-        train_demos=args.train_demos,
     )
     counts = "; ".join(f"{k} {'/'.join(str(v) for v in c.values())}" for k, c in manifest["counts"].items())
     print(f"wrote {args.out} (scale {args.scale}, seed {args.seed}): {counts}")
+    return 0
+
+
+def _cmd_data_pool(args: argparse.Namespace) -> int:
+    from lq.generate import generate_pool
+
+    out = args.out or args.data.with_name(f"{args.data.name}-pool-{args.count}")
+    generate_pool(args.data, out, args.count, overwrite=args.overwrite)
+    print(f"wrote {out}: train on it beside {args.data} with --model.env.pool {out}")
     return 0
 
 
@@ -856,15 +864,16 @@ def _data_parser(sub) -> None:
         "LIGHT text (the paper's way; minutes on a CPU)",
     )
     gen.add_argument("--mlm-steps", type=int, default=300, help="fine-tuning steps for --atomic-fill mlm")
-    gen.add_argument(
-        "--train-demos",
-        type=int,
-        metavar="N",
-        help="a training pool of N demonstrations: the scale's dataset with further generated training quests (each "
-        "winnable within the scale's action and utterance spaces), its validation and test splits and the agents' "
-        "spaces unchanged",
-    )
     gen.set_defaults(func=_cmd_data_generate)
+
+    po = data_sub.add_parser(
+        "pool", help="a training pool: N more generated training quests with demonstrations, beside a dataset"
+    )
+    po.add_argument("data", type=Path, help="the dataset (one lq data generate wrote, e.g. data/default)")
+    po.add_argument("count", type=_count, help="how many quests (each winnable within the dataset's spaces)")
+    po.add_argument("--out", type=Path, help="output folder (default: DATA-pool-COUNT beside it)")
+    po.add_argument("--overwrite", action="store_true", help="replace OUT if it exists")
+    po.set_defaults(func=_cmd_data_pool)
 
     al = data_sub.add_parser("atomic-light", help="build ATOMIC-LIGHT from ATOMIC v4 CSV files")
     al.add_argument("atomic", type=Path, nargs="+", help="v4_atomic_{trn,dev,tst}.csv (or the aggregated file)")

@@ -15,7 +15,6 @@ from __future__ import annotations
 
 import functools
 import hashlib
-import json
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -45,24 +44,9 @@ class Dataset:
     quests: Splits[Quest]
     demos: Splits[Demonstration]  # linked to their quests
     report: LinkReport
-    # a training pool's (``lq data generate --train-demos N``): how many of each split's first demonstrations are the
-    # scale's own, which the agents' spaces are built from (manifest.json's ``spaces``); None: every demonstration
-    spaces: dict[str, int] | None = None
 
     def quests_by_id(self) -> dict[str, Quest]:
         return {q.quest_id: q for q in self.quests.all()}
-
-    def reference(self, split: str) -> list[Demonstration]:
-        """The demonstrations of ``split`` the agents' spaces are built from: all of them, or in a training pool the
-        scale's own (the first ones)."""
-        items = self.demos[split]
-        return items if self.spaces is None else items[: self.spaces.get(split, len(items))]
-
-    def space_demonstrations(self) -> list[Demonstration]:
-        """The demonstrations the agents' action and utterance spaces are built from (:func:`lq.envs.build.
-        demonstration_spaces`): every split's :meth:`reference`. A training pool's further demonstrations add no
-        candidate, so agents trained on pools of any size are evaluated against the same ones."""
-        return [d for split, _ in self.demos.items() for d in self.reference(split)]
 
 
 def _link_by_quest_id(demos: Splits[Demonstration], quests: Splits[Quest], source: str) -> tuple[Splits, LinkReport]:
@@ -154,32 +138,12 @@ def _load(root: Path, demos: str, sig: str) -> Dataset:
             raise ValueError(f"{root}: demos='{demos}' picks a file of the LIGHT release; this is an lq dataset")
         quests = _quests(root / "quests", sig)
         linked, report = _link_by_quest_id(load_demos(root / "demos"), quests, str(root / "demos"))
-        return Dataset(root, "lq", quests, linked, report, _pool_spaces(root / "manifest.json"))
+        return Dataset(root, "lq", quests, linked, report)
     raise DataFormatError(
         root,
         "no dataset here (neither quests/ nor quests/stems/batch_1/)",
         fix="run `make data` (writes data/default), or point at a LIGHT data root (`lq data download DEST`)",
     )
-
-
-def _pool_spaces(manifest: Path) -> dict[str, int] | None:
-    """A training pool's ``spaces`` (manifest.json, :func:`lq.generate.generate_dataset`), or None."""
-    if not manifest.is_file():
-        return None
-    try:
-        spaces = json.loads(manifest.read_text(encoding="utf-8")).get("spaces")
-    except (json.JSONDecodeError, AttributeError) as e:
-        raise DataFormatError(manifest, f"not a JSON object ({e})", fix="regenerate it (`lq data generate`)") from None
-    counts = spaces.values() if isinstance(spaces, dict) else [None]
-    if spaces is not None and not all(isinstance(v, int) and not isinstance(v, bool) and v >= 0 for v in counts):
-        raise DataFormatError(
-            manifest,
-            f"not a count of demonstrations per split: {spaces!r}",
-            field="spaces",
-            fix='regenerate the dataset (`lq data generate --train-demos N`), or write e.g. {"train": 400, "valid": 60, '
-            '"test": 80}',
-        )
-    return spaces
 
 
 def link_dataset(src: str | Path, out: str | Path, demos: str = "auto", *, overwrite: bool = False) -> Dataset:

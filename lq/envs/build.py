@@ -6,22 +6,31 @@ from __future__ import annotations
 from pathlib import Path
 
 from lq.data.dataset import Dataset
-from lq.data.demos import demonstration_spaces
+from lq.data.demos import Demonstration, demonstration_spaces
+from lq.data.pools import load_pool
+from lq.data.quests import Quest
 from lq.envs.calibration import CALIBRATIONS
 from lq.envs.episode import instances_from_data
 
 
-def split_instances(dataset: Dataset, split: str, partner_calibration: str):
-    """The instances of ``split``, and the training and held-out ones the partner's calibration reads (in a training
-    pool the scale's own training demonstrations, :meth:`Dataset.reference`: the partner is the same whatever the
-    pool)."""
+def demonstrations_of(dataset: Dataset, split: str, pool: str | None = None) -> tuple[list[Quest], list[Demonstration]]:
+    """The quests and the demonstrations of ``split``: the dataset's, and for ``train`` those of the training ``pool``
+    (:mod:`lq.data.pools`) after them, where one is given."""
+    quests, demos = dataset.quests.all(), list(dataset.demos[split])
+    if pool is not None and split == "train":
+        extra = load_pool(pool, dataset.root)
+        quests, demos = quests + extra.quests, demos + extra.demos
+    return quests, demos
+
+
+def split_instances(dataset: Dataset, split: str, partner_calibration: str, pool: str | None = None):
+    """The instances of ``split`` (training: with the ``pool``'s), and the training and held-out ones the partner's
+    calibration reads (the dataset's own: the partner is the same whatever the pool)."""
     if partner_calibration not in CALIBRATIONS:
         raise ValueError(f"partner_calibration {partner_calibration!r}: choose {' or '.join(CALIBRATIONS)}")
     quests, demos = dataset.quests.all(), dataset.demos
-    instances = instances_from_data(quests, demos[split])
-    reference = dataset.reference("train")
-    whole = split == "train" and len(reference) == len(demos["train"])
-    train = instances if whole else instances_from_data(quests, reference)
+    instances = instances_from_data(*demonstrations_of(dataset, split, pool))
+    train = instances if split == "train" and pool is None else instances_from_data(quests, demos["train"])
     held_out: list = []
     if partner_calibration == "completions":
         held_out = instances if split == "valid" else instances_from_data(quests, demos["valid"])
@@ -40,7 +49,7 @@ def space_stores(pretrained_checkpoint: str, tokenizer: str, context_length: int
 
     pretrained = load_poly_encoder(pretrained_checkpoint, dataset=data_dir)[0]
     length = TextBatcher(load_tokenizer(tokenizer), context_length).candidate_length
-    spaces = demonstration_spaces(load_dataset(data_dir).space_demonstrations())
+    spaces = demonstration_spaces(load_dataset(data_dir).demos.all())
     folder, weights = stores_beside(pretrained_checkpoint), weights_digest(pretrained)
     return [
         keyed(folder / f"agent-{name}.pt", candidates_key(weights, length, texts))

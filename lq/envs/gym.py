@@ -239,6 +239,7 @@ SETTING_CHECKS = {
     "partner_calibration": (lambda v: v in CALIBRATIONS, f"one of {', '.join(map(repr, CALIBRATIONS))}"),
     "device": (_device, "a device, e.g. 'cpu' or 'cuda'"),
     "sampler": (lambda v: v is None or callable(v), "a function of a random.Random giving a quest's index, or None"),
+    "pool": (lambda v: v is None or isinstance(v, str | Path), "a training pool's folder (lq data pool), or None"),
 }
 
 

@@ -30,7 +30,9 @@ class EnvSpec:
     turns it off); ``top_k``, ``num_valid_utterances``: the DM's rewarded and valid utterances (paper 4.2: k = 10, M =
     50); ``top_k_every_repeat``: the DM's top-k reward on every repeat of a line, not only its first;
     ``scene_filter``: the partner says, and the DM ranks first, only utterances naming no character or place absent
-    from the scene (:class:`lq.envs.scene.SceneFilter`; an option, off by default: docs/agents.md).
+    from the scene (:class:`lq.envs.scene.SceneFilter`; an option, off by default: docs/agents.md); ``pool``: a
+    training pool of the dataset (:mod:`lq.data.pools`) whose quests the training split plays beside the dataset's
+    own (every other split, the spaces and the partner's calibration are the dataset's).
 
     The defaults are those of a spec that names nothing else: one built in code (``lq.api.build_env``) and a
     checkpoint saved before a field existed (:func:`nested`: its environment was built so). The agents are trained and
@@ -49,11 +51,14 @@ class EnvSpec:
     num_valid_utterances: int = 50
     top_k_every_repeat: bool = False
     scene_filter: bool = False
+    pool: str | None = None
 
     def __post_init__(self) -> None:
         for name in ("data_dir", "partner_checkpoint", "dm_checkpoint"):
             object.__setattr__(self, name, str(getattr(self, name)))
         object.__setattr__(self, "protocol", protocol_of(self.protocol))
+        if self.pool is not None:
+            object.__setattr__(self, "pool", str(self.pool))
 
     @classmethod
     def of(cls, value: EnvSpec | dict) -> EnvSpec:
@@ -113,7 +118,7 @@ class EnvSpec:
 
         self.check_lengths()
         dataset = load_dataset(self.data_dir)
-        actions, utterances = demonstration_spaces(dataset.space_demonstrations())
+        actions, utterances = demonstration_spaces(dataset.demos.all())
         partner_model, partner_spec = load_poly_encoder(self.partner_checkpoint, device, self.data_dir)
         dm_model, dm_spec = load_poly_encoder(self.dm_checkpoint, device, self.data_dir)
         partner = PolyEncoderPartner(
@@ -131,7 +136,7 @@ class EnvSpec:
             num_valid=self.num_valid_utterances,
             store=stores_beside(self.dm_checkpoint) / "dm-utterances.pt",
         )
-        instances, train, held_out = split_instances(dataset, split, self.partner_calibration)
+        instances, train, held_out = split_instances(dataset, split, self.partner_calibration, self.pool)
         calibrate_partner(partner, dm, train, actions, self.partner_checkpoint, held_out)
         if self.scene_filter:  # after the calibration, which is the unfiltered partner's (it decides acting alone)
             from lq.envs.scene import SceneFilter, names_of, rooms_by_desc
@@ -173,7 +178,7 @@ class EnvSpec:
         from lq.models.pretrained import load_tokenizer
 
         dataset = load_dataset(self.data_dir)
-        actions, utterances = demonstration_spaces(dataset.space_demonstrations())
+        actions, utterances = demonstration_spaces(dataset.demos.all())
         keys = []
         for checkpoint, texts in (
             (self.partner_checkpoint, (utterances, actions)),

@@ -13,11 +13,9 @@ Writes, into one folder that appears only when complete::
 Every record is drawn from its own random stream (seed, kind, split, index), so a seed always gives
 the same dataset, and the tiny scale is a prefix of nothing but itself.
 
-A **training pool** (``train_demos``: more training demonstrations than the scale's) is the scale's dataset with
-further training quests, each with its demonstration, after the scale's own: the validation and test quests and
-demonstrations, and the first training ones, are the scale's byte for byte, and the manifest's ``spaces`` says which
-demonstrations the agents' action and utterance spaces are built from (the scale's: :meth:`Dataset.space_demonstrations`),
-so that agents trained on pools of any size are evaluated against the same candidates.
+``lq data pool DATA N`` (:func:`generate_pool`) writes a **training pool** beside a generated dataset: further
+training quests with their demonstrations (:mod:`lq.data.pools`), which RL and BC can train on beside the dataset's own
+while everything else (the dataset, its spaces, its environment models, the evaluation) stays as it is.
 """
 
 from __future__ import annotations
@@ -32,8 +30,10 @@ from pathlib import Path
 from lq.data.atomic import write_atomic_csv
 from lq.data.atomic_light import write_atomic_light
 from lq.data.atomic_seed import seed_events
+from lq.data.dataset import dataset_id, load_dataset
 from lq.data.default_db import load_default_db
 from lq.data.demos import Demonstration, demonstration_spaces, write_demos
+from lq.data.errors import DataFormatError
 from lq.data.io import atomic_dir, atomic_open, write_json
 from lq.data.light_db import LightDB, load_light_db
 from lq.data.quests import Quest, write_quests
@@ -85,10 +85,10 @@ def _until(count: int, make: Callable[[int], object | None], what: str) -> list:
 def _pool(
     pools: Pools, seed: int, count: int, spaces: tuple[list[str], list[str]]
 ) -> tuple[list[Quest], list[Demonstration]]:
-    """``count`` further training quests, each with its demonstration: quest i from the stream ("pool-quest", i), its
+    """``count`` training quests, each with its demonstration: quest i from the stream ("pool-quest", i), its
     demonstration from ("pool-demo", i), its id ``pool_{i:05d}``. A quest is kept only where it can be won within the
-    scale's ``spaces`` (actions, utterances), as the scale's own quests can: its goal action is one of the actions and
-    one of its demonstration's self utterances one of the utterances (the speech goal); the others, and quests the
+    dataset's ``spaces`` (actions, utterances), as the dataset's own quests can: its goal action is one of the actions
+    and one of its demonstration's self utterances one of the utterances (the speech goal); the others, and quests the
     demonstrator cannot play, are passed over. A larger pool of one seed holds a smaller one's."""
     quests: list[Quest] = []
     actions, utterances = set(spaces[0]), set(spaces[1])
@@ -116,22 +116,15 @@ def generate_dataset(
     overwrite: bool = False,
     atomic_fill: str = "vocab",
     mlm_steps: int = 300,
-    train_demos: int | None = None,
     log: Callable[[str], None] = print,
 ) -> dict[str, object]:
     """Write the dataset (see the module doc); returns its manifest.
 
     ``atomic_fill="mlm"`` fills ATOMIC-LIGHT's masks with a masked LM fine-tuned on the DB's text for
     ``mlm_steps`` steps (as the paper does; minutes on a CPU), ``"vocab"`` with random LIGHT nouns.
-    ``train_demos``: a training pool of that many demonstrations (at least the scale's; see the module doc).
     """
     if scale not in SCALES:
         raise ValueError(f"unknown scale '{scale}': choose {', '.join(SCALES)}")
-    if train_demos is not None and train_demos < SCALES[scale].demos[0]:
-        raise ValueError(
-            f"train_demos={train_demos}: a training pool holds at least the {scale} scale's "
-            f"{SCALES[scale].demos[0]} training demonstrations (leave it unset for the scale's own)"
-        )
     if atomic_fill not in ("vocab", "mlm"):
         raise ValueError(f"unknown atomic_fill '{atomic_fill}': choose vocab or mlm")
     size = SCALES[scale]
@@ -169,11 +162,6 @@ def generate_dataset(
             f"  {split}: {len(quests[split])} quests, {len(demos[split])} demonstrations, "
             f"{len(episodes[split])} episodes"
         )
-    if train_demos is not None and train_demos > len(demos.train):
-        extra_quests, extra_demos = _pool(pools, seed, train_demos - len(demos.train), demonstration_spaces(demos.all()))
-        quests.train.extend(extra_quests)
-        demos.train.extend(extra_demos)
-        log(f"  train: a pool of {len(quests.train)} quests, {len(demos.train)} demonstrations")
     atomic_events = seed_events()
     filler = None
     if atomic_fill == "mlm":
@@ -197,8 +185,6 @@ def generate_dataset(
             "atomic_light": atomic_light.counts(),
         },
     }
-    if train_demos is not None:  # the agents' spaces: the scale's demonstrations, whatever the pool
-        manifest["spaces"] = {"train": size.demos[0], "valid": size.demos[1], "test": size.demos[2]}
     with atomic_dir(out, overwrite=overwrite) as tmp:
         write_quests(quests, tmp / "quests")
         write_demos(demos, tmp / "demos")
@@ -213,4 +199,40 @@ def generate_dataset(
         write_atomic_light(atomic_light, tmp / "atomic_light")
         write_json(tmp / "manifest.json", manifest)
     log(f"  generated in {time.perf_counter() - start:.1f} s")
+    return manifest
+
+
+def generate_pool(
+    data_dir: str | Path, out: str | Path, count: int, *, overwrite: bool = False, log: Callable[[str], None] = print
+) -> dict[str, object]:
+    """Write a training pool of ``count`` generated quests with their demonstrations for the dataset at ``data_dir``
+    (one ``lq data generate`` wrote: its DB and seed), into ``out`` (quests/train/, demos/train.json, manifest.json
+    naming the dataset's fingerprint; it appears only when complete): drawn as :func:`_pool` says, from the dataset's
+    environment DB, winnable within its spaces. Returns the manifest."""
+    manifest_path = Path(data_dir) / "manifest.json"
+    if not manifest_path.is_file():
+        raise DataFormatError(
+            manifest_path,
+            "a training pool is drawn as its dataset was generated, and this folder has no generation manifest",
+            fix="give a folder `lq data generate` wrote (make data writes data/default)",
+        )
+    made = json.loads(manifest_path.read_text(encoding="utf-8"))
+    if count < 1:
+        raise ValueError(f"a training pool of {count} quests: give at least 1")
+    light_db = made.get("light_db")
+    db = load_light_db(light_db) if light_db and light_db != "lq embedded DB" else load_default_db()
+    dataset = load_dataset(data_dir)
+    start = time.perf_counter()
+    quests, demos = _pool(Pools.from_db(db), made["seed"], count, demonstration_spaces(dataset.demos.all()))
+    manifest = {
+        "pool_of": dataset_id(data_dir),
+        "data_dir": str(data_dir),
+        "seed": made["seed"],
+        "counts": {"quests": len(quests), "demos": len(demos)},
+    }
+    with atomic_dir(out, overwrite=overwrite) as tmp:
+        write_quests(Splits(train=quests), tmp / "quests")
+        write_demos(Splits(train=demos), tmp / "demos")
+        write_json(tmp / "manifest.json", manifest)
+    log(f"  a training pool of {len(demos)} quests for {data_dir} in {time.perf_counter() - start:.1f} s")
     return manifest

@@ -21,7 +21,8 @@ from lq.data.context import HEADER_TAGS, HISTORY_TAGS
 from lq.data.dataset import dataset_id, load_dataset
 from lq.data.demos import demonstration_spaces
 from lq.data.io import json_strings
-from lq.envs.build import space_stores
+from lq.data.pools import load_pool
+from lq.envs.build import demonstrations_of, space_stores
 from lq.envs.episode import instances_from_data
 from lq.envs.models import load_poly_encoder
 from lq.envs.protocol import Protocol
@@ -50,17 +51,22 @@ def agent_config(value: AgentConfig | dict) -> AgentConfig:
     return AgentConfig(**value)
 
 
-def readable_texts(data_dir: str | Path) -> set[str]:
-    """Every text an agent can be shown on ``data_dir``: the strings of its quests (settings, characters, objects,
-    motivations) and demonstrations (actions, utterances), and the context tags."""
+def readable_texts(data_dir: str | Path, pool: str | None = None) -> set[str]:
+    """Every text an agent can be shown on ``data_dir`` (and its training ``pool``, :mod:`lq.data.pools`): the strings
+    of its quests (settings, characters, objects, motivations) and demonstrations (actions, utterances), and the
+    context tags."""
     dataset = load_dataset(data_dir)
+    quests, demos = dataset.quests.all(), dataset.demos.all()
+    if pool is not None:
+        extra = load_pool(pool, data_dir)
+        quests, demos = quests + extra.quests, demos + extra.demos
     texts = {*HEADER_TAGS, *HISTORY_TAGS}
-    for quest in dataset.quests.all():
+    for quest in quests:
         data = quest.to_json()["data"]
         if quest.graph is not None:  # its strings, not the JSON text a stem may hold it as
             data["graph"] = quest.graph.to_json()
         texts.update(json_strings(data))
-    for demo in dataset.demos.all():
+    for demo in demos:
         texts.update(json_strings(demo.to_json()))
     return texts
 
@@ -74,10 +80,10 @@ def read_checkpoint(checkpoint: str | Path) -> dict:
         ) from None
 
 
-# what must match for one agent's weights to be another's start (``lq rl``'s ``init_from``): encoder, sizes, data and
-# what the context shows; ``env.`` keys are the environment's (:class:`EnvSpec`)
+# what must match for one agent's weights to be another's start (``lq rl``'s ``init_from``): encoder, sizes, data (and
+# training pool) and what the context shows; ``env.`` keys are the environment's (:class:`EnvSpec`)
 SAME_AGENT = ("encoder", "pretrained_checkpoint", "agent", "candidate_dim", "context_length", "env.data_dir",
-              "env.objects")  # fmt: skip
+              "env.pool", "env.objects")  # fmt: skip
 
 
 def hparams_at(hparams: Mapping, keys: Sequence[str]) -> dict:
@@ -202,9 +208,8 @@ class AgentModule(L.LightningModule):
         if getattr(self, "agent", None) is not None:
             return
         h = self.hparams
-        dataset = load_dataset(self.data_dir)
-        self.demos = dataset.demos
-        self.action_space, self.utterance_space = demonstration_spaces(dataset.space_demonstrations())
+        self.demos = load_dataset(self.data_dir).demos
+        self.action_space, self.utterance_space = demonstration_spaces(self.demos.all())
         pretrained = (
             load_poly_encoder(h.pretrained_checkpoint, dataset=self.trained_on)[0] if h.pretrained_checkpoint else None
         )
@@ -215,7 +220,7 @@ class AgentModule(L.LightningModule):
             pieces = (
                 Vocabulary(vocabulary, tokenizer.unk_token_id)
                 if vocabulary is not None
-                else Vocabulary.of_texts(readable_texts(self.data_dir), tokenizer)
+                else Vocabulary.of_texts(readable_texts(self.data_dir, self.env_spec.pool), tokenizer)
             )
         self.agent = SwitchAgent.build(
             self.action_space,
@@ -281,8 +286,8 @@ class AgentModule(L.LightningModule):
     def demonstration_episodes(self, split: str) -> list[Episode]:
         """The supervised episodes of ``split``'s demonstrations (:meth:`cloning_episodes`): what BC trains and
         validates on, and RL's imitation term imitates (``train``)."""
-        quests = load_dataset(self.data_dir).quests.all()
-        return self.cloning_episodes(instances_from_data(quests, self.demos[split]))
+        dataset = load_dataset(self.data_dir)
+        return self.cloning_episodes(instances_from_data(*demonstrations_of(dataset, split, self.env_spec.pool)))
 
     def demonstration_figures(self, split: str, limit: int | None = None, batch_size: int = 16) -> dict[str, float]:
         """Teacher-forced figures on ``split``'s demonstrations (the first ``limit`` the agent can follow): their

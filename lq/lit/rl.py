@@ -125,7 +125,7 @@ class RLModule(AgentModule):
         if h.get("curriculum") == "rarity":
             dataset = load_dataset(self.data_dir)
             quests = dataset.quests_by_id()
-            reference = [quests[d.conv_extra["quest_id"]].goal for d in dataset.reference("train")]
+            reference = [quests[d.conv_extra["quest_id"]].goal for d in dataset.demos.train]  # the dataset's own
             order = rarity_order([inst.quest.goal for inst in self.env.instances], reference)
             self.sampler = RarityCurriculum(self.sampler, order, h.curriculum_stages, h.curriculum_interactions)
         self.env.sampler = self.sampler

@@ -4,9 +4,9 @@ Generation" (ACL 2022): training quests ordered from common to rare, and the poo
 A quest's rarity there is that of its short motivation's first verb in the original training distribution. lq's
 generated short motivations open with a template ("I need to ...", "I have to ...", "I must take ..."), so their
 first verb says which template was drawn, not what the quest asks; lq ranks by the **goal's verb** (``get``, ``give``,
-``steal``, ... : the first word of the quest's goal action) instead, counted over the reference demonstrations (the
-scale's own training demonstrations: :meth:`lq.data.dataset.Dataset.space_demonstrations`). A verb the reference never
-has is rarer than every verb it has.
+``steal``, ... : the first word of the quest's goal action) instead, counted over the dataset's own training quests
+(without a training pool's, :mod:`lq.data.pools`: the original distribution). A verb they never have is rarer than
+every verb they have.
 
 The schedule widens by environment interactions: with ``stages`` S and ``interactions`` I, stage k (1 to S) opens
 the first ceil(k N / S) quests of the order, from interactions (k - 1) I / (S - 1) on: the commonest N / S from the

@@ -1,16 +1,19 @@
-"""Training pools (``lq data generate --train-demos N``): more training quests, the same evaluation."""
+"""Training pools (``lq data pool DATA N``): more training quests, the same evaluation."""
 
-import filecmp
 import json
 
 import lightning as L
 import pytest
 import torch
 
+from lq.cli import main
 from lq.data.dataset import load_dataset
 from lq.data.demos import demonstration_spaces
+from lq.data.errors import DataFormatError
+from lq.data.pools import load_pool
 from lq.eval import evaluate_agent
-from lq.generate import generate_dataset
+from lq.generate import generate_dataset, generate_pool
+from lq.lit.agent import readable_texts
 from lq.lit.rl import RLModule
 from tests.lit.test_rl import _module, _Record, _trainer
 from tests.samples import env_spec, tiny_agent_config
@@ -18,48 +21,44 @@ from tests.samples import env_spec, tiny_agent_config
 
 @pytest.fixture(scope="module")
 def scale(setup_dir, tmp_path_factory):
-    """The default scale's dataset (seed 3), and as a training pool of 412 demonstrations (12 more), each beside
-    setup_dir's partner and DM. The default scale: the tiny one's spaces are too small to win a further quest in."""
-    roots = {}
-    for name, train_demos in (("scale", None), ("pool", 412)):
-        roots[name] = root = tmp_path_factory.mktemp(name)
-        generate_dataset(root / "data", scale="default", seed=3, train_demos=train_demos, log=lambda _: None)
-        for model in ("partner.ckpt", "dm.ckpt"):
-            (root / model).symlink_to(setup_dir / model)
-    return roots["scale"], roots["pool"]
+    """A dataset of the default scale (seed 3; the tiny scale's spaces are too small to win a further quest in) beside
+    setup_dir's partner and DM, and a training pool of 12 quests for it."""
+    root = tmp_path_factory.mktemp("scale")
+    generate_dataset(root / "data", scale="default", seed=3, log=lambda _: None)
+    for model in ("partner.ckpt", "dm.ckpt"):
+        (root / model).symlink_to(setup_dir / model)
+    generate_pool(root / "data", root / "pool", 12, log=lambda _: None)
+    return root
 
 
-def test_a_pool_keeps_the_scales_evaluation_and_spaces_and_holds_a_smaller_pool(scale, tmp_path):
-    """Validation and test quests and demonstrations byte for byte the scale's, its training ones first; the spaces
-    the scale's though the pool's demonstrations say more; every pool quest winnable within them; a larger pool of the
-    same seed holds a smaller one's."""
-    base, pool = scale
-    small, big = load_dataset(base / "data"), load_dataset(pool / "data")
-    for split in ("valid", "test"):
-        assert filecmp.cmp(base / "data/demos" / f"{split}.json", pool / "data/demos" / f"{split}.json", False)
-        assert not filecmp.dircmp(base / "data/quests" / split, pool / "data/quests" / split).diff_files
-    assert len(big.demos.train) == 412 and big.demos.train[:400] == small.demos.train
-    assert big.spaces == {"train": 400, "valid": 60, "test": 80} and small.spaces is None
-    spaces = demonstration_spaces(small.demos.all())
-    assert demonstration_spaces(big.space_demonstrations()) == spaces
-    assert demonstration_spaces(big.demos.all()) != spaces  # what the spaces would have been from every demonstration
-    quests = big.quests_by_id()
-    for demo in big.demos.train[400:]:
-        assert quests[demo.conv_extra["quest_id"]].goal in spaces[0]
-        assert {a.text for a in demo.self_acts("speech")} & set(spaces[1])
-    generate_dataset(tmp_path / "bigger", scale="default", seed=3, train_demos=415, log=lambda _: None)
-    assert load_dataset(tmp_path / "bigger").demos.train[:412] == big.demos.train
-    with pytest.raises(ValueError, match="at least the tiny scale's 24"):
-        generate_dataset(tmp_path / "fewer", scale="tiny", seed=7, train_demos=10, log=lambda _: None)
-    assert not (tmp_path / "fewer").exists()
+def test_a_pool_is_drawn_for_its_dataset_winnable_within_its_spaces(scale, tmp_path, capsys):
+    """Every pool quest's goal is in the dataset's action space and one of its demonstrated self utterances in the
+    utterance space; a larger pool of the same dataset holds a smaller one's; a pool is refused for another dataset."""
+    dataset, pool = load_dataset(scale / "data"), load_pool(scale / "pool", scale / "data")
+    actions, utterances = demonstration_spaces(dataset.demos.all())
+    assert len(pool.demos) == 12
+    assert not {q.quest_id for q in pool.quests} & {q.quest_id for q in dataset.quests.all()}
+    by_id = {q.quest_id: q for q in pool.quests}
+    for demo in pool.demos:
+        assert by_id[demo.conv_extra["quest_id"]].goal in actions
+        assert {a.text for a in demo.self_acts("speech")} & set(utterances)
+    assert demonstration_spaces(dataset.demos.all() + pool.demos) != (actions, utterances)  # it says more than them
+    assert main(["data", "pool", str(scale / "data"), "15", "--out", str(tmp_path / "bigger")]) == 0
+    assert "--model.env.pool" in capsys.readouterr().out
+    assert load_pool(tmp_path / "bigger", scale / "data").demos[:12] == pool.demos
+    generate_dataset(tmp_path / "other", scale="tiny", seed=1, log=lambda _: None)
+    with pytest.raises(DataFormatError, match="pool_of.*lq data pool"):
+        load_pool(scale / "pool", tmp_path / "other")
+    assert json.loads((scale / "pool/manifest.json").read_text())["seed"] == 3
 
 
 @pytest.mark.slow
 def test_the_same_agent_is_evaluated_against_the_same_candidates_whatever_the_pool(scale):
-    """An agent built on the pool or on the scale's dataset has the same spaces, in the same order; the same weights
-    played on the test quests of either give the same episodes, turn for turn."""
-    agents = [RLModule(env=env_spec(root), context_length=64, candidate_dim=8, agent=tiny_agent_config(),
-                       eval_max_steps=4, eval_batch_size=20) for root in scale]  # fmt: skip
+    """An agent trained with a pool has the dataset's spaces, in the same order, and plays the same test quests: the
+    same weights played with or without the pool give the same episodes, turn for turn; only its training split
+    grows (by the pool's quests) and its scratch encoder's word pieces are drawn from the pool's texts too."""
+    agents = [RLModule(env=env_spec(scale, pool=pool), context_length=64, candidate_dim=8, agent=tiny_agent_config(),
+                       eval_max_steps=4, eval_batch_size=20) for pool in (None, str(scale / "pool"))]  # fmt: skip
     agents[0].build_agent()
     agents[1].build_agent(vocabulary=agents[0].agent.encoder.vocabulary.ids)  # the one agent: its word pieces
     agents[1].load_state_dict(agents[0].state_dict())
@@ -67,39 +66,42 @@ def test_the_same_agent_is_evaluated_against_the_same_candidates_whatever_the_po
     played = [evaluate_agent(agent, "test", 0).episodes for agent in agents]
     assert len(played[0]) == 80
     assert json.dumps(played[0], sort_keys=True, default=str) == json.dumps(played[1], sort_keys=True, default=str)
+    train = [agent.env_spec.build("train", 4, 0) for agent in agents]
+    assert len(train[1].instances) == len(train[0].instances) + 12
+    assert len(agents[1].demonstration_episodes("train")) > len(agents[0].demonstration_episodes("train"))
+    assert readable_texts(scale / "data", str(scale / "pool")) > readable_texts(scale / "data")
 
 
 def _curriculum_fit(root, folder, epochs, ckpt_path=None):
-    """The RL run of tests/lit/test_rl.py on ``root``'s data under the rarity curriculum (2 stages, the whole pool open
-    from 24 interactions: the third update); the quests it drew, with the interactions reached when drawn."""
+    """The RL run of tests/lit/test_rl.py on ``root``'s data and pool under the rarity curriculum (2 stages, the whole
+    pool open from 24 interactions: the third update); the quests it drew, with the interactions reached when drawn."""
     L.seed_everything(0)
-    module, record = _module(root, curriculum="rarity", curriculum_stages=2, curriculum_interactions=24), _Record()
-    drawn = []
+    env = env_spec(root, pool=str(root / "pool"))
+    settings = {"curriculum": "rarity", "curriculum_stages": 2, "curriculum_interactions": 24}
+    module, record, drawn = _module(root, env=env, **settings), _Record(), []
     trainer = _trainer(folder, epochs)
-    trainer.callbacks.append(record)
 
     class Draws(L.Callback):
         def on_train_start(self, trainer, pl_module):
             sampler = pl_module.env.sampler
             pl_module.env.sampler = lambda rng: drawn.append((sampler.reached, sampler(rng))) or drawn[-1][1]
 
-    trainer.callbacks.append(Draws())
+    trainer.callbacks += [record, Draws()]
     trainer.fit(module, ckpt_path=ckpt_path)
     return module, record.steps, drawn
 
 
 @pytest.mark.slow
 def test_a_curriculum_run_on_a_pool_draws_the_open_quests_and_resumes_exactly(scale, tmp_path):
-    """Under the rarity curriculum, the quests drawn before the pool widens are all of its common half, after it the
-    rare half too; a run killed after an epoch and resumed from its last checkpoint ends with the same weights, the
-    same losses and the same priority table as the run that was not."""
-    _, pool = scale
-    whole, steps, drawn = _curriculum_fit(pool, tmp_path / "whole", 3)
+    """Under the rarity curriculum on the dataset and its pool, the quests drawn before the pool widens are all of its
+    common half, after it the rare half too; a run killed after an epoch and resumed from its last checkpoint ends with
+    the same weights, the same losses and the same priority table as the run that was not."""
+    whole, steps, drawn = _curriculum_fit(scale, tmp_path / "whole", 3)
     common = set(whole.sampler.open(0))
-    assert len(common) == (len(whole.env.instances) + 1) // 2
+    assert len(whole.env.instances) == 412 and len(common) == 206
     assert {i for at, i in drawn if at < 24} <= common and {i for at, i in drawn if at >= 24} - common
-    _curriculum_fit(pool, tmp_path / "killed", 1)
-    resumed, resumed_steps, _ = _curriculum_fit(pool, tmp_path / "resumed", 3, str(tmp_path / "killed" / "last.ckpt"))
+    _curriculum_fit(scale, tmp_path / "killed", 1)
+    resumed, resumed_steps, _ = _curriculum_fit(scale, tmp_path / "resumed", 3, str(tmp_path / "killed" / "last.ckpt"))
     assert resumed_steps == steps[2:] and resumed.sampler.state_dict() == whole.sampler.state_dict()
     for (name, p), q in zip(whole.state_dict().items(), resumed.state_dict().values(), strict=True):
         assert torch.equal(p, q), name
