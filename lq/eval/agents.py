@@ -50,13 +50,19 @@ def evaluate_agent(
 
 def zero_shot(agent: Playable, seed: int = 0) -> dict[str, EvalResult]:
     """The zero-shot evaluation every agent run reports, by metric prefix: ``val``, the validation quests under the
-    protocol's decoding (what defaults are chosen by); ``test``, the test quests under it (what is reported); and
-    ``test_greedy`` or ``test_sampled``, the test quests under the other decoding, beside it."""
+    protocol's decoding (what defaults are chosen by); ``test``, the test quests under it (what is reported);
+    ``test_greedy`` or ``test_sampled``, the test quests under the other decoding, beside it; and where the agent has
+    worlds it never saw to play (``agent.worlds_agent()``: :meth:`lq.lit.agent.AgentModule.on_worlds`), ``worlds``,
+    their test quests under the protocol's decoding."""
     protocol = agent.protocol
     other = other_decoding(protocol)
     validation = evaluate_agent(agent, "valid", seed=seed)
     played = decodings(agent.eval_env("test", seed), agent.make_actor(), seed, (protocol.decoding, other))
-    return {"val": validation, "test": played[protocol.decoding], f"test_{other}": played[other]}
+    out = {"val": validation, "test": played[protocol.decoding], f"test_{other}": played[other]}
+    worlds = agent.worlds_agent() if hasattr(agent, "worlds_agent") else None
+    if worlds is not None:
+        out["worlds"] = evaluate_agent(worlds, "test", seed=seed)
+    return out
 
 
 def other_decoding(protocol: Protocol) -> str:

@@ -80,6 +80,8 @@ def read_checkpoint(checkpoint: str | Path) -> dict:
         ) from None
 
 
+WORLDS = ("data_dir", "partner_checkpoint", "dm_checkpoint")  # model.worlds: the unseen worlds' dataset and models
+
 # what must match for one agent's weights to be another's start (``lq rl``'s ``init_from``): encoder, sizes, data (and
 # training pool) and what the context shows; ``env.`` keys are the environment's (:class:`EnvSpec`)
 SAME_AGENT = ("encoder", "pretrained_checkpoint", "agent", "candidate_dim", "context_length", "env.data_dir",
@@ -136,7 +138,9 @@ class AgentModule(L.LightningModule):
     protocol the agent is trained and evaluated under, the partner's calibration, what the context lists; ``model.env``
     in the configs), ``encoder`` / ``pretrained_checkpoint`` (the frozen encoder; none for scratch), ``switch`` and
     ``switch_every``, ``ability``, ``lr``, ``context_length`` (the agent's word pieces), ``candidate_dim``, ``agent``
-    (Table 6 sizes), ``eval_max_steps`` (None: the protocol's), ``eval_batch_size``, ``seed``.
+    (Table 6 sizes), ``eval_max_steps`` (None: the protocol's), ``eval_batch_size``, ``seed``; ``worlds``: another
+    dataset whose test quests every zero-shot evaluation also plays (``data_dir``, ``partner_checkpoint``,
+    ``dm_checkpoint``: :meth:`on_worlds`; e.g. quests generated from the LIGHT DB, worlds the agent never saw).
     """
 
     stage = "agent"
@@ -156,8 +160,12 @@ class AgentModule(L.LightningModule):
         eval_max_steps: int | None = None,
         eval_batch_size: int = 32,
         seed: int = 0,
+        worlds: dict[str, str] | None = None,
     ):
         super().__init__()
+        if worlds is not None and set(worlds) != set(WORLDS):
+            raise ValueError(f"model.worlds: give {', '.join(WORLDS)} (the dataset and its partner and DM), not "
+                             f"{', '.join(sorted(worlds))}")  # fmt: skip
         self.check_choices(switch, ability)
         # the subclass's own arguments too: the frames of every __init__ on the way here are read
         self.save_hyperparameters(ignore=["encoder", "agent", "coefficients", "env"])
@@ -175,6 +183,28 @@ class AgentModule(L.LightningModule):
     def data_dir(self) -> str:
         """The dataset the agent's spaces and its environment's quests come from."""
         return self.env_spec.data_dir
+
+    def on_worlds(self, data_dir: str | Path, partner_checkpoint: str | Path, dm_checkpoint: str | Path) -> AgentModule:
+        """This agent playing another dataset's quests (e.g. quests generated from the LIGHT environment DB: worlds,
+        characters and objects it never saw), against that dataset's action and utterance spaces, with that dataset's
+        partner and Dungeon Master (trained on its own training split, as every dataset's environment is): the same
+        learned weights and word pieces (a word it never read is the unknown piece), the spaces' own candidate rows
+        (:meth:`lq.models.agent.SwitchAgent.space_state`). A copy in eval mode; this one is left as it is."""
+        self.build_agent()
+        h = self.hparams
+        env = {**self.env_spec.as_dict(), "data_dir": str(data_dir), "partner_checkpoint": str(partner_checkpoint),
+               "dm_checkpoint": str(dm_checkpoint), "pool": None}  # fmt: skip
+        other = type(self)(**{**h, "env": env, "worlds": None})
+        other._trained_on = self.trained_on
+        vocabulary = getattr(self.agent.encoder, "vocabulary", None)
+        other.build_agent(vocabulary.ids if vocabulary is not None else None, whole_vocabulary=vocabulary is None)
+        own = {f"agent.{k}": v for k, v in other.agent.space_state().items()}
+        other.load_state_dict({k: own.get(k, v) for k, v in self.state_dict().items()})
+        return other.eval()
+
+    def worlds_agent(self) -> AgentModule | None:
+        """:meth:`on_worlds` of ``worlds``, where set (what :func:`lq.eval.agents.zero_shot` plays as ``worlds``)."""
+        return self.on_worlds(**self.hparams.worlds) if self.hparams.get("worlds") else None
 
     @property
     def trained_on(self) -> str:

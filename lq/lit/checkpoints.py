@@ -45,26 +45,6 @@ def agent_of(saved: dict, checkpoint: str | Path, **overrides) -> AgentModule:
     return module.eval()
 
 
-def on_worlds(
-    module: AgentModule, data_dir: str | Path, partner_checkpoint: str | Path, dm_checkpoint: str | Path
-) -> AgentModule:
-    """The agent of ``module`` playing another dataset's quests (e.g. quests generated from the LIGHT environment DB:
-    worlds, characters and objects it never saw), against that dataset's action and utterance spaces, with that
-    dataset's partner and Dungeon Master (trained on its own training split, as every dataset's environment is): the
-    same learned weights and word pieces (a word it never read is the unknown piece), the spaces' own candidate rows
-    (:meth:`lq.models.agent.SwitchAgent.space_state`). In eval mode."""
-    h = module.hparams
-    env = {**h["env"], "data_dir": str(data_dir), "partner_checkpoint": str(partner_checkpoint),
-           "dm_checkpoint": str(dm_checkpoint)}  # fmt: skip
-    other = type(module)(**{**h, "env": env})
-    other._trained_on = module.trained_on
-    vocabulary = getattr(module.agent.encoder, "vocabulary", None)
-    other.build_agent(vocabulary.ids if vocabulary is not None else None, whole_vocabulary=vocabulary is None)
-    own = {f"agent.{k}": v for k, v in other.agent.space_state().items()}
-    other.load_state_dict({k: own.get(k, v) for k, v in module.state_dict().items()})
-    return other.eval()
-
-
 def unfinished(saved: dict) -> str | None:
     """Why an RL agent's checkpoint is not its run's end (saved after fewer epochs than its run meant to train: the
     run was stopped), or None. RL saves its agent after every epoch; a BC ``best.ckpt`` is the best epoch's, early or
@@ -153,13 +133,13 @@ def evaluate_checkpoints(
     the baselines over ``baseline_runs`` seeds (:func:`lq.eval.agents.compare_agents`, which says what the other
     arguments do), each loaded when its turn comes (:func:`load_agent`: ``overrides`` replace hyperparameters, e.g.
     ``eval_max_steps``); ``worlds``: another dataset, its partner and its DM, whose quests they play instead
-    (:func:`on_worlds`). A checkpoint whose run recorded the very episodes asked for (its own data's test quests,
-    evaluation ``seed``, temperature 1, every quest, its own protocol or the one asked for: :func:`recorded_played`) is
-    not played again."""
+    (:meth:`AgentModule.on_worlds`). A checkpoint whose run recorded the very episodes asked for (its own data's test
+    quests, evaluation ``seed``, temperature 1, every quest, its own protocol or the one asked for:
+    :func:`recorded_played`) is not played again."""
 
     def loaded(path: str | Path) -> AgentModule:
         module = load_agent(path, **overrides)
-        return on_worlds(module, *worlds) if worlds is not None else module
+        return module.on_worlds(*worlds) if worlds is not None else module
 
     agents = ((str(path), agent_name(module), module) for path in checkpoints for module in [loaded(path)])
     recorded = None

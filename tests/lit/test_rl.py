@@ -362,9 +362,9 @@ class _Logged(L.pytorch.loggers.logger.Logger):
         self.logged.append((step, dict(metrics)))
 
 
-def _budget_fit(root, tmp_path, epochs, budgets=(), ckpt_path=None):
+def _budget_fit(root, tmp_path, epochs, budgets=(), ckpt_path=None, **settings):
     L.seed_everything(0)
-    module, record, logger = _module(root, budgets=budgets), _Record(), _Logged()
+    module, record, logger = _module(root, budgets=budgets, **settings), _Record(), _Logged()
     trainer = _trainer(tmp_path, epochs)
     trainer.loggers = [logger]
     trainer.callbacks.append(record)

@@ -7,7 +7,7 @@ from lq.cli import main
 from lq.data.dataset import load_dataset
 from lq.data.demos import demonstration_spaces
 from lq.generate import generate_dataset
-from lq.lit.checkpoints import load_agent, on_worlds
+from lq.lit.checkpoints import load_agent
 from tests.samples import tiny_env_models
 
 
@@ -26,7 +26,7 @@ def test_an_agent_plays_the_quests_of_worlds_it_never_saw_with_its_own_weights(t
     unchanged (only the spaces' candidate rows are the new data's); every test quest played; ``lq eval --worlds``
     prints its table."""
     agent = load_agent(trained_agent)
-    there = on_worlds(agent, worlds / "data", worlds / "partner.ckpt", worlds / "dm.ckpt")
+    there = agent.on_worlds(worlds / "data", worlds / "partner.ckpt", worlds / "dm.ckpt")
     light = load_dataset(worlds / "data")
     assert (there.action_space, there.utterance_space) == demonstration_spaces(light.demos.all())
     assert there.action_space != agent.action_space
@@ -48,3 +48,20 @@ def test_an_agent_plays_the_quests_of_worlds_it_never_saw_with_its_own_weights(t
     printed = capsys.readouterr().out
     assert f"the test quests of {worlds / 'data'}" in printed
     assert str(worlds / "data") in out.with_suffix(".md").read_text()
+
+
+@pytest.mark.slow
+def test_an_agent_with_worlds_plays_them_at_every_zero_shot_evaluation(setup_dir, worlds, tmp_path):
+    """``model.worlds``: a budget's evaluation (and so every zero-shot one) plays the worlds' test quests too, logged as
+    ``budget/N/worlds/...`` beside the agent's own test quests."""
+    from tests.lit.test_rl import _budget_fit
+
+    kwargs = {"data_dir": str(worlds / "data"), "partner_checkpoint": str(worlds / "partner.ckpt"),
+              "dm_checkpoint": str(worlds / "dm.ckpt")}  # fmt: skip
+    module, _, _, evaluated = _budget_fit(setup_dir, tmp_path, 50, budgets=(12,), worlds=kwargs)
+    [(_, logged)] = evaluated
+    assert {"budget/12/worlds/act_goal_rate", "budget/12/test/act_goal_rate"} <= set(logged)
+    there = module.worlds_agent().evaluate("test", 0)
+    assert logged["budget/12/worlds/act_goal_rate"] == there.act_goal_rate
+    with pytest.raises(ValueError, match="model.worlds: give data_dir, partner_checkpoint, dm_checkpoint"):
+        type(module)(env=module.env_spec, worlds={"data_dir": "x"})
