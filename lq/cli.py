@@ -98,9 +98,10 @@ def _cmd_data_generate(args: argparse.Namespace) -> int:
 
 
 def _cmd_data_pool(args: argparse.Namespace) -> int:
+    from lq.data.pools import pool_dir
     from lq.generate import generate_pool
 
-    out = args.out or args.data.with_name(f"{args.data.name}-pool-{args.count}")
+    out = args.out or Path(pool_dir(args.data, args.count))
     generate_pool(args.data, out, args.count, overwrite=args.overwrite)
     print(f"wrote {out}: train on it beside {args.data} with --model.env.pool {out}")
     return 0

@@ -20,6 +20,12 @@ from lq.data.errors import DataFormatError
 from lq.data.quests import Quest
 
 
+def pool_dir(data_dir: str | Path, count: int) -> str:
+    """Where ``lq data pool DATA COUNT`` writes by default: ``DATA-pool-COUNT`` beside the dataset."""
+    data = Path(data_dir)
+    return str(data.with_name(f"{data.name}-pool-{count}"))
+
+
 @dataclass(frozen=True)
 class Pool:
     root: Path

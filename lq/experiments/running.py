@@ -40,7 +40,7 @@ def run_of(config: Config, setup: Setup, seed: int, out_dir: str | None = None) 
         if config.objective:
             resolver = Resolver(setup.profile, setup.protocol, config.objective, setup.data_dir, setup.outputs)
     run = resolver.run(config.stage, config.encoder, config.ability, config.switch, seed, out_dir)
-    return with_extras(run, setup, config.args_for(seed))
+    return with_extras(run, setup, config.args_for(seed, setup))
 
 
 def with_extras(run: Run, setup: Setup, more: Sequence[str] = ()) -> Run:
@@ -548,7 +548,8 @@ def run_baselines(client, experiment: str, run: Run, pid: str, validation: bool 
     """A child of parent run ``pid`` with the baselines and the ceiling of the ``baselines`` run ``run`` (an ability,
     a switch and a seed): its RL agent module (:attr:`Run.module`: its environment, switch, spaces and evaluation),
     each rule in place of the agent (``baselines/<rule>/<goal>_rate``; with ``validation``, on the validation quests
-    too: ``baselines_val/...``); returns its run id."""
+    too: ``baselines_val/...``; where its module has worlds to play, their test quests too: ``baselines_worlds/...``);
+    returns its run id."""
     seed, started = run.seed, time.process_time()
     module = prep_module(run)
     config = Config("baselines", "", run.ability, run.switch)
@@ -560,9 +561,12 @@ def run_baselines(client, experiment: str, run: Run, pid: str, validation: bool 
     ).info.run_id
     try:
         log_identity(client, run_id, params, module.data_dir)
-        for split, prefix in (("valid", "baselines_val"), ("test", "baselines"))[0 if validation else 1 :]:
+        played = [(module, "valid", "baselines_val"), (module, "test", "baselines")][0 if validation else 1 :]
+        if (worlds := module.worlds_agent()) is not None:  # model.worlds: the worlds its agents never saw too
+            played.append((worlds, "test", "baselines_worlds"))
+        for agent, split, prefix in played:
             with stage_threads(run):
-                results = agent_baselines(module, split, [seed])
+                results = agent_baselines(agent, split, [seed])
             for key, [result] in results.items():
                 for name, value in result.metrics(f"{prefix}/{key}/").items():
                     if value == value:  # the ceiling has no speech columns (NaN)

@@ -8,7 +8,10 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 
 from lq.conf import path
+from lq.data.pools import pool_dir
 from lq.rl.baselines import BASELINES, CEILING, REPLAY, REPLAY_WITH_PARTNER
+from lq.stages import Resolver
+from lq.stages.data import LIGHT_WORLDS
 
 ENCODERS = ("scratch", "general", "light", "general_light", "adaptive")
 ENCODER_TITLES = {
@@ -67,13 +70,16 @@ class Config:
         key = f"{self.stage}-{self.encoder}-{self.ability}-{self.switch}"
         return f"{key}-{self.variant}" if self.variant else key
 
-    def args_for(self, seed: int) -> list[str]:
+    def args_for(self, seed: int, resolver: Resolver | None = None) -> list[str]:
         """The variant's arguments for ``seed`` (after every config file of the run; ``lq``: none, its objective's file
-        instead; a budget run's: its budgets, :func:`budget_args`)."""
+        instead; a budget run's: its budgets, :func:`budget_args`; a generalisation run's, its pool, worlds, budgets
+        and choice on validation, where ``resolver``'s data and profile put them: :func:`generalisation_args`)."""
         if self.stage == "pretrain":
             return pretrain_args(self.encoder, self.variant)
         if self.variant in BUDGET_RUNS:
             return budget_args(self.variant, seed)
+        if self.variant in GENERALISATION_RUNS or self.variant == WORLDS_VARIANT:
+            return generalisation_args(self, resolver or Resolver())
         return list(DEPARTURES[self.variant][1]) if self.variant in DEPARTURES else []
 
     @property
@@ -81,6 +87,8 @@ class Config:
         """The objective the variant trains under where it is not the setup's (``lq``: lq's own file)."""
         if self.variant in BUDGET_RUNS:
             return BUDGET_RUNS[self.variant][0]
+        if self.variant in GENERALISATION_RUNS:
+            return "lq"
         return "lq" if self.variant == "lq" else None
 
 
@@ -139,14 +147,17 @@ class Experiment:
         self.configs = list(dict.fromkeys(c for t in self.tables for c in t.configs))
 
 
-def baselines_table(name: str, configs: Sequence[Config], validation: bool = False) -> Table:
+def baselines_table(
+    name: str, configs: Sequence[Config], validation: bool = False, worlds: bool = False
+) -> Table:
     """The baselines of the agent configurations' abilities and switches (:mod:`lq.rl.baselines`), run through the same
     actor and environment as the agents, the demonstrations replayed, and the ceiling; with ``validation``, on the
-    validation quests too (``baselines_val/...``, columns before the test's)."""
+    validation quests too (``baselines_val/...``, columns before the test's); with ``worlds``, on the worlds the agents
+    never saw too (``baselines_worlds/...``, columns after the test's)."""
     settings = list(dict.fromkeys((c.ability, c.switch) for c in configs if c.stage in ("rl", "bc")))
     rows = []
     for ability, switch in settings:
-        config = Config("baselines", ability=ability, switch=switch)
+        config = Config("baselines", ability=ability, switch=switch, variant=WORLDS_VARIANT if worlds else "")
         where = f", {ABILITY_TITLES[ability]}, {SWITCH_TITLES[switch].lower()}" if len(settings) > 1 else ""
         for key, title, *_ in (*BASELINES, REPLAY, REPLAY_WITH_PARTNER, CEILING):
             goals = GOALS[:1] if key == CEILING[0] else GOALS
@@ -154,6 +165,9 @@ def baselines_table(name: str, configs: Sequence[Config], validation: bool = Fal
             if validation:
                 val = VALIDATION_GOALS[:1] if key == CEILING[0] else VALIDATION_GOALS
                 cells = {**{g: Cell(config, f"baselines_val/{key}/{m.split('/')[1]}") for g, m in val}, **cells}
+            if worlds:
+                there = WORLDS_GOALS[:1] if key == CEILING[0] else WORLDS_GOALS
+                cells |= {g: Cell(config, f"baselines_worlds/{key}/{m.split('/')[1]}") for g, m in there}
             rows.append((f"{title}{where}", cells))
     title = (
         "Baselines (the same actor, switch and environment; the demonstrations replayed through it; the ceiling: goal "
@@ -170,11 +184,12 @@ def _with_baselines(
     objective: str,
     variants: Sequence[str] = (),
     validation: bool = False,
+    worlds: bool = False,
 ) -> Experiment:
     """An agent experiment: its table ``name`` and the baselines of its configurations (``<name>_baselines``; with
-    ``validation``, on the validation quests too)."""
+    ``validation``, on the validation quests too; with ``worlds``, on the worlds the agents never saw too)."""
     table = Table(name, title, rows)
-    tables = [table, baselines_table(f"{name}_baselines", table.configs, validation)]
+    tables = [table, baselines_table(f"{name}_baselines", table.configs, validation, worlds)]
     return Experiment(name, title, tables, encoders, objective, tuple(variants), validation)
 
 
@@ -454,7 +469,87 @@ def budget(encoders: Sequence[str] = ("scratch",), objective: str = "paper") -> 
     return _with_baselines("budget", title, rows, encoders, objective, validation=True)
 
 
+# The generalisation experiment (issue 81): the agent learns the task, not its training quests? Scratch, act and speech,
+# hardcoded switch, lq's objective, trained on the dataset's quests or on those and a training pool's (lq.data.pools),
+# with the rarity curriculum (lq.rl.curriculum) or the imitation term stopped by a held-out signal; each evaluated at
+# GENERALISATION_BUDGETS on its way (validation, test and the LIGHT worlds it never saw) and its agent chosen on the
+# validation quests every SELECT_EVERY interactions (best.ckpt: the row "chosen on validation"). Each variant: the
+# quests its pool adds (0: none), its curriculum, its further RL arguments, its row's title.
+GENERALISATION_BUDGETS = (32_000, 100_000, 320_000)
+SELECT_EVERY = 16_000
+CURRICULUM_INTERACTIONS = 100_000  # the rarity curriculum's whole pool open by then, in 4 stages
+GENERALISATION_RUNS: dict[str, tuple[int, str | None, tuple[str, ...], str]] = {
+    "own": (0, None, (), "its own training quests"),
+    "pool1400": (1_400, None, (), "+ 1,400 generated quests"),
+    "pool19600": (19_600, None, (), "+ 19,600 generated quests"),
+    "pool19600_rarity": (19_600, "rarity", (), "+ 19,600 generated quests, rarity curriculum"),
+    "held_out": (0, None, ("--model.imitation_patience", "3", "--model.imitation_decay", "0"),
+                 "its own training quests, imitation stopped by held-out accuracy"),
+}  # fmt: skip
+WORLDS_VARIANT = "worlds"  # the baselines child's: the same rules on the worlds too
+WORLDS_GOALS = tuple((f"Worlds {title.lower()}", metric.replace("test/", "worlds/")) for title, metric in GOALS)
+
+
+def worlds_of(resolver: Resolver) -> dict[str, str]:
+    """The worlds the agents never saw (:data:`lq.stages.data.LIGHT_WORLDS`) and their partner and DM at the
+    resolver's profile (``model.worlds``: :meth:`lq.lit.agent.AgentModule.on_worlds`)."""
+    there = Resolver(resolver.profile, resolver.protocol, data_dir=LIGHT_WORLDS)
+    return {"data_dir": LIGHT_WORLDS, "partner_checkpoint": there.checkpoint("partner"),
+            "dm_checkpoint": there.checkpoint("dm")}  # fmt: skip
+
+
+def generalisation_args(config: Config, resolver: Resolver) -> list[str]:
+    """A generalisation run's arguments: the worlds it plays at every evaluation (every stage); its training pool
+    (``DATA-pool-N`` beside the resolver's data) and its BC agents' folder of its own (the agents, BC and RL); RL's
+    budgets, no epoch limit, its choice on validation, its curriculum and its further arguments."""
+    args = ["--model.worlds", json.dumps(worlds_of(resolver))]
+    if config.stage == "baselines":
+        return args
+    count, curriculum, more, _ = GENERALISATION_RUNS[config.variant]
+    args += ["--model.env.pool", pool_dir(resolver.data_dir, count)] if count else []
+    if config.stage != "rl":
+        return args
+    bc = f"{resolver.stage_dir('bc')}/{generalisation_bc(config.variant)}"
+    args += ["--bc_dir", bc, "--model.budgets", json.dumps(list(GENERALISATION_BUDGETS)), "--trainer.max_epochs", "-1"]
+    args += ["--model.select_every", str(SELECT_EVERY)]
+    if curriculum:
+        args += ["--model.curriculum", curriculum, "--model.curriculum_interactions", str(CURRICULUM_INTERACTIONS)]
+    return [*args, *more]
+
+
+def generalisation_bc(variant: str) -> str:
+    """The variant whose BC agents an RL variant starts from: the first with its training quests."""
+    count = GENERALISATION_RUNS[variant][0]
+    return next(v for v, (c, *_) in GENERALISATION_RUNS.items() if c == count)
+
+
+def generalisation(encoders: Sequence[str] = ("scratch",), objective: str = "lq") -> Experiment:
+    """Larger training pools, the rarity curriculum and the imitation term stopped on a held-out signal (issue 81):
+    the Scratch agent under lq's objective, each variant of :data:`GENERALISATION_RUNS` at each of
+    :data:`GENERALISATION_BUDGETS` and as chosen on the validation quests, BC on each variant's training quests, the
+    baselines beside; validation, test and unseen-worlds columns."""
+    if objective != "lq":
+        raise ValueError(f"the generalisation experiment trains under lq's objective (--objective lq), not {objective}")
+    _check_encoders(encoders)
+    columns = (*VALIDATION_GOALS, *GOALS, *WORLDS_GOALS)
+    rows = []
+    for e in encoders:
+        who = row_prefix(encoders, e)
+        for variant, (_, _, _, title) in GENERALISATION_RUNS.items():
+            config = Config("rl", e, variant=variant)
+            for b in GENERALISATION_BUDGETS:
+                rows.append((f"{who}RL, {title}, {budget_label(b)} interactions",
+                             {t: Cell(config, f"budget/{b}/{m}") for t, m in columns}))  # fmt: skip
+            rows.append((f"{who}RL, {title}, chosen on validation", {t: Cell(config, m) for t, m in columns}))
+        for variant in dict.fromkeys(map(generalisation_bc, GENERALISATION_RUNS)):
+            title = GENERALISATION_RUNS[variant][3]
+            rows.append((f"{who}BC, {title}", {t: Cell(Config("bc", e, variant=variant), m) for t, m in columns}))
+    title = "Generalisation: training pools, the rarity curriculum, the agent chosen on validation, worlds never seen"
+    return _with_baselines("generalisation", title, rows, encoders, objective, validation=True, worlds=True)
+
+
 EXPERIMENTS: dict[str, Callable[..., Experiment]] = {
+    "generalisation": generalisation,
     "budget": budget,
     "table1": table1,
     "table2": table2,

@@ -16,20 +16,21 @@ from lq.stages.data import Data
 from lq.stages.dm import DungeonMaster
 from lq.stages.families import CONFIG, agent_dir, model_dir, pretrained_checkpoint
 from lq.stages.partner import Partner
+from lq.stages.pool import Pool
 from lq.stages.pretrain import Pretrain
 from lq.stages.rl import ReinforcementLearning, starts_from_bc
 from lq.stages.run import KINDS, Resolver, Run, Stage, kind_of
 from lq.stages.spaces import Spaces
 
 # the registry: the training stages (lq NAME fit), then the preparation jobs
-for _kind in (Pretrain(), Partner(), DungeonMaster(), ReinforcementLearning(), BehaviourCloning(), Data(), Calibrate(),
-              Spaces(), Baselines()):  # fmt: skip
+for _kind in (Pretrain(), Partner(), DungeonMaster(), ReinforcementLearning(), BehaviourCloning(), Data(), Pool(),
+              Calibrate(), Spaces(), Baselines()):  # fmt: skip
     KINDS[_kind.name] = _kind
 
 STAGES = tuple(name for name, kind in KINDS.items() if kind.trains)  # pretrain, partner, dm, rl, bc
 AGENT_STAGES = tuple(name for name, kind in KINDS.items() if kind.agent)  # rl, bc
 ENV_STAGES = tuple(name for name, kind in KINDS.items() if kind.profile_file == "env")  # partner, dm
-PREPARATION = tuple(name for name, kind in KINDS.items() if not kind.trains)  # data, calibrate, spaces, baselines
+PREPARATION = tuple(name for name, kind in KINDS.items() if not kind.trains)  # data, pool, calibrate, spaces, ...
 JOBS = tuple(name for name, kind in KINDS.items() if kind.job)  # calibrate, spaces, baselines: lq experiment NAME
 
 __all__ = [

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from lq.stages.families import Prepared
+from lq.stages.families import Prepared, environment_needs
 from lq.stages.run import Run
 
 
@@ -29,6 +29,7 @@ class Baselines(Prepared):
         return [command, name, experiment, *identity, "--parent", parent, "--tracking-uri", tracking_uri]
 
     def needs(self, run: Run) -> list[Run]:
-        """The partner and the DM, and the partner's calibration, as an agent's."""
+        """The partner and the DM, and the partner's calibration, as an agent's; the worlds it plays too, where its
+        arguments name some."""
         needed = [run.another("data"), run.env_run("partner"), run.env_run("dm")]
-        return needed + [run.another("calibrate", protocol=run.protocol)]
+        return [*needed, run.another("calibrate", protocol=run.protocol), *environment_needs(run)]

@@ -12,12 +12,13 @@ from __future__ import annotations
 
 import dataclasses
 import json
+from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
 from lq.conf import path
 from lq.conf.resolver import Profile
-from lq.data.outputs import DONE, finished
+from lq.data.outputs import DONE, finished, outputs_for
 from lq.stages.run import Run, Stage
 
 
@@ -34,6 +35,31 @@ def agent_dir(stage_dir: str, encoder: str, ability: str, switch: str, seed: int
 def pretrained_checkpoint(pretrain_dir: str, encoder: str) -> str | None:
     """An agent's frozen encoder: the pretraining run's best checkpoint (none for scratch)."""
     return None if encoder == "scratch" else f"{model_dir(pretrain_dir, encoder)}/best.ckpt"
+
+
+def flag_value(args: Sequence[str], flag: str) -> str | None:
+    """The value of the last ``flag`` in ``args`` (``FLAG VALUE`` or ``FLAG=VALUE``: the one a parser keeps), or None."""
+    value = None
+    for i, arg in enumerate(args):
+        if arg == flag and i + 1 < len(args):
+            value = args[i + 1]
+        elif arg.startswith(f"{flag}="):
+            value = arg.split("=", 1)[1]
+    return value
+
+
+def environment_needs(run: Run) -> list[Run]:
+    """What a run whose arguments name a training pool (``--model.env.pool DIR``) or worlds to play
+    (``--model.worlds``: :meth:`lq.lit.agent.AgentModule.on_worlds`) needs first: the pool drawn; the worlds' dataset
+    and their partner and DM, trained on it as every dataset's are."""
+    needed = []
+    if pool := flag_value(run.extra, "--model.env.pool"):
+        needed.append(run.another("pool", folder=pool))
+    if worlds := flag_value(run.extra, "--model.worlds"):
+        data = json.loads(worlds)["data_dir"]
+        there = run.another("data", data=data, root=outputs_for(data))
+        needed += [there, there.env_run("partner"), there.env_run("dm")]
+    return needed
 
 
 CONFIG = "config.yaml"  # its configuration resolved once, beside its checkpoints (lq.lit.cli.LogConfigToMLflow)
@@ -147,7 +173,7 @@ class Agent(Trained):
         if run.encoder != "scratch":
             needed.append(run.another("pretrain", run.encoder))
             needed.append(run.another("spaces", run.encoder, protocol=run.protocol))
-        return needed
+        return needed + environment_needs(run)
 
     def args(self, run: Run) -> list[str]:
         env = [run.env_run("partner").checkpoint, run.env_run("dm").checkpoint]

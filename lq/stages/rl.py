@@ -8,7 +8,7 @@ from pathlib import Path
 from typing import Any
 
 from lq.conf import path
-from lq.stages.families import Agent
+from lq.stages.families import Agent, flag_value
 from lq.stages.run import Run
 
 
@@ -16,6 +16,19 @@ def starts_from_bc(config: dict[str, Any]) -> bool:
     """Whether an RL run of merged config ``config`` starts from the BC agent of its configuration and seed
     (``init_from: bc``, the lq objective's)."""
     return (config.get("model") or {}).get("init_from") == "bc"
+
+
+# what an RL run's BC start shares with it where its arguments name them: the training pool, the worlds it plays
+SHARED_WITH_BC = ("--model.env.pool", "--model.worlds")
+
+
+def bc_start(run: Run) -> Run:
+    """The BC run an RL run of lq's objective starts from: of its configuration and seed, in its ``--bc_dir`` where its
+    arguments name one (a variant's own BC agents: :data:`lq.experiments.specs.GENERALISATION_RUNS`), else the BC
+    stage's folder; with the arguments of :data:`SHARED_WITH_BC` it has."""
+    folder = flag_value(run.extra, "--bc_dir") or ""
+    shared = [a for flag in SHARED_WITH_BC if (v := flag_value(run.extra, flag)) is not None for a in (flag, v)]
+    return dataclasses.replace(run, stage="bc", folder=folder, extra=tuple(shared))
 
 
 class ReinforcementLearning(Agent):
@@ -38,7 +51,7 @@ class ReinforcementLearning(Agent):
         """An agent's, and the BC agent of the same configuration and seed that it starts from (``init_from: bc``)."""
         needed = super().needs(run)
         if starts_from_bc(run.config):
-            needed.append(dataclasses.replace(run, stage="bc", folder="", extra=()))
+            needed.append(bc_start(run))
         return needed
 
     def start_args(self, run: Run) -> list[str]:

@@ -28,6 +28,7 @@ from lq.experiments.launchers import Local, Submitit
 from lq.lit.cli import build_module, module_hparams
 from lq.stages import bc_checkpoint
 from lq.stages.calibrate import Calibrate
+from lq.stages.data import light_db
 from tests.lit.stopping import stop_once
 from tests.lit.test_agent_cli import TINY_AGENT
 from tests.lit.test_stages import trained_env_models
@@ -1679,7 +1680,9 @@ def _printed_jobs(out: str) -> list[str]:
         ),
         ["stage", "rl", "--encoder", "general", "--compare"],
         ["stage", "rl", "--encoder", "scratch", "--compare", "--objective", "paper"],
-        *(["experiment", name] for name in X.EXPERIMENTS if name not in ("deviations", "budget")),  # lq's: the default
+        *(["experiment", name] for name in X.EXPERIMENTS if name not in ("deviations", "budget", "generalisation")),
+        pytest.param(["experiment", "generalisation"], marks=pytest.mark.skipif(
+            not (light_db() / "rooms.json").is_file(), reason=f"no LIGHT environment DB at {light_db()}")),
         ["experiment", "deviations", "--objective", "paper"],  # its tables name the paper objective
         ["experiment", "budget", "--objective", "paper"],
     ],
@@ -1945,3 +1948,45 @@ def test_a_gain_ordering_compares_differences_of_means_with_their_standard_error
     assert marked([0.4, 0.5], [0.1, 0.2], [0.5, 0.6], [0.2, 0.3]).endswith("**within noise**")  # 0.3 vs 0.3
     assert marked([0.4, 0.5], [], [0.5, 0.6], [0.2, 0.3]) == "gains n/a: **not run**"
     assert marked([0.4], [0.1], [0.5], [0.2]) == "**not tested (one seed)**"
+
+
+def test_the_generalisation_experiment_trains_each_variant_from_the_bc_agents_of_its_training_quests(tmp_path):
+    """Each RL variant starts from the BC agents trained on its own training quests (a pool's with that pool), after
+    the pool is drawn and the LIGHT worlds generated and their partner and DM trained; every agent and the baselines
+    play the worlds at each evaluation; RL is evaluated at each budget and chooses its agent on the validation quests;
+    the table has a row per variant and budget, one as chosen, one per BC, with validation, test and worlds columns."""
+    setup = X.Setup(seeds=(0,), outputs=str(tmp_path / "o"))
+    experiment = X.EXPERIMENTS["generalisation"]()
+    runs = {c.key: X.running.run_of(c, setup, 0) for c in experiment.configs}
+    worlds = X.specs.worlds_of(setup)
+    assert worlds["partner_checkpoint"] == "outputs/light-worlds/partner/small/best.ckpt"
+    for key, run in runs.items():
+        assert json.loads(run.extra[run.extra.index("--model.worlds") + 1]) == worlds, key
+        needed = {(n.stage, n.data) for n in run.needs()}
+        assert {("data", "data/light-worlds"), ("partner", "data/light-worlds"), ("dm", "data/light-worlds")} <= needed
+    pooled = runs["rl-scratch-act_speech-hardcoded-pool19600_rarity"]
+    [bc] = [n for n in pooled.needs() if n.stage == "bc"]
+    assert bc == runs["bc-scratch-act_speech-hardcoded-pool19600"] and bc.folder == f"{tmp_path}/o/bc/pool19600"
+    [pool] = [n for n in pooled.needs() if n.stage == "pool"]
+    assert pool.args == ["data", "pool", "data/default", "19600", "--out", "data/default-pool-19600"]
+    [held_out_bc] = [n for n in runs["rl-scratch-act_speech-hardcoded-held_out"].needs() if n.stage == "bc"]
+    assert held_out_bc == runs["bc-scratch-act_speech-hardcoded-own"]
+    assert not [n for n in runs["rl-scratch-act_speech-hardcoded-own"].needs() if n.stage == "pool"]
+    light = next(n for n in pooled.needs() if n.stage == "data" and n.data == "data/light-worlds")
+    assert light.args[-2:] == ["--light-db", str(light_db())]
+    module = build_module(pooled)
+    h = module.hparams
+    assert (list(h.budgets), h.select_every, h.curriculum, h.init_from) == ([32_000, 100_000, 320_000], 16_000,
+                                                                          "rarity", "bc")  # fmt: skip
+    assert h.env["pool"] == "data/default-pool-19600" and h.worlds == worlds
+    assert h.bc_checkpoint == bc_checkpoint(f"{tmp_path}/o/bc/pool19600", "scratch", "act_speech", "hardcoded", 0)
+    table, baselines = experiment.tables
+    assert len(table.rows) == 5 * 4 + 3 and list(table.rows[0][1]) == [
+        *(t for t, _ in X.specs.VALIDATION_GOALS), *(t for t, _ in X.specs.GOALS), *(t for t, _ in X.specs.WORLDS_GOALS)
+    ]
+    assert table.rows[3][0] == "RL, its own training quests, chosen on validation"
+    assert table.rows[3][1]["Worlds act & speech"].metric == "worlds/act_and_speech_goal_rate"
+    assert table.rows[0][1]["Worlds act goals"].metric == "budget/32000/worlds/act_goal_rate"
+    assert "Worlds act goals" in baselines.rows[0][1] and "Val act goals" in baselines.rows[0][1]
+    with pytest.raises(ValueError, match="--objective lq"):
+        X.EXPERIMENTS["generalisation"](objective="paper")

@@ -44,7 +44,10 @@ def test_every_stage_kind_says_whether_it_is_done_and_what_it_writes_without_bui
     monkeypatch.setattr(StageCLI, "__init__", built)
     done = {kind: run.done for kind, run in runs.items()}
     assert done == {"pretrain": True, "partner": True, "dm": True, "rl": False, "bc": False, "data": True,
-                    "calibrate": False, "spaces": False, "baselines": False}  # fmt: skip
+                    "pool": False, "calibrate": False, "spaces": False, "baselines": False}  # fmt: skip
+    pool = stages.Run("pool", data=str(setup_dir / "data"), folder=str(tmp_path / "data-pool-12"))
+    assert pool.outputs == {"manifest": f"{tmp_path}/data-pool-12/manifest.json"} and not pool.done
+    assert pool.args == ["data", "pool", str(setup_dir / "data"), "12", "--out", str(tmp_path / "data-pool-12")]
     calibration, spaces = Path(runs["calibrate"].outputs["file"]), Path(runs["spaces"].outputs["file"])
     assert calibration.parent == outputs / "partner/small/candidates"
     assert spaces.parent == outputs / "pretrain/general_light/candidates" and spaces.name.startswith("agent-utterances")
@@ -64,7 +67,7 @@ def test_every_stage_kind_says_whether_it_is_done_and_what_it_writes_without_bui
 
 def test_a_stage_kind_is_one_registry_entry():
     assert stages.STAGES == ("pretrain", "partner", "dm", "rl", "bc")
-    assert stages.PREPARATION == ("data", "calibrate", "spaces", "baselines")
+    assert stages.PREPARATION == ("data", "pool", "calibrate", "spaces", "baselines")
     assert stages.AGENT_STAGES == ("rl", "bc") and stages.ENV_STAGES == ("partner", "dm")
     assert stages.JOBS == ("calibrate", "spaces", "baselines")
     with pytest.raises(ValueError, match="unknown stage eval: choose from pretrain, partner, dm, rl, bc, data"):
