@@ -76,6 +76,8 @@ def zero_shot_lines(played: dict[str, EvalResult], protocol: Protocol, seed: int
     other = other_decoding(protocol)
     shown = (("validation", protocol.decoding, played["val"]), ("test", protocol.decoding, played["test"]),
              ("test", other, played[f"test_{other}"]))  # fmt: skip
+    if "worlds" in played:
+        shown += (("worlds' test", protocol.decoding, played["worlds"]),)
     return [
         f"zero-shot {split} (seed {seed}, {protocol.name} protocol, {decoding}): act goals {r.act_goal_rate:.3f}, "
         f"speech goals {r.speech_goal_rate:.3f}, both {r.act_and_speech_rate:.3f}, by the partner "

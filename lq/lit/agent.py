@@ -191,7 +191,7 @@ class AgentModule(L.LightningModule):
         learned weights and word pieces (a word it never read is the unknown piece), the spaces' own candidate rows
         (:meth:`lq.models.agent.SwitchAgent.space_state`). A copy in eval mode; this one is left as it is."""
         self.build_agent()
-        h = self.hparams
+        h = {k: v for k, v in self.hparams.items() if not k.startswith("_")}  # LightningCLI's own
         env = {**self.env_spec.as_dict(), "data_dir": str(data_dir), "partner_checkpoint": str(partner_checkpoint),
                "dm_checkpoint": str(dm_checkpoint), "pool": None}  # fmt: skip
         other = type(self)(**{**h, "env": env, "worlds": None})
