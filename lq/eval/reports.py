@@ -196,9 +196,10 @@ def plot_budget(
     panels: Sequence[Sequence[str]],
     path,
     title: str,
+    row_names: Sequence[str] = ("validation", "test"),
 ) -> bool:
     """Goal rates against environment interactions (log axis), one panel per metric title of ``panels`` (rows of
-    panels: validation, test): per label of ``curves`` (an objective) the seeds' mean at each budget, shaded from
+    panels, named ``row_names``: validation, test, ...): per label of ``curves`` (an objective) the seeds' mean at each budget, shaded from
     their lowest to their highest; per label of ``levels`` (BC, a baseline) its seeds' mean as a horizontal line.
     False if nothing to draw."""
     import matplotlib
@@ -229,7 +230,7 @@ def plot_budget(
             ax.set_title(metric, fontsize=10)
             ax.set_xlabel("environment interactions")
             if c == 0:
-                ax.set_ylabel(("validation", "test")[r] + " goal rate" if rows == 2 else "goal rate")
+                ax.set_ylabel(f"{row_names[r]} goal rate" if r < len(row_names) else "goal rate")
             ax.grid(alpha=0.3)
             if r == 0 and c == 0 and ax.get_legend_handles_labels()[0]:
                 ax.legend(fontsize=7)

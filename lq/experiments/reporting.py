@@ -17,8 +17,11 @@ from lq.experiments.specs import (
     BUDGET_TITLES,
     BUDGETS,
     EXPERIMENTS,
+    GENERALISATION_BUDGETS,
+    GENERALISATION_RUNS,
     GOALS,
     VALIDATION_GOALS,
+    WORLDS_GOALS,
     Cell,
     Experiment,
     Table,
@@ -262,23 +265,32 @@ def curves_png(client, experiment: Experiment, runs: Sequence, stage: str, path:
 
 
 def budget_png(experiment: Experiment, values: dict[str, dict[tuple[str, str], list[float]]], path: Path) -> bool:
-    """The budget experiment's figure (:func:`lq.eval.plot_budget`): each objective's goal rates against interactions,
-    validation above and test below, BC, the word-overlap rule and a random choice among the valid candidates as
-    levels; ``values``: each table's cells by (row, column). False where the experiment is not the budget's or has
-    nothing to draw."""
-    if experiment.name != "budget":
+    """The figure of an experiment evaluated at budgets (:func:`lq.eval.plot_budget`): the budget experiment's (each
+    objective's goal rates against interactions, validation above and test below) or the generalisation experiment's
+    (each variant's, validation, test and the LIGHT worlds), BC, the word-overlap rule and a random choice among the
+    valid candidates as levels; ``values``: each table's cells by (row, column). False where the experiment has no
+    budgets or nothing to draw."""
+    if experiment.name == "budget":
+        panels = [[t for t, _ in VALIDATION_GOALS], [t for t, _ in GOALS]]
+        rows = {title: title for title in BUDGET_TITLES.values()}
+        budgets, bc = BUDGETS, "BC"
+    elif experiment.name == "generalisation":
+        panels = [[t for t, _ in VALIDATION_GOALS], [t for t, _ in GOALS], [t for t, _ in WORLDS_GOALS]]
+        rows = {title: f"RL, {title}" for *_, title in GENERALISATION_RUNS.values()}
+        budgets, bc = GENERALISATION_BUDGETS, f"BC, {GENERALISATION_RUNS['own'][3]}"
+    else:
         return False
-    table, base = values["budget"], values["budget_baselines"]
-    panels = [[t for t, _ in VALIDATION_GOALS], [t for t, _ in GOALS]]
+    table, base = values[experiment.name], values[f"{experiment.name}_baselines"]
     columns = [t for row in panels for t in row]
     curves = {
-        title: {t: {b: table.get((f"{title}, {budget_label(b)} interactions", t), []) for b in BUDGETS} for t in columns}
-        for title in BUDGET_TITLES.values()
+        label: {t: {b: table.get((f"{row}, {budget_label(b)} interactions", t), []) for b in budgets} for t in columns}
+        for label, row in rows.items()
     }
-    levels = {"BC": {t: table.get(("BC", t), []) for t in columns}}
+    levels = {"BC": {t: table.get((bc, t), []) for t in columns}}
     for row in ("Word overlap (whole spaces)", "Random (valid candidates)"):
         levels[row] = {t: base.get((row, t), []) for t in columns}
-    return plot_budget(curves, levels, panels, path, experiment.title)
+    names = ("validation", "test", "unseen worlds")[: len(panels)]
+    return plot_budget(curves, levels, panels, path, experiment.title, names)
 
 
 def build_tables(
@@ -326,7 +338,8 @@ def build_tables(
 def evaluated_line(experiment: Experiment, protocol: str | None) -> str:
     """The line under a parent's tables' titles: how its runs were evaluated, the experiment's own where it says (Tables
     4/5: no episodes), else what the parent's protocol fixes (a parent from before protocols: ``restricted``)."""
-    return experiment.evaluated or f"Evaluated under {protocol_of(protocol or 'restricted').describe()}."
+    line = experiment.evaluated or f"Evaluated under {protocol_of(protocol or 'restricted').describe()}."
+    return f"{line} {experiment.note}" if experiment.note else line
 
 
 IDENTITY = ("profile", "protocol", "objective")  # what tells parents of one experiment apart (besides seeds, encoders)

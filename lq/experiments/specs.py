@@ -141,6 +141,7 @@ class Experiment:
     variants: Sequence[str] = ()  # its rows' variants, where it has (the deviation and candidates tables)
     validation_baselines: bool = False  # its baselines child plays the validation quests too
     evaluated: str = ""  # the line under its tables where no protocol evaluates it (no agent plays)
+    note: str = ""  # said after the protocol line under its tables (how its rows' agents were chosen)
     configs: list[Config] = field(init=False)
 
     def __post_init__(self) -> None:
@@ -545,7 +546,14 @@ def generalisation(encoders: Sequence[str] = ("scratch",), objective: str = "lq"
             title = GENERALISATION_RUNS[variant][3]
             rows.append((f"{who}BC, {title}", {t: Cell(Config("bc", e, variant=variant), m) for t, m in columns}))
     title = "Generalisation: training pools, the rarity curriculum, the agent chosen on validation, worlds never seen"
-    return _with_baselines("generalisation", title, rows, encoders, objective, validation=True, worlds=True)
+    experiment = _with_baselines("generalisation", title, rows, encoders, objective, validation=True, worlds=True)
+    experiment.note = (
+        f"A row at N interactions is the agent as it stood then; a row \"chosen on validation\" is the agent of the "
+        f"best validation act & speech goals among its evaluations every {SELECT_EVERY:,} interactions (its "
+        "best.ckpt), and its test and worlds figures are that agent's. Worlds: the test quests of quests generated "
+        "from the LIGHT environment DB, against their own spaces, partner and DM."
+    )
+    return experiment
 
 
 EXPERIMENTS: dict[str, Callable[..., Experiment]] = {

@@ -1900,6 +1900,45 @@ def test_the_budget_experiment_trains_one_run_per_objective_and_seed_and_draws_i
             "0.500 against 0.300 ± 0.000.") in text  # fmt: skip
 
 
+def test_the_generalisation_page_draws_each_variant_against_interactions_on_three_panels(tmp_path):
+    """From its records alone: each variant's row at each budget, its agent chosen on validation, BC per training
+    quests and the baselines, with validation, test and worlds columns; its figure (one panel per column, written once,
+    the same bytes again)."""
+    experiment = X.EXPERIMENTS["generalisation"]()
+    uri = f"sqlite:///{tmp_path / 'mlflow.db'}"
+    client = MlflowClient(uri)
+    setup = X.Setup(seeds=(0, 1), outputs=str(tmp_path / "o"), tracking_uri=uri)
+    pid, _ = X.parents.open_parent(client, experiment, setup, False, print)
+    exp_id = client.get_run(pid).info.experiment_id
+    for config in experiment.configs:
+        for seed in (0, 1):
+            tags = {"mlflow.parentRunId": pid, "lq.config": config.key, "lq.seed": str(seed)}
+            child = client.create_run(exp_id, tags=tags).info.run_id
+            for split in ("val", "test", "worlds"):
+                if config.stage == "baselines":
+                    prefix = {"val": "baselines_val", "test": "baselines", "worlds": "baselines_worlds"}[split]
+                    client.log_metric(child, f"{prefix}/random_valid/act_goal_rate", 0.7)
+                    continue
+                client.log_metric(child, f"{split}/act_and_speech_goal_rate", 0.2 + seed / 100)
+                for b in X.specs.GENERALISATION_BUDGETS if config.stage == "rl" else ():
+                    client.log_metric(child, f"budget/{b}/{split}/act_and_speech_goal_rate", b / 1e6 + seed / 100)
+            client.set_terminated(child, "FINISHED")
+    client.set_terminated(pid, "FINISHED")
+    page = tmp_path / "docs" / "current.md"
+    argv = ["experiment", "report", "--tracking-uri", uri, "--page", str(page)]
+    assert main(argv) == 0
+    figure = page.parent / "img" / "generalisation-tiny-paper.png"
+    first, drawn = page.read_bytes(), figure.read_bytes()
+    assert main(argv) == 0 and page.read_bytes() == first and figure.read_bytes() == drawn
+    text = first.decode()
+    row = next(line for line in text.splitlines() if line.startswith("| RL, + 19,600 generated quests, 320k inter"))
+    assert row.count("0.325 ± 0.005") == 3  # validation, test and worlds act & speech: 0.32 and 0.33
+    row = next(line for line in text.splitlines() if line.startswith("| RL, its own training quests, chosen on val"))
+    assert row.count("0.205 ± 0.005") == 3
+    assert "| BC, + 1,400 generated quests |" in text and "Worlds act & speech" in text
+    assert 'a row "chosen on validation" is the agent of the best validation act & speech goals' in text
+
+
 def test_every_ordering_names_cells_its_tables_have_and_table45_marks_the_papers_trends():
     """Each marked ordering compares two cells of its experiment's tables (a typo would mark it "not run" for ever);
     Tables 4/5 mark each of the paper's four trends in both tables, the quest curve's "Scratch the most" as gains."""
