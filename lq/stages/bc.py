@@ -16,6 +16,7 @@ def bc_checkpoint(bc_dir: str, encoder: str, ability: str, switch: str, seed: in
 
 class BehaviourCloning(Agent):
     name = "bc"
+    summary = "behaviour cloning of the switch agent on demonstrations"
     profile_file = "bc"
     checkpoint_name = CHECKPOINT
 

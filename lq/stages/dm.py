@@ -7,3 +7,4 @@ from lq.stages.families import EnvModel
 
 class DungeonMaster(EnvModel):
     name = "dm"
+    summary = "train the Dungeon Master's poly-encoder"

@@ -7,3 +7,4 @@ from lq.stages.families import EnvModel
 
 class Partner(EnvModel):
     name = "partner"
+    summary = "train the partner agent's poly-encoder"

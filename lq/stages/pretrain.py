@@ -12,6 +12,7 @@ from lq.stages.run import Run
 
 class Pretrain(PolyEncoder):
     name = "pretrain"
+    summary = "multi-task poly-encoder pretraining"
     profile_file = "pretrain"
     wave, at_once = 0, 1  # one at a time, each on every core
 

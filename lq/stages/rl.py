@@ -33,6 +33,7 @@ def bc_start(run: Run) -> Run:
 
 class ReinforcementLearning(Agent):
     name = "rl"
+    summary = "train the switch A2C agent in QuestEnv"
     profile_file = "rl"
     checkpoint_name = "agent.ckpt"
 

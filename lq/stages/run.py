@@ -35,6 +35,7 @@ class Stage:
     preparation jobs share, and one file per kind the rest."""
 
     name: str = ""
+    summary: str = ""  # what a training stage's run does, in a few words (``lq --help``)
     profile_file: str | None = None  # the file of a profile it reads (conf/profile/PROFILE/FILE.yaml), if any
     wave: int = 3  # where its runs go among one layer's waves (0 first: lq.experiments.running.waves_of)
     at_once: int | None = None  # how many of its runs train side by side in a wave (None: the setup's jobs)

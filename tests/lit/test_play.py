@@ -72,7 +72,7 @@ def test_make_play_works_without_shared_data_and_makes_its_default_quest(tmp_pat
 def test_one_argument_names_what_to_play_a_quest_id_or_a_file_whatever_the_mode(tmp_path, monkeypatch, capsys):
     """Without an agent a quest id of --data plays that quest's file (as with --agent); with an agent a quest file
     plays its quest id; anything else is refused with what it takes. Each game's transcript has its own name."""
-    from lq.cli import _quest_id, quest_file
+    from lq.commands.agents import _quest_id, quest_file
     from lq.generate import generate_dataset
 
     data = tmp_path / "data"
