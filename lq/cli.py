@@ -58,16 +58,16 @@ def main(argv: Sequence[str] | None = None) -> int:
     try:
         return args.func(args)
     except Stopped as err:  # a line per job (and the end of its log); the last says how to go on
-        again = f"go on with: {again(argv, args.func is experiments._cmd_experiment)}" if resumable else ""
+        go_on = f"go on with: {again(argv, args.func is experiments._cmd_experiment)}" if resumable else ""
         for i, failure in enumerate(err.failures, 1):
             said = f"error: {failure}"
-            if again and i == len(err.failures):
-                said += f"\n{again}" if "\n" in said else f"; {again}"
+            if go_on and i == len(err.failures):
+                said += f"\n{go_on}" if "\n" in said else f"; {go_on}"
             print(said, file=sys.stderr)
         return 1
     except KeyboardInterrupt:
-        again = f"; go on with: {again(argv, args.func is experiments._cmd_experiment)}" if resumable else ""
-        print(f"interrupted: the runs stopped are marked KILLED{again}", file=sys.stderr)
+        go_on = f"; go on with: {again(argv, args.func is experiments._cmd_experiment)}" if resumable else ""
+        print(f"interrupted: the runs stopped are marked KILLED{go_on}", file=sys.stderr)
         return 130
     except UsageError as err:
         print(f"error: {err}", file=sys.stderr)

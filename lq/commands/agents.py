@@ -318,7 +318,9 @@ def _export_parser(sub) -> None:
     ex.add_argument("out", type=Path, help="the bundle folder to write (lq eval / lq play --agent / lq.load_agent)")
     ex.add_argument("--baselines", type=int, default=1, metavar="N", help="baseline seeds in the model card's table")
     ex.add_argument("--no-eval", action="store_true", help="write the bundle without evaluating it for its card")
-    ex.add_argument("--quests", type=positive_count, metavar="N", help="evaluate on the first N test quests (default: all)")
+    ex.add_argument(
+        "--quests", type=positive_count, metavar="N", help="evaluate on the first N test quests (default: all)"
+    )
     ex.add_argument("--overwrite", action="store_true", help="replace OUT if it exists")
     ex.add_argument("--log-model", metavar="RUN_ID", help="also log the bundle as an MLflow logged model of this run")
     ex.add_argument("--tracking-uri", default="sqlite:///mlflow.db", help="the MLflow store of --log-model's run")

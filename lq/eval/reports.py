@@ -199,9 +199,9 @@ def plot_budget(
     row_names: Sequence[str] = ("validation", "test"),
 ) -> bool:
     """Goal rates against environment interactions (log axis), one panel per metric title of ``panels`` (rows of
-    panels, named ``row_names``: validation, test, ...): per label of ``curves`` (an objective) the seeds' mean at each budget, shaded from
-    their lowest to their highest; per label of ``levels`` (BC, a baseline) its seeds' mean as a horizontal line.
-    False if nothing to draw."""
+    panels, named ``row_names``: validation, test, ...): per label of ``curves`` (an objective) the seeds' mean at each
+    budget, shaded from their lowest to their highest; per label of ``levels`` (BC, a baseline) its seeds' mean as a
+    horizontal line. False if nothing to draw."""
     import matplotlib
 
     matplotlib.use("Agg")

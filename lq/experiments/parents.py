@@ -11,7 +11,7 @@ from pathlib import Path
 from lq.experiments.reporting import best_agent, children, experiment_id, parent_runs, parent_view
 from lq.experiments.setup import Setup
 from lq.experiments.specs import Experiment
-from lq.lit.cli import commit_tag
+from lq.tracking import commit_tag
 
 
 def parent_identity(setup: Setup) -> dict[str, str]:

@@ -22,7 +22,7 @@ from pathlib import Path
 from lq.data.errors import DataFormatError
 from lq.data.io import atomic_open
 from lq.experiments.reporting import _client, children, experiment_id, parent_view
-from lq.lit.cli import VIEWS
+from lq.tracking import VIEWS
 
 FORMAT = "lq-runs/1"
 ORIGIN = "lq.origin_run_id"  # on an imported run: the id it had in the store it ran in

@@ -27,7 +27,7 @@ from lq.experiments.specs import (
     Table,
     budget_label,
 )
-from lq.lit.cli import (
+from lq.tracking import (
     DEFAULT_TRACKING_URI,
     EXPERIMENT_VIEW,
     VIEWS,

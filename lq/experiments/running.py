@@ -23,8 +23,9 @@ from lq.experiments.parents import end_dead_runs, log_best_model, open_parent, p
 from lq.experiments.reporting import _client, _print, build_tables, children, experiment_id
 from lq.experiments.setup import Setup
 from lq.experiments.specs import Config, Experiment
-from lq.lit.cli import build_module, commit_tag, log_dataset, model_tags, module_hparams, run_tags
-from lq.stages import Resolver, Run, kind_of
+from lq.lit.cli import build_module, module_hparams
+from lq.tracking import commit_tag, log_dataset, model_tags, run_tags
+from lq.stages import Resolver, Run, kind_of, shared_with_bc
 
 if TYPE_CHECKING:
     from lq.envs.spec import EnvSpec
@@ -173,7 +174,7 @@ def _prep_step(run: Run, setup: Setup, label: str = "") -> Step:
     a keyed file is named by exist by then); a BC agent (an RL agent's start, or one ``compare`` puts beside it) only
     where it was trained as that RL agent would be."""
     run.kind.check(run)
-    run = with_extras(run, setup)
+    run = with_extras(run, setup, run.extra)  # its own after the setup's (a BC start's training pool and worlds)
     if run.kind.agent:  # a BC start stopped mid-training trains again from its start: the RL figures stay exact
         return Step(label or run.label, run.args, check=lambda: _bc_start(run, setup))
     return Step(label or run.label, run.kind.prep_args(run), check=lambda: run.done_as)
@@ -186,6 +187,7 @@ def _bc_start(bc: Run, setup: Setup) -> str | None:
     if not finished(bc.checkpoint):
         return None
     rl = rl_run(Config("rl", bc.encoder, bc.ability, bc.switch), setup, bc.seed)
+    rl = dataclasses.replace(rl, extra=(*rl.extra, *shared_with_bc(bc.config)))  # its training pool, its worlds
     return bc.checkpoint if _trained_alike(bc.checkpoint, module_hparams(rl)) else None
 
 

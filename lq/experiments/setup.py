@@ -8,7 +8,7 @@ from dataclasses import dataclass, field
 
 from lq.stages import Resolver
 from lq.experiments.launchers import Launcher, Local
-from lq.lit.cli import DEFAULT_TRACKING_URI
+from lq.tracking import DEFAULT_TRACKING_URI
 
 
 @dataclass

@@ -208,7 +208,9 @@ def generate_pool(
     """Write a training pool of ``count`` generated quests with their demonstrations for the dataset at ``data_dir``
     (one ``lq data generate`` wrote: its DB and seed), into ``out`` (quests/train/, demos/train.json, manifest.json
     naming the dataset's fingerprint; it appears only when complete): drawn as :func:`_pool` says, from the dataset's
-    environment DB, winnable within its spaces. Returns the manifest."""
+    environment DB, winnable within the spaces of its training and validation demonstrations (never chosen by its
+    test quests: the agents' spaces hold the test demonstrations' texts too, and a pool drawn toward them would be
+    drawn toward the test). Returns the manifest."""
     manifest_path = Path(data_dir) / "manifest.json"
     if not manifest_path.is_file():
         raise DataFormatError(
@@ -223,7 +225,8 @@ def generate_pool(
     db = load_light_db(light_db) if light_db and light_db != "lq embedded DB" else load_default_db()
     dataset = load_dataset(data_dir)
     start = time.perf_counter()
-    quests, demos = _pool(Pools.from_db(db), made["seed"], count, demonstration_spaces(dataset.demos.all()))
+    spaces = demonstration_spaces(dataset.demos.train + dataset.demos.valid)
+    quests, demos = _pool(Pools.from_db(db), made["seed"], count, spaces)
     manifest = {
         "pool_of": dataset_id(data_dir),
         "data_dir": str(data_dir),

@@ -209,7 +209,7 @@ class AgentModule(L.LightningModule):
     @property
     def trained_on(self) -> str:
         """The dataset the agent was trained on: its encoder's, where it plays another's quests
-        (:func:`lq.lit.checkpoints.on_worlds`); else :attr:`data_dir`."""
+        (:meth:`on_worlds`); else :attr:`data_dir`."""
         return getattr(self, "_trained_on", None) or self.data_dir
 
     @property

@@ -11,132 +11,28 @@ fails with a sqlite tracking URI: Lightning issues 19441 and 20273).
 from __future__ import annotations
 
 import functools
-import inspect
-import json
-import os
-import socket
-import subprocess
 import warnings
 from collections.abc import Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-from lightning.fabric.utilities.logger import _convert_params, _flatten_dict
-from lightning.fabric.utilities.rank_zero import rank_zero_only
 from lightning.pytorch.callbacks import ModelCheckpoint
 from lightning.pytorch.callbacks.progress.progress_bar import ProgressBar
-from lightning.pytorch.cli import LightningArgumentParser, LightningCLI, SaveConfigCallback
+from lightning.pytorch.cli import LightningArgumentParser, LightningCLI
 from lightning.pytorch.loggers import MLFlowLogger
 
 from lq.conf.lengths import length_problems
 from lq.conf.resolver import DEFAULT_THREADS
 from lq.data.outputs import mark_finished, unfinished
-from lq.stages import CONFIG, Resolver, agent_dir, bc_checkpoint, model_dir, pretrained_checkpoint
+from lq.stages import Resolver, agent_dir, bc_checkpoint, model_dir, pretrained_checkpoint
 from lq.data.dataset import dataset_id
 from lq.lit.callbacks import LogProgress, StageTimer, wants_log_progress
+# StageLogger: also here for the config.yaml of runs made before it moved (their logger's class_path names lq.lit.cli)
+from lq.lit.loggers import LogConfigToMLflow, StageLogger, end_runs  # noqa: F401
+from lq.tracking import DEFAULT_TRACKING_URI, commit_tag, log_dataset, mark_model_training, model_tags, run_tags
 
 if TYPE_CHECKING:
     from lq.envs.spec import EnvSpec
-
-DEFAULT_TRACKING_URI = "sqlite:///mlflow.db"
-
-
-def init_store(tracking_uri: str | None) -> None:
-    """Make a new sqlite MLflow store's tables under a lock beside it (``FILE.lock``): two processes creating one store
-    at once would both migrate it and one fail ("duplicate column", "table already exists"). Once made, any number of
-    processes write to it (sqlite serialises their short transactions)."""
-    if not tracking_uri or not tracking_uri.startswith("sqlite:///"):
-        return
-    import fcntl
-
-    from mlflow.tracking import MlflowClient
-
-    db = Path(tracking_uri.removeprefix("sqlite:///").split("?")[0])
-    db.parent.mkdir(parents=True, exist_ok=True)
-    with open(f"{db}.lock", "a") as lock:
-        fcntl.flock(lock, fcntl.LOCK_EX)
-        try:
-            MlflowClient(tracking_uri).search_experiments(max_results=1)  # the tables, made once
-        finally:
-            fcntl.flock(lock, fcntl.LOCK_UN)
-
-
-def ensure_experiment(client, name: str, artifact_location: str | None = None) -> str:
-    """The id of MLflow experiment ``name``, created if missing, whoever else creates it at the same moment: children
-    started side by side on a store without it would each find it missing and all but one fail on MLflow's unique
-    name ("Experiment(name=...) already exists"); the losers read the winner's. Marked for model training
-    (:func:`mark_model_training`)."""
-    from mlflow.exceptions import MlflowException
-
-    found = client.get_experiment_by_name(name)
-    if found is None:
-        try:
-            exp_id = client.create_experiment(name, artifact_location=artifact_location)
-        except MlflowException:
-            found = client.get_experiment_by_name(name)
-            if found is None:  # not a race: the store refused it for another reason
-                raise
-            exp_id = found.experiment_id
-    else:
-        exp_id = found.experiment_id
-    mark_model_training(client, exp_id)
-    return exp_id
-
-
-class StageLogger(MLFlowLogger):
-    """MLflow's logger, whose run stays RUNNING until the stage has done all its work. Lightning finalizes its loggers
-    with "success" at the end of every ``fit`` and ``test``, but a stage evaluates after those: a run killed then would
-    read FINISHED without its evaluation. :meth:`StageCLI.fit` ends the run (:meth:`end`): FINISHED once everything is
-    logged, KILLED on Ctrl-C, FAILED on an error (Lightning's own "failed" still ends it at once)."""
-
-    def __init__(self, *args, **kwargs):
-        # the store's tables first, under the lock: MLflow's client may make them as it starts, unlocked
-        init_store(inspect.signature(MLFlowLogger).bind_partial(*args, **kwargs).arguments.get("tracking_uri"))
-        super().__init__(*args, **kwargs)
-        if self._run_id is None and self._experiment_name:  # made now, race-free: Lightning's own lookup finds it
-            self._experiment_id = ensure_experiment(
-                self._mlflow_client, self._experiment_name, self._artifact_location
-            )
-
-    @rank_zero_only
-    def log_hyperparams(self, params) -> None:
-        """The params, less jsonargparse's internal ones (``_instantiator``, ``_class_path``), flattened
-        (``env/data_dir``) and kept whole up to MLflow's limit on a value (6,000 characters in MLflow 3; Lightning's
-        logger cuts every value at 250 without a word); a longer one is cut there with a warning naming its key."""
-        from mlflow.entities import Param
-        from mlflow.utils.validation import MAX_PARAM_VAL_LENGTH
-
-        params = _flatten_dict({k: v for k, v in _convert_params(params).items() if not str(k).startswith("_")})
-        kept = []
-        for key, value in params.items():
-            text = str(value)
-            if len(text) > MAX_PARAM_VAL_LENGTH:
-                warnings.warn(
-                    f"MLflow param {key}: {len(text)} characters, cut to MLflow's {MAX_PARAM_VAL_LENGTH} (the run's "
-                    "config.yaml artifact keeps it whole)",
-                    stacklevel=2,
-                )
-            kept.append(Param(key=key, value=text[:MAX_PARAM_VAL_LENGTH]))
-        for start in range(0, len(kept), 100):  # MLflow takes at most 100 params a call
-            self.experiment.log_batch(run_id=self.run_id, params=kept[start : start + 100], **self._log_batch_kwargs)
-
-    def finalize(self, status: str = "success") -> None:
-        if status not in ("success", "finished"):
-            super().finalize(status)
-
-    def end(self, status: str) -> None:
-        if self._initialized:
-            super().finalize(status)
-
-
-def end_runs(loggers, status: str) -> None:
-    """End the MLflow runs of ``loggers`` with ``status`` (FINISHED, FAILED, KILLED)."""
-    for logger in loggers:
-        if isinstance(logger, StageLogger):
-            logger.end(status)
-        elif isinstance(logger, MLFlowLogger) and logger._initialized:  # a plain MLFlowLogger a config chose
-            logger.experiment.set_terminated(logger.run_id, status)
-
 
 def config_names(files: Sequence[str | Path]) -> list[str]:
     """A run's config files as lq's conf/ names them (``profile/tiny/rl.yaml``); others as given."""
@@ -154,157 +50,6 @@ def config_choice(names: Sequence[str], group: str) -> str | None:
     ``objective``, ``protocol``: the file's stem), or None."""
     chosen = [n.split("/")[1] for n in names if n.startswith(f"{group}/")]
     return Path(chosen[-1]).stem if chosen else None
-
-
-# the characters MLflow keeps of a dataset's digest
-DIGEST_CHARS = 36
-
-
-def dataset_digest(data_dir: str | Path) -> str:
-    """The digest every run logs its dataset under: the dataset's fingerprint (:func:`lq.data.dataset.dataset_id`),
-    the one its checkpoints, bundles and model cards record, so that a bundle is matched to its runs' dataset; its
-    last 36 characters where a folder name longer than 23 makes it longer (MLflow's limit; the hash is kept whole)."""
-    return dataset_id(data_dir)[-DIGEST_CHARS:]
-
-
-def manifest_counts(folder: Path) -> dict:
-    """The counts a generated dataset's ``manifest.json`` gives (none for a folder without one: a release)."""
-    try:
-        return json.loads((folder / "manifest.json").read_text(encoding="utf-8")).get("counts", {})
-    except (OSError, ValueError, AttributeError):
-        return {}
-
-
-def log_dataset(client, run_id: str, data_dir: str | Path, context: str = "training") -> None:
-    """The run's dataset as an MLflow input (``mlflow.log_input``'s record): its folder's name, its fingerprint as the
-    digest (:func:`dataset_digest`), where it is and its counts."""
-    from mlflow.entities import Dataset, DatasetInput, InputTag
-
-    folder = Path(data_dir).resolve()
-    if not folder.is_dir():
-        return
-    dataset = Dataset(
-        name=folder.name,
-        digest=dataset_digest(folder),
-        source_type="local",
-        source=json.dumps({"uri": str(folder), "fingerprint": dataset_id(folder)}),
-        profile=json.dumps(manifest_counts(folder)),
-    )
-    # MLflow's get-or-create of a dataset is not atomic: of two runs starting at once (an experiment's children side
-    # by side), both insert it and one fails on its unique key; the other's row is there by then, and logging again
-    # links this run to it
-    inputs = [DatasetInput(dataset, tags=[InputTag("mlflow.data.context", context)])]
-    try:
-        client.log_inputs(run_id, datasets=inputs)
-    except Exception as err:
-        if "UNIQUE constraint failed: datasets." not in str(err):
-            raise
-        client.log_inputs(run_id, datasets=inputs)
-
-
-def run_tags() -> dict[str, str]:
-    """Where a run's process is (``lq.host``, ``lq.pid``): a driver marks a RUNNING run whose process is gone as
-    KILLED (:func:`lq.experiments.parents.end_dead_runs`)."""
-    return {"lq.host": socket.gethostname(), "lq.pid": str(os.getpid())}
-
-
-def model_tags(env: EnvSpec) -> dict[str, str]:
-    """The partner and the DM an agent's run played, as tags (``lq.partner``, ``lq.dm``: :meth:`EnvSpec.model_digests`):
-    a table whose children ran against other environment models than another table's says so
-    (:func:`lq.experiments.claims.section`), however their checkpoints' paths read."""
-    return {f"lq.{name}": digest for name, digest in env.model_digests().items()}
-
-
-def commit_tag() -> dict[str, str]:
-    """The lq commit a run was made with (``lq.commit``; with ``+dirty`` where the work tree had changes), where lq
-    runs from a git checkout; nothing otherwise (an installed wheel)."""
-    from lq.conf import ROOT
-
-    def git(*args: str) -> str:
-        done = subprocess.run(["git", *args], cwd=ROOT, capture_output=True, text=True, timeout=30)
-        return done.stdout.strip() if done.returncode == 0 else ""
-
-    try:
-        commit = git("rev-parse", "HEAD")
-        dirty = bool(git("status", "--porcelain", "--untracked-files=no"))
-    except (OSError, subprocess.TimeoutExpired):
-        return {}
-    return {"lq.commit": commit + ("+dirty" if dirty else "")} if commit else {}
-
-
-VIEWS = "mlflow.sharedViewState."  # MLflow's saved views of a runs table: experiment tags, each view's key after this
-EXPERIMENT_VIEW = "lq-goals"  # the one lq saves on each of its experiments (mark_model_training)
-
-
-def save_view(client, experiment, key: str, name: str, state: str) -> None:
-    """Save on ``experiment`` (an MLflow experiment, its tags read) the runs-table view ``key`` named ``name`` with
-    ``state`` (MLflow's saved-view format: the tag ``VIEWS + key``, listed under *Views*, opened by
-    ``?viewStateShareKey=KEY``), only where it is missing or its state changed."""
-    import time
-
-    try:
-        same = json.loads(experiment.tags[VIEWS + key])["state"] == state
-    except (KeyError, TypeError, ValueError):
-        same = False
-    if not same:
-        now = int(time.time() * 1000)
-        view = {"name": name, "createdAt": now, "updatedAt": now, "state": state}
-        client.set_experiment_tag(experiment.experiment_id, VIEWS + key, json.dumps(view))
-
-
-def mark_model_training(client, experiment_id: str) -> None:
-    """Tag an MLflow experiment as model training, and save on it lq's view of its runs table.
-
-    MLflow 3's UIs up to 3.16 read the tag ``mlflow.experimentKind=custom_model_development`` to open an experiment
-    on its runs table; 3.17's reads only its sidebar's workflow switch (*GenAI* / *Model training*, which the browser
-    remembers) or ``?workflowType=machine_learning`` in the page's address, and opens on the GenAI overview without
-    them. The tag stays for the earlier versions. The view ``lq: goal rates`` (:data:`EXPERIMENT_VIEW`,
-    :func:`save_view`) shows the test goal rates as columns, the runs sorted by act & speech goals, best first (the
-    poly-encoders' experiments: Hits@1, 5 and 10, by Hits@1). Each is written only where missing or changed."""
-    experiment = client.get_experiment(experiment_id)
-    if experiment.tags.get("mlflow.experimentKind") != "custom_model_development":
-        client.set_experiment_tag(experiment_id, "mlflow.experimentKind", "custom_model_development")
-    if experiment.name in ("lq-pretrain", "lq-partner", "lq-dm", "lq-table45"):  # poly-encoders: no episodes
-        metrics = ("test/hits_at_1", "test/hits_at_5", "test/hits_at_10")
-        name, sort = "lq: hits@k", "test/hits_at_1"
-    else:
-        metrics = ("test/act_goal_rate", "test/speech_goal_rate", "test/act_and_speech_goal_rate")
-        name, sort = "lq: goal rates", "test/act_and_speech_goal_rate"
-    columns = [f"metrics.`{m}`" for m in metrics]
-    state = json.dumps({
-        "selectedColumns": columns,
-        "columnOrder": ["attributes.`Run Name`", *columns],
-        "columnWidths": {"attributes.`Run Name`": 330, **{c: 210 for c in columns}},
-        "orderByKey": f"metrics.`{sort}`",
-        "orderByAsc": False,
-    })  # fmt: skip
-    save_view(client, experiment, EXPERIMENT_VIEW, name, state)
-
-
-class LogConfigToMLflow(SaveConfigCallback):
-    """The run's configuration resolved once (its config files, its arguments, the defaults), as one file: its
-    ``config.yaml`` beside its checkpoints (written whole, then renamed into place) and the same bytes as its MLflow
-    artifact ``config.yaml``. ``lq STAGE fit --config RUN_DIR/config.yaml`` runs it again as it ran."""
-
-    def __init__(self, *args, **kwargs):
-        kwargs["save_to_log_dir"] = False  # Lightning's log dir is not the run's folder; the file goes there below
-        super().__init__(*args, **kwargs)
-        self.text = ""  # the resolved config, once save_config has dumped it
-
-    def save_config(self, trainer, pl_module, stage) -> None:
-        self.text = self.parser.dump(self.config, skip_none=False)
-        for logger in trainer.loggers:
-            if isinstance(logger, MLFlowLogger):
-                logger.experiment.log_text(logger.run_id, self.text, CONFIG)
-
-    def on_fit_start(self, trainer, pl_module) -> None:
-        """The file, once every callback is set up (the checkpoint callback would see it as an earlier run's)."""
-        from lq.data.io import atomic_open
-
-        callback = trainer.checkpoint_callback
-        if self.text and callback is not None and callback.dirpath and trainer.is_global_zero:
-            with atomic_open(Path(callback.dirpath) / CONFIG) as f:
-                f.write(self.text)
 
 
 def _floats(metrics: dict) -> dict[str, float]:
@@ -330,7 +75,7 @@ class StageCLI(LightningCLI):
             "trainer_defaults",
             {
                 "logger": {
-                    "class_path": "lq.lit.cli.StageLogger",
+                    "class_path": "lq.lit.loggers.StageLogger",
                     "init_args": {"experiment_name": f"lq-{self.stage}", "tracking_uri": DEFAULT_TRACKING_URI},
                 },
             },
@@ -772,7 +517,11 @@ class RLCLI(AgentCLI):
     def keep_chosen(self) -> None:
         """Where the run chose its agent on the validation quests (:meth:`lq.lit.rl.RLModule.select`): ``best.ckpt``
         becomes the run's agent (``agent.ckpt``, copied whole then renamed), so that its evaluation, its table and a run
-        that starts from it read the chosen weights; ``last.ckpt`` stays the last, to resume from."""
+        that starts from it read the chosen weights; ``last.ckpt`` stays the last, to resume from. A ``best.ckpt``
+        missing, or saved at other interactions than the choice (a resume that did not retrace the run), is not
+        copied: the last weights stay the agent, with a warning."""
+        import torch
+
         from lq.data.io import atomic_open
         from lq.lit.rl import BEST
 
@@ -781,6 +530,11 @@ class RLCLI(AgentCLI):
         if chosen is None or callback is None or not callback.best_model_path or not self.trainer.is_global_zero:
             return
         best = Path(callback.best_model_path).parent / BEST
+        saved = torch.load(best, map_location="cpu", weights_only=False) if best.is_file() else {}
+        if (saved.get("lq_chosen") or {}).get("interactions") != chosen[0]:
+            warnings.warn(f"{best}: not the weights chosen at {chosen[0]} interactions; the agent is the last weights",
+                          stacklevel=2)  # fmt: skip
+            return
         with atomic_open(callback.best_model_path, "wb") as f:
             f.write(best.read_bytes())
         for logger in self.trainer.loggers:

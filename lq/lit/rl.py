@@ -9,6 +9,7 @@ seeded by rank). Quests are drawn by priority sampling (:class:`lq.rl.priority.P
 
 from __future__ import annotations
 
+import contextlib
 import dataclasses
 import pickle
 from dataclasses import asdict
@@ -237,7 +238,8 @@ class RLModule(AgentModule):
         """Every ``select_every`` interactions: the choice of the run's agent on the validation quests; at each budget
         the update reached: the zero-shot evaluation; past the last budget, the run stops."""
         every = self.hparams.get("select_every", 0)
-        if every and self.interactions >= every * (len(self.selections) + 1):
+        last = self.selections[-1][0] if self.selections else 0
+        if every and self.interactions // every > last // every:  # one selection a period, however long an update
             self.select()
         budgets = sorted(self.hparams.budgets)
         if not budgets:
@@ -254,13 +256,12 @@ class RLModule(AgentModule):
         logged as ``budget/N/val/...``, ``budget/N/test/...`` and the other decoding, with the demonstrations read
         teacher-forced (``budget/N/demos/...``: :meth:`demonstration_metrics`). The random state the rollouts
         sample with is put back after, so that training goes on as it would have without the evaluation."""
-        rng = torch.get_rng_state()
         callback = self.trainer.checkpoint_callback
-        if callback is not None and callback.dirpath and self.trainer.is_global_zero:
+        if callback is not None and callback.dirpath:  # every rank calls it (it ends on a barrier); rank 0 writes
             self.trainer.save_checkpoint(Path(callback.dirpath) / f"budget-{budget}.ckpt")
-        played = zero_shot(self, 0) if self.trainer.is_global_zero else {}
-        read = self.demonstration_metrics(f"budget/{budget}/") if self.trainer.is_global_zero else {}
-        torch.set_rng_state(rng)
+        with self.rng_kept():
+            played = zero_shot(self, 0) if self.trainer.is_global_zero else {}
+            read = self.demonstration_metrics(f"budget/{budget}/") if self.trainer.is_global_zero else {}
         self.budgets_done.append(budget)
         metrics = {k: v for name, r in played.items() for k, v in r.metrics(f"budget/{budget}/{name}/").items()}
         metrics |= read
@@ -275,15 +276,19 @@ class RLModule(AgentModule):
         decoding: the ``val`` figures every run is chosen by), logged as ``select/val/...``; where its act & speech
         goals pass every earlier selection's (a tie keeps the earlier), its weights are kept as ``best.ckpt`` beside
         the run's checkpoints, and ``select/best_interactions`` and ``select/best_val_act_and_speech_goal_rate`` say
-        which. The rollouts' random state is put back after, so that training goes on as it would have without it. On
-        one rank; the others only count it."""
-        if not self.trainer.is_global_zero:
-            self.selections.append((self.interactions, float("nan")))
-            return
-        rng = torch.get_rng_state()
-        result = evaluate_agent(self, "valid", seed=0)
-        torch.set_rng_state(rng)
-        self.selections.append((self.interactions, result.act_and_speech_rate))
+        which. The random state (the CPU's and the GPU's) is put back after, so that training goes on as it would have
+        without it. Played on rank 0; every rank takes its figures and chooses alike."""
+        result, held_out = None, None
+        if self.trainer.is_global_zero:
+            with self.rng_kept():
+                result = evaluate_agent(self, "valid", seed=0)
+                if self.hparams.get("imitation_patience", 0):
+                    held_out = self.held_out_accuracy()
+        # every rank takes rank 0's figures, so that all choose, save and weigh the imitation term alike
+        rate, held_out = self.trainer.strategy.broadcast(
+            (result.act_and_speech_rate if result is not None else None, held_out), src=0
+        )
+        self.selections.append((self.interactions, rate))
         best_at, best = self.chosen()
         callback = self.trainer.checkpoint_callback
         if best_at == self.interactions and callback is not None and callback.dirpath:
@@ -292,10 +297,12 @@ class RLModule(AgentModule):
                 self.trainer.save_checkpoint(Path(callback.dirpath) / BEST)
             finally:
                 self._choosing = None
-        metrics = result.metrics("select/val/")
-        metrics |= {"select/best_interactions": best_at, "select/best_val_act_and_speech_goal_rate": best}
-        if self.hparams.get("imitation_patience", 0):
-            metrics |= self.held_out_imitation()
+        metrics = {"select/best_interactions": best_at, "select/best_val_act_and_speech_goal_rate": best}
+        if held_out is not None:
+            metrics |= self.held_out_imitation(held_out)
+        if result is None:  # another rank: rank 0 logs
+            return
+        metrics |= result.metrics("select/val/")
         for logger in self.loggers:
             logger.log_metrics({k: v for k, v in metrics.items() if v == v}, step=self.global_step)
         print(
@@ -304,16 +311,18 @@ class RLModule(AgentModule):
             flush=True,
         )
 
-    def held_out_imitation(self) -> dict[str, float]:
-        """Memorisation stopped where it starts: the validation demonstrations read teacher-forced (the first
-        :data:`DEMONSTRATIONS_READ`), their mean action and speech accuracy the held-out signal (it peaks where the
-        agent starts to fit its training demonstrations rather than the task; their loss does not mark it); after
-        ``imitation_patience`` readings without a new best, the imitation term's weight is multiplied by
-        ``imitation_decay`` and the count starts again. Returns what it logs (``select/demos_val_accuracy``,
-        ``select/imitation``)."""
-        h, state = self.hparams, self.held_out
+    def held_out_accuracy(self) -> float:
+        """The held-out signal: the validation demonstrations read teacher-forced (the first
+        :data:`DEMONSTRATIONS_READ`), their mean action and speech accuracy (it peaks where the agent starts to fit its
+        training demonstrations rather than the task; their loss does not mark it)."""
         figures = self.demonstration_figures("valid", DEMONSTRATIONS_READ)
-        accuracy = (figures.get("action_accuracy", 0.0) + figures.get("speech_accuracy", 0.0)) / 2
+        return (figures.get("action_accuracy", 0.0) + figures.get("speech_accuracy", 0.0)) / 2
+
+    def held_out_imitation(self, accuracy: float) -> dict[str, float]:
+        """Memorisation stopped where it starts: after ``imitation_patience`` readings of :meth:`held_out_accuracy`
+        without a new best, the imitation term's weight is multiplied by ``imitation_decay`` and the count starts again.
+        Returns what it logs (``select/demos_val_accuracy``, ``select/imitation``)."""
+        h, state = self.hparams, self.held_out
         if accuracy > state["best"]:
             state["best"], state["since"] = accuracy, 0
         else:
@@ -323,6 +332,14 @@ class RLModule(AgentModule):
             self.weigh_imitation(state["imitation"])
             print(f"the imitation term's weight: {state['imitation']:g} (held-out accuracy past its best)", flush=True)
         return {"select/demos_val_accuracy": accuracy, "select/imitation": state["imitation"]}
+
+    @contextlib.contextmanager
+    def rng_kept(self):
+        """Random states put back after the block: the CPU's and, on a GPU, the module's device's (an evaluation seeds
+        both), so that training goes on as it would have without the block."""
+        devices = [self.device.index or 0] if self.device.type == "cuda" else []
+        with torch.random.fork_rng(devices=devices):
+            yield
 
     def weigh_imitation(self, weight: float) -> None:
         """The imitation term's weight from now on."""

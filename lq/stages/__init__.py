@@ -18,7 +18,7 @@ from lq.stages.families import CONFIG, agent_dir, model_dir, pretrained_checkpoi
 from lq.stages.partner import Partner
 from lq.stages.pool import Pool
 from lq.stages.pretrain import Pretrain
-from lq.stages.rl import ReinforcementLearning, starts_from_bc
+from lq.stages.rl import ReinforcementLearning, shared_with_bc, starts_from_bc
 from lq.stages.run import KINDS, Resolver, Run, Stage, kind_of
 from lq.stages.spaces import Spaces
 
@@ -49,5 +49,6 @@ __all__ = [
     "kind_of",
     "model_dir",
     "pretrained_checkpoint",
+    "shared_with_bc",
     "starts_from_bc",
 ]

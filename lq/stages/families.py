@@ -38,7 +38,8 @@ def pretrained_checkpoint(pretrain_dir: str, encoder: str) -> str | None:
 
 
 def flag_value(args: Sequence[str], flag: str) -> str | None:
-    """The value of the last ``flag`` in ``args`` (``FLAG VALUE`` or ``FLAG=VALUE``: the one a parser keeps), or None."""
+    """The value of the last ``flag`` in ``args`` (``FLAG VALUE`` or ``FLAG=VALUE``: the one a parser keeps), or
+    None."""
     value = None
     for i, arg in enumerate(args):
         if arg == flag and i + 1 < len(args):
@@ -48,15 +49,21 @@ def flag_value(args: Sequence[str], flag: str) -> str | None:
     return value
 
 
+def environment_of(config: dict[str, Any]) -> tuple[str | None, dict[str, str] | None]:
+    """The training pool (``model.env.pool``) and the worlds to play (``model.worlds``:
+    :meth:`lq.lit.agent.AgentModule.on_worlds`) an agent's merged configuration names, each None where it names none."""
+    model = config.get("model") or {}
+    pool = (model.get("env") or {}).get("pool")
+    return (str(pool) if pool else None), (model.get("worlds") or None)
+
+
 def environment_needs(run: Run) -> list[Run]:
-    """What a run whose arguments name a training pool (``--model.env.pool DIR``) or worlds to play
-    (``--model.worlds``: :meth:`lq.lit.agent.AgentModule.on_worlds`) needs first: the pool drawn; the worlds' dataset
-    and their partner and DM, trained on it as every dataset's are."""
-    needed = []
-    if pool := flag_value(run.extra, "--model.env.pool"):
-        needed.append(run.another("pool", folder=pool))
-    if worlds := flag_value(run.extra, "--model.worlds"):
-        data = json.loads(worlds)["data_dir"]
+    """What a run whose configuration names a training pool or worlds to play (:func:`environment_of`) needs first: the
+    pool drawn; the worlds' dataset and their partner and DM, trained on it as every dataset's are."""
+    pool, worlds = environment_of(run.config)
+    needed = [run.another("pool", folder=pool)] if pool else []
+    if worlds:
+        data = worlds["data_dir"]
         there = run.another("data", data=data, root=outputs_for(data))
         needed += [there, there.env_run("partner"), there.env_run("dm")]
     return needed

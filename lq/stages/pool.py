@@ -10,13 +10,13 @@ from lq.stages.families import NO_CHOICES
 from lq.stages.run import Run, Stage
 
 
-def pool_count(folder: str) -> int:
-    """The quests of the pool in ``folder`` (``DATA-pool-N``, :func:`lq.data.pools.pool_dir`)."""
+def pool_count(folder: str) -> int | None:
+    """The quests of the pool to draw into ``folder``, as its name says (``DATA-pool-N``:
+    :func:`lq.data.pools.pool_dir`), or None where it says none (a pool written elsewhere by hand: used as it is, never
+    drawn)."""
     name = Path(folder).name
     count = name.rsplit("-pool-", 1)[-1]
-    if "-pool-" not in name or not count.isdigit():
-        raise ValueError(f"{folder}: a training pool's folder is DATA-pool-N (lq data pool DATA N writes it)")
-    return int(count)
+    return int(count) if "-pool-" in name and count.isdigit() else None
 
 
 class Pool(Stage):
@@ -40,10 +40,15 @@ class Pool(Stage):
         return ["data", "pool", run.data, str(pool_count(run.folder)), "--out", run.folder]
 
     def label(self, run: Run) -> str:
-        return f"a training pool of {pool_count(run.folder)} quests ({run.folder})"
+        return f"the training pool {run.folder}"
 
     def graph_label(self, run: Run) -> str:
-        return f"pool {pool_count(run.folder)}"
+        return f"pool {Path(run.folder).name}"
 
     def check(self, run: Run) -> None:
-        pool_count(run.folder)
+        """A pool that is missing is drawn where its folder's name says how many quests (``DATA-pool-N``)."""
+        if not Path(run.outputs["manifest"]).is_file() and pool_count(run.folder) is None:
+            raise FileNotFoundError(
+                f"{run.outputs['manifest']}: no training pool there; write one (lq data pool {run.data} N --out "
+                f"{run.folder}), or name its folder {Path(run.data).name}-pool-N for the runs to draw it"
+            )

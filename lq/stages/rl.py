@@ -4,11 +4,12 @@ of its configuration and seed, under another objective its agents go beside lq's
 from __future__ import annotations
 
 import dataclasses
+import json
 from pathlib import Path
 from typing import Any
 
 from lq.conf import path
-from lq.stages.families import Agent, flag_value
+from lq.stages.families import Agent, environment_of, flag_value
 from lq.stages.run import Run
 
 
@@ -18,17 +19,19 @@ def starts_from_bc(config: dict[str, Any]) -> bool:
     return (config.get("model") or {}).get("init_from") == "bc"
 
 
-# what an RL run's BC start shares with it where its arguments name them: the training pool, the worlds it plays
-SHARED_WITH_BC = ("--model.env.pool", "--model.worlds")
+def shared_with_bc(config: dict[str, Any]) -> list[str]:
+    """The arguments an RL run's BC start takes from the RL run's merged configuration: its training pool and the
+    worlds it plays (:func:`lq.stages.families.environment_of`)."""
+    pool, worlds = environment_of(config)
+    return [*(["--model.env.pool", pool] if pool else []), *(["--model.worlds", json.dumps(worlds)] if worlds else [])]
 
 
 def bc_start(run: Run) -> Run:
     """The BC run an RL run of lq's objective starts from: of its configuration and seed, in its ``--bc_dir`` where its
     arguments name one (a variant's own BC agents: :data:`lq.experiments.specs.GENERALISATION_RUNS`), else the BC
-    stage's folder; with the arguments of :data:`SHARED_WITH_BC` it has."""
+    stage's folder; with its training pool and worlds (:func:`shared_with_bc`)."""
     folder = flag_value(run.extra, "--bc_dir") or ""
-    shared = [a for flag in SHARED_WITH_BC if (v := flag_value(run.extra, flag)) is not None for a in (flag, v)]
-    return dataclasses.replace(run, stage="bc", folder=folder, extra=tuple(shared))
+    return dataclasses.replace(run, stage="bc", folder=folder, extra=tuple(shared_with_bc(run.config)))
 
 
 class ReinforcementLearning(Agent):

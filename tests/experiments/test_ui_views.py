@@ -16,7 +16,7 @@ from lq.experiments import parents, records, reporting
 from lq.experiments.running import child_run
 from lq.experiments.setup import Setup
 from lq.experiments.specs import EXPERIMENTS, table1
-from lq.lit.cli import mark_model_training
+from lq.tracking import mark_model_training
 
 ROOT = Path(__file__).parents[2]
 GOALS = ["metrics.`test/act_goal_rate`", "metrics.`test/speech_goal_rate`", "metrics.`test/act_and_speech_goal_rate`"]

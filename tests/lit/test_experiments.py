@@ -741,7 +741,7 @@ def test_stage_runs_starting_at_once_on_a_store_without_their_experiment_all_log
     script = (
         "import sys, time\n"
         "from pathlib import Path\n"
-        "from lq.lit.cli import StageLogger\n"
+        "from lq.lit.loggers import StageLogger\n"
         f"Path({str(tmp_path)!r}, 'ready-' + sys.argv[1]).touch()\n"
         f"while not Path({str(go)!r}).exists():\n"
         "    time.sleep(0.01)\n"
@@ -1791,7 +1791,7 @@ def test_two_runs_logging_one_dataset_at_once_both_get_it(tmp_path):
     is there by then: the loser logs again and is linked to it."""
     from mlflow.exceptions import MlflowException
 
-    from lq.lit.cli import log_dataset
+    from lq.tracking import log_dataset
 
     data = tmp_path / "default"
     data.mkdir()
@@ -2029,3 +2029,18 @@ def test_the_generalisation_experiment_trains_each_variant_from_the_bc_agents_of
     assert "Worlds act goals" in baselines.rows[0][1] and "Val act goals" in baselines.rows[0][1]
     with pytest.raises(ValueError, match="--objective lq"):
         X.EXPERIMENTS["generalisation"](objective="paper")
+    # a resumed parent whose BC children finished: the RL children's BC starts are prepared again where missing, with
+    # their training pool and worlds, and a finished one trained with its pool counts as done
+    done = {(c.key, "0") for c in experiment.configs if c.stage == "bc"}
+    steps = [step for wave, _ in X.running.preparation(experiment.configs, setup, "generalisation", done)
+             for step in wave if step.args[:2] == ["bc", "fit"]]  # fmt: skip
+    [pooled_step] = [step for step in steps if f"{tmp_path}/o/bc/pool19600" in step.args]
+    assert shlex.join(pooled_step.args).count("--model.env.pool data/default-pool-19600") == 1
+    assert "--model.worlds" in pooled_step.args and pooled_step.check() is None  # not trained yet
+    checkpoint = Path(bc.checkpoint)
+    checkpoint.parent.mkdir(parents=True)
+    torch.save({"hyper_parameters": X.running.module_hparams(pooled)}, checkpoint)
+    mark_finished(checkpoint, stage="bc")
+    assert pooled_step.check() == str(checkpoint)
+    torch.save({"hyper_parameters": {**X.running.module_hparams(pooled), "env": {**h.env, "pool": None}}}, checkpoint)
+    assert pooled_step.check() is None  # trained without the pool: trained again

@@ -71,7 +71,7 @@ def test_params_are_logged_whole_up_to_mlflows_limit_and_a_longer_one_is_cut_wit
     """Lightning's MLflow logger cut every value at 250 characters without a word; MLflow 3 keeps 6,000."""
     from mlflow.utils.validation import MAX_PARAM_VAL_LENGTH
 
-    from lq.lit.cli import StageLogger
+    from lq.lit.loggers import StageLogger
 
     uri = f"sqlite:///{tmp_path / 'mlflow.db'}"
     logger = StageLogger(experiment_name="lq-params", tracking_uri=uri)

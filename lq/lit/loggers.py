@@ -1,0 +1,99 @@
+"""lq's Lightning loggers and config callback for MLflow: :class:`StageLogger` (the run stays RUNNING until the stage
+has done its work after fitting, params kept whole), :func:`end_runs` and :class:`LogConfigToMLflow` (the resolved
+config beside the checkpoints and as the run's artifact: Lightning's own config-saving callback fails with a sqlite
+tracking URI, Lightning issues 19441 and 20273)."""
+
+from __future__ import annotations
+
+import inspect
+import warnings
+from pathlib import Path
+
+from lightning.fabric.utilities.logger import _convert_params, _flatten_dict
+from lightning.fabric.utilities.rank_zero import rank_zero_only
+from lightning.pytorch.cli import SaveConfigCallback
+from lightning.pytorch.loggers import MLFlowLogger
+
+from lq.stages import CONFIG
+from lq.tracking import ensure_experiment, init_store
+
+
+class StageLogger(MLFlowLogger):
+    """MLflow's logger, whose run stays RUNNING until the stage has done all its work. Lightning finalizes its loggers
+    with "success" at the end of every ``fit`` and ``test``, but a stage evaluates after those: a run killed then would
+    read FINISHED without its evaluation. :meth:`StageCLI.fit` ends the run (:meth:`end`): FINISHED once everything is
+    logged, KILLED on Ctrl-C, FAILED on an error (Lightning's own "failed" still ends it at once)."""
+
+    def __init__(self, *args, **kwargs):
+        # the store's tables first, under the lock: MLflow's client may make them as it starts, unlocked
+        init_store(inspect.signature(MLFlowLogger).bind_partial(*args, **kwargs).arguments.get("tracking_uri"))
+        super().__init__(*args, **kwargs)
+        if self._run_id is None and self._experiment_name:  # made now, race-free: Lightning's own lookup finds it
+            self._experiment_id = ensure_experiment(
+                self._mlflow_client, self._experiment_name, self._artifact_location
+            )
+
+    @rank_zero_only
+    def log_hyperparams(self, params) -> None:
+        """The params, less jsonargparse's internal ones (``_instantiator``, ``_class_path``), flattened
+        (``env/data_dir``) and kept whole up to MLflow's limit on a value (6,000 characters in MLflow 3; Lightning's
+        logger cuts every value at 250 without a word); a longer one is cut there with a warning naming its key."""
+        from mlflow.entities import Param
+        from mlflow.utils.validation import MAX_PARAM_VAL_LENGTH
+
+        params = _flatten_dict({k: v for k, v in _convert_params(params).items() if not str(k).startswith("_")})
+        kept = []
+        for key, value in params.items():
+            text = str(value)
+            if len(text) > MAX_PARAM_VAL_LENGTH:
+                warnings.warn(
+                    f"MLflow param {key}: {len(text)} characters, cut to MLflow's {MAX_PARAM_VAL_LENGTH} (the run's "
+                    "config.yaml artifact keeps it whole)",
+                    stacklevel=2,
+                )
+            kept.append(Param(key=key, value=text[:MAX_PARAM_VAL_LENGTH]))
+        for start in range(0, len(kept), 100):  # MLflow takes at most 100 params a call
+            self.experiment.log_batch(run_id=self.run_id, params=kept[start : start + 100], **self._log_batch_kwargs)
+
+    def finalize(self, status: str = "success") -> None:
+        if status not in ("success", "finished"):
+            super().finalize(status)
+
+    def end(self, status: str) -> None:
+        if self._initialized:
+            super().finalize(status)
+
+
+def end_runs(loggers, status: str) -> None:
+    """End the MLflow runs of ``loggers`` with ``status`` (FINISHED, FAILED, KILLED)."""
+    for logger in loggers:
+        if isinstance(logger, StageLogger):
+            logger.end(status)
+        elif isinstance(logger, MLFlowLogger) and logger._initialized:  # a plain MLFlowLogger a config chose
+            logger.experiment.set_terminated(logger.run_id, status)
+
+
+class LogConfigToMLflow(SaveConfigCallback):
+    """The run's configuration resolved once (its config files, its arguments, the defaults), as one file: its
+    ``config.yaml`` beside its checkpoints (written whole, then renamed into place) and the same bytes as its MLflow
+    artifact ``config.yaml``. ``lq STAGE fit --config RUN_DIR/config.yaml`` runs it again as it ran."""
+
+    def __init__(self, *args, **kwargs):
+        kwargs["save_to_log_dir"] = False  # Lightning's log dir is not the run's folder; the file goes there below
+        super().__init__(*args, **kwargs)
+        self.text = ""  # the resolved config, once save_config has dumped it
+
+    def save_config(self, trainer, pl_module, stage) -> None:
+        self.text = self.parser.dump(self.config, skip_none=False)
+        for logger in trainer.loggers:
+            if isinstance(logger, MLFlowLogger):
+                logger.experiment.log_text(logger.run_id, self.text, CONFIG)
+
+    def on_fit_start(self, trainer, pl_module) -> None:
+        """The file, once every callback is set up (the checkpoint callback would see it as an earlier run's)."""
+        from lq.data.io import atomic_open
+
+        callback = trainer.checkpoint_callback
+        if self.text and callback is not None and callback.dirpath and trainer.is_global_zero:
+            with atomic_open(Path(callback.dirpath) / CONFIG) as f:
+                f.write(self.text)
