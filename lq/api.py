@@ -31,7 +31,7 @@ from lq.eval import COLUMNS, mean_std
 from lq.lit.agent import AgentModule
 from lq.lit.checkpoints import evaluate_checkpoints, export_agent
 from lq.lit.checkpoints import load_agent as _load_agent
-from lq.lit.cli import fit_bc, fit_dm, fit_partner, fit_pretrain, fit_rl
+from lq.lit.entry import fit_bc, fit_dm, fit_partner, fit_pretrain, fit_rl
 
 __all__ = [
     "AgentPolicy",

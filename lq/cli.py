@@ -30,7 +30,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     """Run a command; a user's mistake (bad file, unknown name, no network) prints one line, not a traceback.
 
     Training stages (``lq pretrain fit --config ...``) hand the rest of the command line to LightningCLI
-    (``fit`` through :func:`lq.lit.cli.fit_stage`).
+    (``fit`` through :func:`lq.lit.entry.fit_stage`).
     """
     from lq.data.download import DownloadError
     from lq.data.errors import DataFormatError
@@ -39,10 +39,10 @@ def main(argv: Sequence[str] | None = None) -> int:
 
     argv = list(sys.argv[1:] if argv is None else argv)
     if argv and argv[0] in STAGES:
-        from lq.lit.cli import fit_stage, stage_main
+        from lq.lit.entry import fit_stage, stage_main
 
         try:
-            if argv[1:2] == ["fit"]:  # train, then the stage's own work after fitting (lq.lit.cli.fit_stage)
+            if argv[1:2] == ["fit"]:  # train, then the stage's own work after fitting (lq.lit.entry.fit_stage)
                 fit_stage(argv[0], argv[2:])
             else:  # LightningCLI's other commands (validate, test, --help ...)
                 stage_main(argv[0], argv[1:])
@@ -54,7 +54,8 @@ def main(argv: Sequence[str] | None = None) -> int:
             return 130
         return 0
     args = build_parser().parse_args(argv)
-    resumable = getattr(args, "func", None) in (experiments._cmd_experiment, experiments._cmd_stage) and getattr(args, "action", "run") == "run"
+    drivers = (experiments._cmd_experiment, experiments._cmd_stage)
+    resumable = getattr(args, "func", None) in drivers and getattr(args, "action", "run") == "run"
     try:
         return args.func(args)
     except Stopped as err:  # a line per job (and the end of its log); the last says how to go on

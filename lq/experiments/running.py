@@ -23,7 +23,7 @@ from lq.experiments.parents import end_dead_runs, log_best_model, open_parent, p
 from lq.experiments.reporting import _client, _print, build_tables, children, experiment_id
 from lq.experiments.setup import Setup
 from lq.experiments.specs import Config, Experiment
-from lq.lit.cli import build_module, module_hparams
+from lq.lit.offline import build_module, module_hparams
 from lq.tracking import commit_tag, log_dataset, model_tags, run_tags
 from lq.stages import Resolver, Run, kind_of, shared_with_bc
 

@@ -10,7 +10,6 @@ fails with a sqlite tracking URI: Lightning issues 19441 and 20273).
 
 from __future__ import annotations
 
-import functools
 import warnings
 from collections.abc import Sequence
 from pathlib import Path
@@ -61,8 +60,9 @@ class StageCLI(LightningCLI):
     work (:meth:`finish`: test, tables, zero-shot evaluation) and where the wall time went.
 
     ``run=False`` builds the model, data and trainer without running: :meth:`fit` then trains (what
-    :func:`fit_stage` and ``lq STAGE fit`` do). lq itself never parses a stage's command line to read a setting back:
-    a run's configuration is :attr:`lq.stages.Run.config`, its module's :func:`module_hparams`.
+    :func:`lq.lit.entry.fit_stage` and ``lq STAGE fit`` do). lq itself never parses a stage's command line to read a
+    setting back: a run's configuration is :attr:`lq.stages.Run.config`, its module's
+    :func:`lq.lit.offline.module_hparams`.
     """
 
     stage = "pretrain"
@@ -122,7 +122,7 @@ class StageCLI(LightningCLI):
     @classmethod
     def module_links(cls, config: dict) -> dict:
         """What this CLI links into its module's arguments, computed from a run's merged config (``config``: its
-        :attr:`lq.stages.Run.config`) as its ``link_arguments`` compute them (:func:`module_hparams`)."""
+        :attr:`lq.stages.Run.config`) as its ``link_arguments`` compute them (:func:`lq.lit.offline.module_hparams`)."""
         return {}
 
     def before_instantiate_classes(self) -> None:
@@ -558,105 +558,3 @@ class RLCLI(AgentCLI):
         bc_dir = config.get("bc_dir", Resolver().stage_dir("bc"))
         start = bc_checkpoint(bc_dir, model["encoder"]["name"], model["ability"], model["switch"], model["seed"])
         return {**super().module_links(config), "bc_checkpoint": start}
-
-
-STAGES: dict[str, type[StageCLI]] = {
-    "pretrain": PretrainCLI,
-    "partner": PartnerCLI,
-    "dm": DungeonMasterCLI,
-    "bc": BCCLI,
-    "rl": RLCLI,
-}
-
-
-def stage_main(stage: str, args: Sequence[str] | None = None) -> StageCLI:
-    """``lq STAGE COMMAND ...`` with LightningCLI's commands (fit, validate, test, predict)."""
-    return STAGES[stage](
-        *stage_classes(stage), args=list(args) if args is not None else None, seed_everything_default=0
-    )
-
-
-def fit_stage(stage: str, args: Sequence[str] | dict) -> dict[str, float]:
-    """Train one stage as ``lq STAGE fit ARGS`` does, with its work after fitting (the pretraining stages' test and
-    Table 4/5 artifacts, the agents' zero-shot evaluation), and return its metrics. ``args``: the command line after
-    ``fit`` (``["--config", "conf/rl.yaml", ...]``) or the same as a dict."""
-    import torch
-
-    args = args if isinstance(args, dict) else list(args)
-    threads = torch.get_num_threads()  # the run sets its own (--threads); the caller's come back after it
-    try:
-        return STAGES[stage](*stage_classes(stage), args=args, run=False, seed_everything_default=0).fit()
-    finally:
-        torch.set_num_threads(threads)
-
-
-def fit_pretrain(args: Sequence[str] | dict) -> dict[str, float]:
-    """:func:`fit_stage` of the pretraining stage: Hits@k of validation and test, Tables 4/5 cells, wall times."""
-    return fit_stage("pretrain", args)
-
-
-def fit_partner(args: Sequence[str] | dict) -> dict[str, float]:
-    return fit_stage("partner", args)
-
-
-def fit_dm(args: Sequence[str] | dict) -> dict[str, float]:
-    return fit_stage("dm", args)
-
-
-def fit_bc(args: Sequence[str] | dict) -> dict[str, float]:
-    """:func:`fit_stage` of behaviour cloning: the last validation figures and the zero-shot test rates."""
-    return fit_stage("bc", args)
-
-
-def fit_rl(args: Sequence[str] | dict) -> dict[str, float]:
-    """:func:`fit_stage` of RL: the last training figures (``rl/*``, ``losses/*``) and the zero-shot test rates."""
-    return fit_stage("rl", args)
-
-
-def stage_classes(stage: str) -> tuple[type, type | None]:
-    """The LightningModule and DataModule of a stage."""
-    if stage == "rl":
-        from lq.lit.rl import RLModule
-
-        return RLModule, None
-    if stage == "bc":
-        from lq.lit.bc import BCModule
-
-        return BCModule, None
-    from lq.lit.pretrain import PretrainDataModule, PretrainModule
-
-    return PretrainModule, PretrainDataModule
-
-
-@functools.cache
-def module_parser(stage: str) -> LightningArgumentParser:
-    """A parser of the stage's LightningModule's arguments alone (``model``: their types and the module's defaults),
-    as its CLI adds them."""
-    parser = LightningArgumentParser(exit_on_error=False)
-    parser.add_lightning_class_args(stage_classes(stage)[0], "model", subclass_mode=False)
-    return parser
-
-
-def _module_config(run):
-    """``run``'s module arguments, resolved once: its configuration (:attr:`lq.stages.Run.config`: its config files,
-    then its arguments), what its CLI links (:meth:`StageCLI.module_links`), the module's defaults and types."""
-    config = run.config
-    model = {**(config.get("model") or {}), **STAGES[run.stage].module_links(config)}
-    return module_parser(run.stage).parse_object({"model": model})
-
-
-def module_hparams(run) -> dict:
-    """The hyperparameters the module of a stage run (:class:`lq.stages.Run`) is built with, read without building it:
-    what its checkpoints' ``hyper_parameters`` hold. Whether a BC agent is the start an RL run would use and whether a
-    last checkpoint is a run's own (:mod:`lq.experiments.running`) read this."""
-    return _module_config(run).model.as_dict()
-
-
-def build_module(run):
-    """The module of a stage run (not set up: nothing built yet), its context lengths checked as its CLI checks them
-    (:func:`lq.conf.lengths.length_problems`)."""
-    config = _module_config(run)
-    problems = length_problems(run.stage, config.as_dict(), [str(f) for f in run.configs])
-    if problems:
-        raise ValueError("\n".join(problems))
-    return module_parser(run.stage).instantiate(config).model

@@ -15,7 +15,7 @@ from lq.cli import main
 from lq.conf.resolver import DONE, finished
 from lq.data.dataset import dataset_id
 from lq.lit.checkpoints import load_agent
-from lq.lit.cli import fit_rl
+from lq.lit.entry import fit_rl
 from tests.lit.stopping import stop_once
 
 ROOT = Path(__file__).resolve().parents[2]

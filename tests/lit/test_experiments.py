@@ -25,7 +25,7 @@ from lq.cli import main
 from lq.data.outputs import finished, mark_finished
 from lq.experiments import launchers
 from lq.experiments.launchers import Local, Submitit
-from lq.lit.cli import build_module, module_hparams
+from lq.lit.offline import build_module, module_hparams
 from lq.stages import bc_checkpoint
 from lq.stages.calibrate import Calibrate
 from lq.stages.data import light_db

@@ -13,7 +13,7 @@ from lq.conf import resolver
 from lq.data.atomic_light import load_atomic_light
 from lq.data.dataset import load_dataset
 from lq.generate import generate_dataset
-from lq.lit.cli import STAGES, fit_pretrain
+from lq.lit.entry import STAGES, fit_pretrain
 from lq.lit.metrics import HitsAtK
 from lq.lit.pretrain import PretrainDataModule, PretrainModule
 from lq.models.encoder import EncoderConfig

@@ -9,7 +9,7 @@ import torch
 
 from lq.stages import Resolver
 from lq.lit.bc import BCModule
-from lq.lit.cli import STAGES, stage_classes
+from lq.lit.entry import STAGES, stage_classes
 from lq.lit.rl import RLModule
 from lq.rl.a2c import collect
 from tests.lit.test_rl import _module

@@ -9,7 +9,8 @@ import torch
 from lq import stages
 from lq.data.outputs import mark_finished
 from lq.lit.agent import AgentModule
-from lq.lit.cli import StageCLI, build_module
+from lq.lit.cli import StageCLI
+from lq.lit.offline import build_module
 
 ROOT = Path(__file__).resolve().parents[2]
 
