@@ -249,7 +249,7 @@ def timed_updates(module: RLModule, args: argparse.Namespace) -> dict:
     def update() -> None:
         with forward_context(args.device, args.precision):
             rollout = collect(env, actor, module.rollout_state, h.rollout_steps)
-            losses, _ = module.objective(rollout)
+            losses = module.objective(rollout)
         if sync is not None:
             sync()
         start = time.perf_counter()
@@ -371,7 +371,7 @@ def arithmetic_limit(module: RLModule, args: argparse.Namespace, reached: float)
             before = counter.get_total_flops()
             rollout = collect(env, actor, module.rollout_state, h.rollout_steps)
             parts["rollout forward"] = counter.get_total_flops() - before - parts["partner"] - parts["DM"]
-            losses, _ = module.objective(rollout)
+            losses = module.objective(rollout)
             counted("update backward", losses.total.backward)()
     module.zero_grad()
     transitions = h.rollout_steps * h.num_envs

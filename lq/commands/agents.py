@@ -130,12 +130,12 @@ def _cmd_eval(args: argparse.Namespace) -> int:
 
 
 def _cmd_gradients(args: argparse.Namespace) -> int:
-    from dataclasses import asdict
+    from dataclasses import asdict, replace
 
     import torch
 
     from lq.lit.checkpoints import load_agent
-    from lq.rl.losses import A2CSettings
+    from lq.rl.losses import LossCoefficients
 
     module = load_agent(args.checkpoint)
     if module.stage != "rl":
@@ -146,13 +146,13 @@ def _cmd_gradients(args: argparse.Namespace) -> int:
         from lq.conf import path
 
         paper = yaml.safe_load(path("objective", "paper.yaml").read_text(encoding="utf-8"))["model"]
-        module.settings = A2CSettings(
-            {**asdict(module.settings.coefficients), **paper["coefficients"]},  # Table 6's stay conf/rl.yaml's
-            paper["gamma"],
-            paper["normalize_advantages"],
-            paper["valid_reduction"],
-            module.settings.imitation_batch,
-        )
+        module.settings = replace(
+            module.settings,
+            coefficients=LossCoefficients(**{**asdict(module.settings.coefficients), **paper["coefficients"]}),
+            gamma=paper["gamma"],
+            normalize_advantages=paper["normalize_advantages"],
+            valid_reduction=paper["valid_reduction"],
+        )  # Table 6's coefficients stay conf/rl.yaml's
     torch.manual_seed(0)
     module.train()
     module.setup("fit")

@@ -25,7 +25,7 @@ from lq.lit.agent import DEMONSTRATIONS_READ, VOCABULARY, AgentModule, read_chec
 from lq.rl.a2c import RolloutState, a2c_losses, collect
 from lq.rl.curriculum import RarityCurriculum, rarity_order
 from lq.rl.curves import StartedEpisodes
-from lq.rl.losses import A2CSettings, LossCoefficients, SwitchLosses, weighted
+from lq.rl.losses import A2CSettings, LossCoefficients, Losses
 from lq.rl.priority import PrioritySampler
 from lq.rl.switch import RatioSwitch
 
@@ -89,7 +89,13 @@ class RLModule(AgentModule):
         without a new best of their mean action and speech accuracy the imitation term's weight is multiplied by
         ``imitation_decay`` (0: stopped; :meth:`held_out_imitation`; 0 patience: the weight stays); the rest as
         :class:`AgentModule`."""
-        settings = A2CSettings(coefficients, gamma, normalize_advantages, valid_reduction, imitation_batch)
+        settings = A2CSettings(
+            coefficients=coefficients,
+            gamma=gamma,
+            normalize_advantages=normalize_advantages,
+            valid_reduction=valid_reduction,
+            imitation_batch=imitation_batch,
+        )
         if imitation_patience and not select_every:
             raise ValueError(
                 "model.imitation_patience: the held-out signal is read at each selection; set model.select_every too"
@@ -214,9 +220,7 @@ class RLModule(AgentModule):
             self.sampler.reach(self.interactions)
             self.log("rl/curriculum_stage", float(self.sampler.stage()), batch_size=h.num_envs)
         rollout = collect(self.env, self.rollout_actor, self.rollout_state, h.rollout_steps)
-        losses, imitation = self.objective(rollout)
-        if imitation is not None:
-            self.log("losses/imitation", imitation.detach(), batch_size=h.imitation_batch)
+        losses = self.objective(rollout)
         optimizer = self.optimizers()
         optimizer.zero_grad()
         self.manual_backward(losses.total)
@@ -352,20 +356,15 @@ class RLModule(AgentModule):
         done = [s for s in self.selections if s[1] == s[1]]
         return max(done, key=lambda s: (s[1], -s[0])) if done else None
 
-    def objective(self, rollout) -> tuple[SwitchLosses, torch.Tensor | None]:
-        """The update's terms on ``rollout``: the A2C objective's, with the weighted imitation term added to ``total``
-        where ``coefficients.imitation`` turns it on (so ``losses/total`` logs what the update minimises), and that
-        term unweighted (None where off)."""
-        losses = a2c_losses(rollout, self.settings)
-        weight = self.settings.coefficients.imitation
-        if weight <= 0:
-            return losses, None
-        imitation = self.imitation_loss()
-        losses.total = losses.total + weight * imitation
-        return losses, imitation
+    def objective(self, rollout) -> Losses:
+        """The update's terms on ``rollout`` (:data:`lq.rl.losses.TERMS`): the A2C objective's, and the imitation term
+        on this module's training demonstrations where ``coefficients.imitation`` turns it on; ``total`` is what the
+        update minimises (``losses/total``)."""
+        imitation = self.imitation_loss if self.demo_episodes else None
+        return a2c_losses(rollout, self.settings, imitation)
 
     def term_gradients(self, rollouts: int = 4) -> dict[str, tuple[float, float]]:
-        """Where an update goes: each weighted term of the objective (:func:`lq.rl.losses.weighted`, the imitation term
+        """Where an update goes: each weighted term of the objective (:data:`lq.rl.losses.TERMS`, the imitation term
         where on, and their sum, ``total``) with its value and the norm of its gradient alone over the trainable
         weights, averaged over ``rollouts`` rollouts of the training environment (after :meth:`setup`; nothing is
         updated). ``lq gradients`` prints them as shares of the total's norm."""
@@ -373,12 +372,8 @@ class RLModule(AgentModule):
         sums: dict[str, list[float]] = {}
         for _ in range(rollouts):
             rollout = collect(self.env, self.rollout_actor, self.rollout_state, h.rollout_steps)
-            losses, imitation = self.objective(rollout)
-            coef = self.settings.coefficients
-            terms = weighted(vars(losses), coef)
-            if imitation is not None:
-                terms["imitation"] = coef.imitation * imitation
-            terms["total"] = losses.total
+            losses = self.objective(rollout)
+            terms = {**losses.weighted, "total": losses.total}
             for name, term in terms.items():
                 norm = term.new_zeros(())  # a term with no path to the weights (no step of its head in the rollout)
                 if term.requires_grad:
@@ -405,10 +400,10 @@ class RLModule(AgentModule):
             out["action_temperature"], out["speech_temperature"] = log_t.exp().tolist()
         return out
 
-    def log_training(self, losses, rollout) -> None:
-        n = self.hparams.num_envs
-        for name, value in vars(losses).items():
-            self.log(f"losses/{name}", value.detach(), batch_size=n)
+    def log_training(self, losses: Losses, rollout) -> None:
+        n, demos = self.hparams.num_envs, self.hparams.imitation_batch
+        for name, value in {"total": losses.total, **losses.terms}.items():  # the imitation term: over its demos
+            self.log(f"losses/{name}", value.detach(), batch_size=demos if name == "imitation" else n)
         self.log("rl/reward_per_step", rollout.rewards.mean(), batch_size=n)
         for name, gain in self.gains().items():
             self.log(f"agent/{name}", gain, batch_size=n)

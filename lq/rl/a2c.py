@@ -9,13 +9,14 @@ The two policies are two actors with a shared critic; each head's terms are mask
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import dataclass, field
 
 import torch
 
 from lq.envs.quest_env import QuestEnv
 from lq.rl.acting import Actor, ActorState
-from lq.rl.losses import A2CSettings, SwitchLosses, discounted_returns, switch_a2c_loss
+from lq.rl.losses import A2CSettings, Losses, discounted_returns, switch_a2c_loss
 from lq.rl.rollout import Rollout
 
 
@@ -58,9 +59,12 @@ def collect(env: QuestEnv, actor: Actor, state: RolloutState, steps: int) -> Rol
     return rollout
 
 
-def a2c_losses(rollout: Rollout, settings: A2CSettings) -> SwitchLosses:
+def a2c_losses(
+    rollout: Rollout, settings: A2CSettings, imitation: Callable[[], torch.Tensor] | None = None
+) -> Losses:
     """The switch A2C objective of a rollout under ``settings`` (:class:`lq.rl.losses.A2CSettings`): n-step returns
     cut at episode ends and bootstrapped from V(s_T), advantages (normalised over the rollout where the settings say
-    so), per-head policy gradients, valid-candidate BCEs, entropies and the value loss."""
+    so), per-head policy gradients, valid-candidate BCEs, entropies and the value loss, and the imitation term where
+    ``imitation`` gives it (:data:`lq.rl.losses.TERMS`)."""
     returns = discounted_returns(rollout.rewards, rollout.dones, rollout.last_value, settings.gamma)
-    return switch_a2c_loss(rollout, returns, settings)
+    return switch_a2c_loss(rollout, returns, settings, imitation)

@@ -111,7 +111,7 @@ def test_the_rollout_state_follows_the_module_through_to_and_an_update_runs(setu
     optimizer = module.configure_optimizers()
     for _ in range(2):  # the second from the state the first left
         rollout = collect(module.env, module.rollout_actor, module.rollout_state, module.hparams.rollout_steps)
-        losses, _ = module.objective(rollout)
+        losses = module.objective(rollout)
         optimizer.zero_grad()
         losses.total.backward()
         optimizer.step()
@@ -150,12 +150,12 @@ def test_an_rl_update_runs_under_cpu_autocast_with_a_gru_as_cuda_runs_it(setup_d
     for _ in range(2):
         with torch.autocast("cpu", dtype=torch.bfloat16):
             rollout = collect(module.env, module.rollout_actor, module.rollout_state, module.hparams.rollout_steps)
-            losses, imitation = module.objective(rollout)
+            losses = module.objective(rollout)
         optimizer.zero_grad()
         losses.total.backward()
         optimizer.step()
     assert rollout.speech_logits.dtype == torch.float32  # the rollout keeps the weights' dtype
-    assert torch.isfinite(losses.total) and torch.isfinite(imitation)
+    assert torch.isfinite(losses.total) and torch.isfinite(losses.imitation)
 
 
 def _gpu_trainer(**limits) -> L.Trainer:

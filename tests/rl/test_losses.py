@@ -5,8 +5,10 @@ import torch
 
 from lq.rl.a2c import a2c_losses
 from lq.rl.losses import (
+    TERMS,
     A2CSettings,
     LossCoefficients,
+    Term,
     advantages,
     discounted_returns,
     entropy,
@@ -15,7 +17,6 @@ from lq.rl.losses import (
     switch_a2c_loss,
     valid_candidates_loss,
     value_loss,
-    weighted,
 )
 from tests.samples import one_env_rollout
 
@@ -74,11 +75,11 @@ def test_the_valid_terms_reductions_over_candidates_and_steps_by_hand():
 
 
 def test_the_speech_policy_gradient_takes_its_own_weight_where_given():
-    parts = {k: torch.tensor(1.0) for k in ("action_policy", "speech_policy", "valid_action", "valid_speech",
-                                             "action_entropy", "speech_entropy", "value")}  # fmt: skip
-    assert weighted(parts, LossCoefficients())["speech_policy"].item() == 1.0
-    released = weighted(parts, LossCoefficients(speech_policy=4.0))  # the released code's scale_coef
-    assert (released["speech_policy"].item(), released["action_policy"].item()) == (4.0, 1.0)
+    weights = {t.name: t.weight for t in TERMS}
+    assert weights["speech_policy"](LossCoefficients()) == 1.0
+    released = LossCoefficients(speech_policy=4.0)  # the released code's scale_coef
+    assert (weights["speech_policy"](released), weights["action_policy"](released)) == (4.0, 1.0)
+    assert weights["action_entropy"](LossCoefficients()) == -0.01  # maximised: negated
 
 
 def test_entropy_and_value_by_hand():
@@ -182,3 +183,37 @@ def test_the_loss_takes_the_rollout_and_one_settings_value():
     for gamma in (0.5, 0.9):
         out = a2c_losses(rollout, A2CSettings(value_only, gamma=gamma))
         assert out.total.item() == pytest.approx((gamma**2 + 1) / 4)
+
+
+def test_a_new_objective_term_is_one_entry_of_the_table_and_at_zero_weight_moves_nothing():
+    """A term added to the table is computed, logged by its name and weighted into the total; at weight 0 the total,
+    every other term and the gradients are bit for bit those without it; an own-forward term at weight 0 is not even
+    computed."""
+    from lq.rl.losses import TermInputs, objective
+
+    torch.manual_seed(0)
+    logits = torch.randn(4, 5, requires_grad=True)
+    rollout = one_env_rollout(
+        action_logits=logits,
+        speech_logits=logits * 2,
+        action_log_probs=logits.log_softmax(-1)[:, 0],
+        speech_log_probs=logits.log_softmax(-1)[:, 1],
+        acted=torch.tensor([True, False, False, True]),
+        valid_actions=torch.randint(0, 2, (4, 5)),
+        valid_utterances=torch.randint(0, 2, (4, 5)),
+        values=logits.mean(-1),
+    )
+    inputs = TermInputs(rollout, torch.ones(4), A2CSettings())
+    extra = Term("logit_norm", lambda x: x.action_logits.pow(2).mean(), lambda c: 0.0)
+    never = Term("never", lambda x: 1 / 0, lambda c: 0.0, own_forward=True)
+    plain, more = objective(inputs), objective(inputs, (*TERMS, extra, never))
+    assert more.logit_norm.item() > 0 and "never" not in more.terms
+    assert more.total.item() == plain.total.item()
+    assert all(torch.equal(plain.terms[k], more.terms[k]) for k in plain.terms)
+    (g_plain,) = torch.autograd.grad(plain.total, logits, retain_graph=True)
+    (g_more,) = torch.autograd.grad(more.total, logits, retain_graph=True)
+    assert torch.equal(g_plain, g_more)
+    weighted = objective(inputs, (*TERMS, Term("logit_norm", extra.value, lambda c: 0.5)))
+    assert weighted.total.item() == pytest.approx(plain.total.item() + 0.5 * more.logit_norm.item())
+    with pytest.raises(AttributeError, match="no term 'imitation'"):
+        plain.imitation  # noqa: B018 (no imitation input: the term was not computed)
