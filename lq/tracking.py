@@ -13,6 +13,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 from lq.data.dataset import dataset_id
+from lq.envs.protocol import GOAL_RATES
 
 if TYPE_CHECKING:
     from lq.envs.spec import EnvSpec
@@ -177,8 +178,8 @@ def mark_model_training(client, experiment_id: str) -> None:
         metrics = ("test/hits_at_1", "test/hits_at_5", "test/hits_at_10")
         name, sort = "lq: hits@k", "test/hits_at_1"
     else:
-        metrics = ("test/act_goal_rate", "test/speech_goal_rate", "test/act_and_speech_goal_rate")
-        name, sort = "lq: goal rates", "test/act_and_speech_goal_rate"
+        metrics = tuple(f"test/{rate}" for rate, *_ in GOAL_RATES)
+        name, sort = "lq: goal rates", metrics[-1]
     columns = [f"metrics.`{m}`" for m in metrics]
     state = json.dumps({
         "selectedColumns": columns,

@@ -15,6 +15,14 @@ from dataclasses import asdict, dataclass, fields
 CHOICES = ("whole", "valid")
 SPEECH_GOALS = ("demonstration", "score")
 DECODINGS = ("sampled", "greedy")
+# the goal rates every evaluation under a protocol reports, as (MLflow metric name, EvalResult attribute, title): the
+# one list that the results (lq.eval.episodes), the reports' tables, the experiments' columns, the model cards and the
+# saved MLflow views read
+GOAL_RATES = (
+    ("act_goal_rate", "act_goal_rate", "Act goals"),
+    ("speech_goal_rate", "speech_goal_rate", "Speech goals"),
+    ("act_and_speech_goal_rate", "act_and_speech_rate", "Act & Speech"),
+)
 
 
 @dataclass(frozen=True)

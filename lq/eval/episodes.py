@@ -15,6 +15,7 @@ from dataclasses import dataclass, field
 import torch
 
 from lq.data.progress import Progress
+from lq.envs.protocol import GOAL_RATES
 from lq.envs.quest_env import QuestEnv
 from lq.envs.replay import by_whom
 from lq.rl.acting import Actor
@@ -61,9 +62,7 @@ class EvalResult:
         """The rates under their MLflow names (``<prefix>act_goal_rate``, ``...speech_goal_rate``,
         ``...act_and_speech_goal_rate``, ``...partner_act_goal_rate``, ``...left_start_rate``)."""
         return {
-            f"{prefix}act_goal_rate": self.act_goal_rate,
-            f"{prefix}speech_goal_rate": self.speech_goal_rate,
-            f"{prefix}act_and_speech_goal_rate": self.act_and_speech_rate,
+            **{f"{prefix}{name}": getattr(self, attribute) for name, attribute, _ in GOAL_RATES},
             f"{prefix}partner_act_goal_rate": self.partner_act_goal_rate,
             f"{prefix}left_start_rate": self.left_start_rate,
             **{f"{prefix}{key}": value for key, value in self.where_lost.items()},

@@ -8,6 +8,7 @@ import statistics
 from collections.abc import Sequence
 
 from lq.envs.episode import PLAYERS, goal_line, outcome_line
+from lq.envs.protocol import GOAL_RATES
 from lq.eval.episodes import LOST, EvalResult
 
 HTML_STYLE = """
@@ -74,18 +75,11 @@ def mean_std_of(values: Sequence[float]) -> tuple[float, float]:
     return statistics.fmean(values), statistics.pstdev(values) if len(values) > 1 else 0.0
 
 
+COLUMNS = tuple((attribute, title) for _, attribute, title in GOAL_RATES)  # EvalResult's rates, titled as in tables
+
+
 def mean_std(results: Sequence[EvalResult]) -> dict[str, tuple[float, float]]:
-    return {
-        key: mean_std_of([getattr(r, key) for r in results])
-        for key in ("act_goal_rate", "speech_goal_rate", "act_and_speech_rate")
-    }
-
-
-COLUMNS = (
-    ("act_goal_rate", "Act goals"),
-    ("speech_goal_rate", "Speech goals"),
-    ("act_and_speech_rate", "Act & Speech"),
-)
+    return {key: mean_std_of([getattr(r, key) for r in results]) for key, _ in COLUMNS}
 
 
 def cell(mean: float, std: float, n: int = 2) -> str:

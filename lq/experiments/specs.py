@@ -9,6 +9,7 @@ from dataclasses import dataclass, field
 
 from lq.conf import path
 from lq.data.pools import pool_dir
+from lq.envs.protocol import GOAL_RATES
 from lq.rl.baselines import BASELINES, CEILING, REPLAY, REPLAY_WITH_PARTNER
 from lq.stages import Resolver
 from lq.stages.data import LIGHT_WORLDS
@@ -36,11 +37,7 @@ def rl_title(objective: str) -> str:
     return RL_TITLES.get(objective, f"RL ({objective} objective)")
 
 
-GOALS = (
-    ("Act goals", "test/act_goal_rate"),
-    ("Speech goals", "test/speech_goal_rate"),
-    ("Act & Speech", "test/act_and_speech_goal_rate"),
-)
+GOALS = tuple((title, f"test/{name}") for name, _, title in GOAL_RATES)  # the tables' test columns
 TIMELINE_COLUMNS = (
     ("All Hits@1", "all_hits_at_1"),
     ("All Hits@5", "all_hits_at_5"),

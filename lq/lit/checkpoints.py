@@ -14,6 +14,7 @@ from pathlib import Path
 import torch
 
 from lq.data.dataset import dataset_id
+from lq.envs.protocol import GOAL_RATES
 from lq.envs.spec import nested, overridden
 from lq.eval import CURVES, EvalResult, compare_agents, markdown_table, plot_curves, run_series
 from lq.lit.agent import VOCABULARY, AgentModule, read_checkpoint
@@ -350,8 +351,7 @@ def export_agent(
             decoding = f"({module.protocol.decoding})"
             own = next((results for name, results in rows if name.endswith(decoding)), rows[0][1])
             figures = {
-                key: sum(r.metrics()[key] for r in own) / len(own)
-                for key in ("act_goal_rate", "speech_goal_rate", "act_and_speech_goal_rate")
+                key: sum(r.metrics()[key] for r in own) / len(own) for key, *_ in GOAL_RATES
             }
         card = model_card(module, table, checkpoint, saved.get("lq_mlflow"), figures, quests)
         (tmp / "README.md").write_text(card)
