@@ -202,6 +202,17 @@ class AgentModule(L.LightningModule):
         other.load_state_dict({k: own.get(k, v) for k, v in self.state_dict().items()})
         return other.eval()
 
+    def check_worlds(self) -> None:
+        """Refuse, before training, ``worlds`` whose dataset or models are missing (found late, they would fail the
+        first evaluation, after the training it follows)."""
+        worlds = self.hparams.get("worlds") or {}
+        missing = [f"{key} {value}" for key, value in worlds.items() if not Path(value).exists()]
+        if missing:
+            raise FileNotFoundError(
+                f"model.worlds: {', '.join(missing)} not found; generate the worlds and train their partner and DM "
+                "(lq stage or make ablations EXPERIMENTS=generalisation prepares them), or leave model.worlds out"
+            )
+
     def worlds_agent(self) -> AgentModule | None:
         """:meth:`on_worlds` of ``worlds``, where set (what :func:`lq.eval.agents.zero_shot` plays as ``worlds``)."""
         return self.on_worlds(**self.hparams.worlds) if self.hparams.get("worlds") else None

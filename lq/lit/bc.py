@@ -27,6 +27,7 @@ class BCModule(AgentModule):
         self.episodes: dict[str, list[Episode]] = {}
 
     def setup(self, stage: str) -> None:
+        self.check_worlds()
         self.build_agent()
         if self.episodes or stage not in ("fit", "validate"):
             return

@@ -117,6 +117,7 @@ class RLModule(AgentModule):
     # -- building ------------------------------------------------------------------------------------
 
     def setup(self, stage: str) -> None:
+        self.check_worlds()
         if self.hparams.init_from and self.agent is None:
             self.start_from(self.start_checkpoint)
         self.build_agent()
