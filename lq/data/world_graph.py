@@ -338,7 +338,8 @@ def _check_references(nodes: dict[str, GraphNode], path: str | Path | None) -> N
 
 def _check_containment(nodes: dict[str, GraphNode], path: str | Path | None) -> None:
     """Every object and character ends in a room (or VOID) going out through its containers: no containment cycle
-    (an object inside itself, two boxes inside each other, of any length), and no character inside an object."""
+    (an object inside itself, two boxes inside each other, of any length), and no character inside an object or
+    another character (a character stands in a room: one carried would be listed as a thing to drop)."""
     done: set[str] = set()  # nodes whose way out is known to end
     for start in nodes:
         chain, at = [], start
@@ -356,10 +357,11 @@ def _check_containment(nodes: dict[str, GraphNode], path: str | Path | None) -> 
             at = nodes[at].container_id
         done.update(chain)
     for nid, n in nodes.items():
-        if n.kind == "agent" and n.container_id in nodes and nodes[n.container_id].kind == "object":
+        if n.kind == "agent" and n.container_id in nodes and nodes[n.container_id].kind != "room":
+            holder = "character" if nodes[n.container_id].kind == "agent" else "object"
             raise DataFormatError(
                 path,
-                f"a character inside the object '{n.container_id}'",
+                f"a character inside the {holder} '{n.container_id}'",
                 record=f"node '{nid}'",
                 field="container_node",
                 fix="put the character in a room",

@@ -169,3 +169,15 @@ def test_a_character_inside_an_object_is_refused():
     with pytest.raises(DataFormatError, match=r"a character inside the object 'egg_3'") as info:
         parse_world_graph(raw)
     assert info.value.field == "container_node"
+
+
+def test_a_character_carried_by_a_character_is_refused():
+    """(The fuzz test's case: a duplicated character re-parented into the first, whose carried twin was then listed as
+    a thing to drop that the parser could not drop.)"""
+    raw = copy.deepcopy(tiny_graph())
+    twin = copy.deepcopy(raw["nodes"]["knight_2"])
+    twin.update(node_id="knight_9", contained_nodes={}, container_node={"target_id": "knight_2"})
+    raw["nodes"]["knight_9"] = twin
+    raw["nodes"]["knight_2"]["contained_nodes"]["knight_9"] = {"target_id": "knight_9"}
+    with pytest.raises(DataFormatError, match=r"a character inside the character 'knight_2'"):
+        parse_world_graph(raw)
