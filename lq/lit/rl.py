@@ -354,8 +354,7 @@ class RLModule(AgentModule):
     def chosen(self) -> tuple[int, float] | None:
         """The selection :meth:`select` keeps (interactions, validation act & speech goals): the best, the earliest of
         equals; None before any."""
-        done = [s for s in self.selections if s[1] == s[1]]
-        return max(done, key=lambda s: (s[1], -s[0])) if done else None
+        return max(self.selections, key=lambda s: (s[1], -s[0])) if self.selections else None
 
     def objective(self, rollout) -> Losses:
         """The update's terms on ``rollout`` (:data:`lq.rl.losses.TERMS`): the A2C objective's, and the imitation term

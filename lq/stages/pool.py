@@ -4,10 +4,9 @@ names one (``--model.env.pool DIR``) trains on beside the dataset's own, drawn b
 from __future__ import annotations
 
 from pathlib import Path
-from typing import Any
 
-from lq.stages.families import NO_CHOICES
-from lq.stages.run import Run, Stage
+from lq.stages.data import Data
+from lq.stages.run import Run
 
 
 def pool_count(folder: str) -> int | None:
@@ -19,22 +18,16 @@ def pool_count(folder: str) -> int | None:
     return int(count) if "-pool-" in name and count.isdigit() else None
 
 
-class Pool(Stage):
-    name = "pool"
-    wave, at_once = 1, 1
+class Pool(Data):
+    """A dataset's preparation, whose manifest is in the pool's folder and which needs the dataset first."""
 
-    def fixed(self, run: Run) -> dict[str, Any]:
-        return {"objective": "lq", **NO_CHOICES, "protocol": "paper", "encoder": "", "profile": "tiny"}
+    name = "pool"
 
     def outputs(self, run: Run) -> dict[str, str]:
         return {"manifest": f"{run.folder}/manifest.json"}
 
-    def done_as(self, run: Run) -> str | None:
-        manifest = run.outputs["manifest"]
-        return manifest if Path(manifest).is_file() else None
-
-    def config(self, run: Run) -> dict[str, Any]:
-        return {}
+    def needs(self, run: Run) -> list[Run]:
+        return [run.another("data")]
 
     def args(self, run: Run) -> list[str]:
         return ["data", "pool", run.data, str(pool_count(run.folder)), "--out", run.folder]
