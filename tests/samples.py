@@ -208,6 +208,18 @@ def one_env_rollout(**given) -> Rollout:
     return Rollout(**{k: v.unsqueeze(1) for k, v in given.items()})
 
 
+def written(config: dict, folder) -> list[str]:
+    """``--config FILE``: a resolved config (``lq.stages.Run.config``) written to ``folder/config.yaml``, as
+    ``lq stage`` writes it before its run starts."""
+    from pathlib import Path
+
+    import yaml
+
+    file = Path(folder) / "config.yaml"
+    file.write_text(yaml.safe_dump(config, sort_keys=False), encoding="utf-8")
+    return ["--config", str(file)]
+
+
 def parsed_cli(stage: str, args: list[str]):
     """The stage's LightningCLI with ``args`` parsed and checked (its context lengths: ``StageCLI.check_lengths``)
     and nothing built: what a test reads the stage CLI's own reading of a command line from (lq never reads a

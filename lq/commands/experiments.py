@@ -136,7 +136,7 @@ def _cmd_experiment(args: argparse.Namespace) -> int:
         return 0
     setup = _setup(
         args, "*", profile=args.profile or "tiny", protocol=args.protocol or "paper", jobs=args.jobs,
-        log_model=args.log_model, objective=args.objective or "lq", outputs=args.outputs or "",
+        objective=args.objective or "lq", outputs=args.outputs or "",
     )  # fmt: skip
     if args.action == "graph":
         for name in names:
@@ -160,6 +160,12 @@ def _cmd_experiment(args: argparse.Namespace) -> int:
                 raise Stopped(e.failures) from None
             print(f"{experiment.title}: parent run {parent} in MLflow experiment lq-{name}")
             X.write_local(tables, args.out)
+            if args.log_model:  # the best agent exported and logged on the parent, once its tables are built
+                from mlflow.tracking import MlflowClient
+
+                from lq.commands.jobs import log_best_model
+
+                log_best_model(MlflowClient(setup.tracking_uri), experiment, parent, setup, print)
         if args.action == "plan":
             return 0
     else:
@@ -197,6 +203,7 @@ def _experiment_job(args: argparse.Namespace, names: list[str]) -> int:
     the options ``lq experiment plan`` prints (profile, protocol, objective, data, outputs, encoder, ability, switch,
     seed; ``--args``: its agent module's extra arguments)."""
     from lq import experiments as X
+    from lq.commands.jobs import run_baselines, run_preparation
 
     if len(args.seeds) != 1 or len(args.encoders or [""]) != 1:
         raise UsageError(f"experiment {args.action}: one --seeds N and at most one --encoders ENCODER")
@@ -209,7 +216,7 @@ def _experiment_job(args: argparse.Namespace, names: list[str]) -> int:
     encoder = (args.encoders or [""])[0]
     run = X.running.prep(args.action, setup, encoder, ability=args.ability, switch=args.switch, seed=args.seeds[0])
     if args.action != "baselines":
-        X.running.run_preparation(run)
+        run_preparation(run)
         return 0
     if len(names) != 1 or not args.parent:
         raise UsageError("experiment baselines: name one experiment and --parent RUN_ID")
@@ -219,7 +226,7 @@ def _experiment_job(args: argparse.Namespace, names: list[str]) -> int:
         raise UsageError(f"--ability {args.ability} --switch {args.switch}: {names[0]}'s baselines: {', '.join(keys)}")
     from mlflow.tracking import MlflowClient
 
-    child = X.run_baselines(
+    child = run_baselines(
         MlflowClient(args.tracking_uri), names[0], run, args.parent, validation=experiment.validation_baselines
     )
     print(f"baselines child run {child} ({key}) of parent {args.parent}")

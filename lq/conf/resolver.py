@@ -107,11 +107,31 @@ def merged(base: dict, over: dict) -> dict:
     return out
 
 
-def merged_config(args: list[str] | tuple[str, ...]) -> dict[str, Any]:
+def config_names(files) -> list[str]:
+    """Config files as lq's conf/ names them (``profile/tiny/rl.yaml``); others as given."""
+    names = []
+    for file in files:
+        where = Path(str(file)).resolve()
+        names.append(str(where.relative_to(ROOT)) if where.is_relative_to(ROOT) else str(file))
+    return names
+
+
+def config_files(args: list[str] | tuple[str, ...]) -> list[str]:
+    """The ``--config`` files of a command line, in order."""
+    files = []
+    for i, arg in enumerate(args):
+        if arg == "--config" and i + 1 < len(args):
+            files.append(args[i + 1])
+        elif arg.startswith("--config="):
+            files.append(arg.split("=", 1)[1])
+    return files
+
+
+def merged_config(args: list[str] | tuple[str, ...], base: dict[str, Any] | None = None) -> dict[str, Any]:
     """The config a stage's command line sets, read by lq without parsing it with the stage's CLI: its ``--config``
-    files merged in order, then each ``--a.b value`` (or ``--a.b=value``) laid over them at ``a.b`` (values read as
-    YAML). The stage CLI's own defaults are not in it."""
-    config: dict[str, Any] = {}
+    files merged in order, then each ``--a.b value`` (or ``--a.b=value``) put at ``a.b`` (values read as YAML). The
+    stage CLI's own defaults are not in it. ``base``: a config the command line is read over."""
+    config: dict[str, Any] = dict(base or {})
     i = 2 if len(args) > 1 and args[1] == "fit" else 0
     while i < len(args):
         arg = args[i]
@@ -125,7 +145,14 @@ def merged_config(args: list[str] | tuple[str, ...]) -> dict[str, Any]:
             config = merged(config, yaml.safe_load(Path(value).read_text(encoding="utf-8")) or {})
             continue
         parsed = yaml.safe_load(value) if value != "" else ""
-        for part in reversed(key.split(".")):
-            parsed = {part: parsed}
-        config = merged(config, parsed)
+        config = _set(config, key.split("."), parsed)
     return config
+
+
+def _set(config: dict, parts: list[str], value: Any) -> dict:
+    """``config`` with ``value`` at the path ``parts``, in place of what was there (a dict given on the command line
+    replaces the config files' one at its key, as the stage's CLI parses it: ``--model.encoder.tasks '{...}'``)."""
+    out = dict(config)
+    head, rest = parts[0], parts[1:]
+    out[head] = _set(out[head] if isinstance(out.get(head), dict) else {}, rest, value) if rest else value
+    return out

@@ -43,10 +43,9 @@ from lq.experiments.running import (
     plan,
     preparation,
     prepare,
-    run_baselines,
     run_experiment,
     run_stage,
-    stage_args,
+    stage_config,
     stage_waves,
 )
 from lq.experiments.setup import Setup
@@ -91,10 +90,9 @@ __all__ = [
     "prepare",
     "preparation",
     "render",
-    "run_baselines",
     "run_experiment",
     "run_stage",
-    "stage_args",
+    "stage_config",
     "stage_waves",
     "table1",
     "table2",

@@ -17,7 +17,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
-from lq.eval import cell, markdown_table, mean_std_of
+from lq.results import cell, markdown_table, mean_std_of
 from lq.experiments.records import ORIGIN, write_record
 from lq.experiments.reporting import (
     _client,
@@ -238,7 +238,7 @@ def table45_trends(titles: Sequence[str]) -> list[Ordering]:
 
 
 def _mean_std(values: Sequence[float]) -> str:
-    """The seeds' figures as the tables print them (:func:`lq.eval.reports.cell`: mean ± population std), so that a
+    """The seeds' figures as the tables print them (:func:`lq.results.cell`: mean ± population std), so that a
     marked line quotes the cells above it."""
     return cell(*mean_std_of(values), len(values)) if values else "n/a"
 

@@ -6,9 +6,8 @@ from __future__ import annotations
 import os
 import socket
 from collections.abc import Callable
-from pathlib import Path
 
-from lq.experiments.reporting import best_agent, children, experiment_id, parent_runs, parent_view
+from lq.experiments.reporting import children, experiment_id, parent_runs, parent_view
 from lq.experiments.setup import Setup
 from lq.experiments.specs import Experiment
 from lq.tracking import commit_tag
@@ -99,27 +98,6 @@ def _reopen(client, pid: str, experiment: Experiment, setup: Setup) -> set[tuple
 def _finished_pairs(kids: list) -> set[tuple[str, str]]:
     """The (configuration, seed) pairs of the FINISHED runs among a parent's children ``kids``."""
     return {(r.data.tags.get("lq.config"), r.data.tags.get("lq.seed")) for r in kids if r.info.status == "FINISHED"}
-
-
-def log_best_model(client, experiment: Experiment, pid: str, setup: Setup, log: Callable[[str], None]) -> str | None:
-    """The parent's best agent child (:func:`best_agent`) exported as a bundle under ``OUTPUTS/bundles/`` and logged
-    on the parent as the MLflow logged model ``best_agent``; returns its model URI (None without an agent child)."""
-    from lq.lit.checkpoints import export_agent
-    from lq.lit.mlflow_model import log_agent_model
-
-    best = best_agent(client, children(client, pid))
-    checkpoint = best.data.tags.get("lq.checkpoint") if best is not None else None
-    if checkpoint is None:
-        log(f"[{experiment.name}] no evaluated agent child with a checkpoint: no model logged")
-        return None
-    bundle = Path(setup.outputs) / "bundles" / f"{experiment.name}-{setup.profile}-best"
-    export_agent(checkpoint, bundle, setup.eval_seeds, overwrite=True)
-    uri = log_agent_model(bundle, pid, setup.tracking_uri, name="best_agent")
-    log(
-        f"[{experiment.name}] best agent {best.data.tags.get('lq.config')} seed {best.data.tags.get('lq.seed')}: "
-        f"bundle {bundle}, logged model {uri}"
-    )
-    return uri
 
 
 def parents_to_resume(client, experiment: Experiment, setup: Setup, resume: bool, parent: str | None = None) -> list:

@@ -12,7 +12,7 @@ from pathlib import Path
 
 from lq.data.io import atomic_open
 from lq.envs.protocol import protocol_of
-from lq.eval import CURVES, cell, markdown_table, mean_std_of, plot_budget, plot_curves, run_series
+from lq.results import CURVES, cell, markdown_table, mean_std_of, plot_budget, plot_curves, run_series
 from lq.experiments.specs import (
     BUDGET_TITLES,
     BUDGETS,
@@ -265,7 +265,7 @@ def curves_png(client, experiment: Experiment, runs: Sequence, stage: str, path:
 
 
 def budget_png(experiment: Experiment, values: dict[str, dict[tuple[str, str], list[float]]], path: Path) -> bool:
-    """The figure of an experiment evaluated at budgets (:func:`lq.eval.plot_budget`): the budget experiment's (each
+    """The figure of an experiment evaluated at budgets (:func:`lq.results.plot_budget`): the budget experiment's (each
     objective's goal rates against interactions, validation above and test below) or the generalisation experiment's
     (each variant's, validation, test and the LIGHT worlds), BC, the word-overlap rule and a random choice among the
     valid candidates as levels; ``values``: each table's cells by (row, column). False where the experiment has no

@@ -6,29 +6,20 @@ from __future__ import annotations
 
 import dataclasses
 import functools
-import json
 import time
-from collections.abc import Callable, Iterator, Mapping, Sequence, Set
-from contextlib import contextmanager
+from collections.abc import Callable, Sequence, Set
 from dataclasses import dataclass
 from pathlib import Path
-from typing import TYPE_CHECKING
 
 from lq.conf.resolver import Profile
-from lq.data.dataset import dataset_id
 from lq.data.outputs import finished
-from lq.eval import agent_baselines
 from lq.experiments.launchers import JobFailed, shown
-from lq.experiments.parents import end_dead_runs, log_best_model, open_parent, parents_to_resume, peek_parent
-from lq.experiments.reporting import _client, _print, build_tables, children, experiment_id
+from lq.experiments.parents import end_dead_runs, open_parent, parents_to_resume, peek_parent
+from lq.experiments.reporting import _client, _print, build_tables, children
 from lq.experiments.setup import Setup
 from lq.experiments.specs import Config, Experiment
-from lq.lit.offline import build_module, module_hparams
-from lq.tracking import commit_tag, log_dataset, model_tags, run_tags
-from lq.stages import Resolver, Run, kind_of, shared_with_bc
-
-if TYPE_CHECKING:
-    from lq.envs.spec import EnvSpec
+from lq.stages import Resolver, Run, kind_of, read_config, same_run, shared_with_bc, start_differences
+from lq.stages.families import flag_value, without_flag
 
 
 def run_of(config: Config, setup: Setup, seed: int, out_dir: str | None = None) -> Run:
@@ -40,8 +31,11 @@ def run_of(config: Config, setup: Setup, seed: int, out_dir: str | None = None) 
         out_dir = out_dir or f"{setup.stage_dir(config.stage)}/{config.variant}"
         if config.objective:
             resolver = Resolver(setup.profile, setup.protocol, config.objective, setup.data_dir, setup.outputs)
-    run = resolver.run(config.stage, config.encoder, config.ability, config.switch, seed, out_dir)
-    return with_extras(run, setup, config.args_for(seed, setup))
+    run = with_extras(resolver.run(config.stage, config.encoder, config.ability, config.switch, seed, out_dir), setup,
+                      config.args_for(seed, setup))  # fmt: skip
+    if run.kind.trains and (folder := flag_value(run.extra, "--out_dir")):  # ARGS that name the stage's folder
+        run = dataclasses.replace(run, folder=folder, extra=tuple(without_flag(run.extra, "--out_dir")))
+    return run
 
 
 def with_extras(run: Run, setup: Setup, more: Sequence[str] = ()) -> Run:
@@ -78,9 +72,10 @@ def prep(stage: str, setup: Setup, encoder: str = "", **identity) -> Run:
     return with_extras(dataclasses.replace(setup.run(stage, encoder), **identity), setup)
 
 
-def stage_args(config: Config, setup: Setup, seed: int, out_dir: str | None = None) -> list[str]:
-    """The command line of one stage run (``lq STAGE fit ...``) of ``config`` with ``seed`` (:func:`run_of`)."""
-    return run_of(config, setup, seed, out_dir).args
+def stage_config(config: Config, setup: Setup, seed: int, out_dir: str | None = None) -> dict:
+    """The resolved configuration of one stage run of ``config`` with ``seed`` (:func:`run_of`,
+    :meth:`lq.stages.Stage.resolve`)."""
+    return run_of(config, setup, seed, out_dir).config
 
 
 @dataclass(frozen=True)
@@ -94,6 +89,12 @@ class Step:
     config: Config | None = None  # a child's
     seed: int | None = None  # a child's
     check: Callable[[], str | None] | None = None  # in place of output: the file once done, found when asked
+    run: Run | None = None  # the run it launches, whose resolved config it writes before it starts (Stage.write)
+
+    def write(self) -> None:
+        """What the step's run reads, written before it starts (a trained run's resolved config)."""
+        if self.run is not None:
+            self.run.kind.write(self.run)
 
     @property
     def done(self) -> bool:
@@ -176,8 +177,9 @@ def _prep_step(run: Run, setup: Setup, label: str = "") -> Step:
     run.kind.check(run)
     run = with_extras(run, setup, run.extra)  # its own after the setup's (a BC start's training pool and worlds)
     if run.kind.agent:  # a BC start stopped mid-training trains again from its start: the RL figures stay exact
-        return Step(label or run.label, run.args, check=lambda: _bc_start(run, setup))
-    return Step(label or run.label, run.kind.prep_args(run), check=lambda: run.done_as)
+        return Step(label or run.label, run.args, check=lambda: _bc_start(run, setup), run=run)
+    prepared = run.kind.prepared(run)
+    return Step(label or run.label, prepared.args, check=lambda: run.done_as, run=prepared)
 
 
 def _bc_start(bc: Run, setup: Setup) -> str | None:
@@ -188,7 +190,7 @@ def _bc_start(bc: Run, setup: Setup) -> str | None:
         return None
     rl = rl_run(Config("rl", bc.encoder, bc.ability, bc.switch), setup, bc.seed)
     rl = dataclasses.replace(rl, extra=(*rl.extra, *shared_with_bc(bc.config)))  # its training pool, its worlds
-    return bc.checkpoint if _trained_alike(bc.checkpoint, module_hparams(rl)) else None
+    return bc.checkpoint if _trained_alike(bc, rl) else None
 
 
 def prepare(configs: Sequence[Config], setup: Setup, experiment: str = "") -> None:
@@ -203,6 +205,8 @@ def _run_waves(waves: Sequence[Wave], setup: Setup) -> None:
         todo = [s for s in steps if not s.done]
         if todo and todo[0].label != "data":
             _client(setup.tracking_uri).search_experiments(max_results=1)  # a new store's tables, made once
+        for step in todo:
+            step.write()
         _launch(setup, [(s.label, s.args) for s in todo], parallel)
 
 
@@ -248,8 +252,8 @@ def stage_waves(
         return waves
     seeds = setup.seeds
     first = run_of(config, setup, seeds[0])
-    rl_dir = first.config.get("out_dir", first.stage_dir())  # the resolver's, or one the stage's ARGS name
-    rl = [dataclasses.replace(first, seed=s, folder=rl_dir).checkpoint for s in seeds]
+    rl_dir = first.stage_dir()  # the resolver's, or one the stage's ARGS name (--out_dir)
+    rl = [dataclasses.replace(first, seed=s).checkpoint for s in seeds]
     cloned = [dataclasses.replace(first, stage="bc", seed=s, folder="", extra=()) for s in seeds]
     prepared = {tuple(step.args) for steps, _ in waves for step in steps}  # RL's BC starts: the same runs
     starts = [step for bc in cloned if tuple((step := _prep_step(bc, setup, stage_label(bc))).args) not in prepared]
@@ -270,11 +274,11 @@ def stage_step(label: str, run: Run, force: bool = False) -> Step:
     (:func:`resumable`: RL to the uninterrupted run's figures; BC and pretraining from their last epoch, whose data
     order then differs from an uninterrupted run's). ``force``: trained again from its start whatever is there."""
     if force:
-        return Step(label, run.args, check=lambda: None)
+        return Step(label, run.args, check=lambda: None, run=run)
     last = resumable(run)
-    # read once (a checkpoint loaded and its module's config parsed): run_stage names it, then its wave skips it
+    # read once (its config file read and compared): run_stage names it, then its wave skips it
     check = functools.cache(lambda: finished_as(run))
-    return Step(label, [*run.args, "--ckpt_path", last] if last else run.args, check=check)
+    return Step(label, [*run.args, "--ckpt_path", last] if last else run.args, check=check, run=run)
 
 
 def run_stage(stage: str, setup: Setup, encoder: str, *choices: str, log: Callable[[str], None] = _print,
@@ -329,22 +333,13 @@ def shown_waves(waves: Sequence[Wave]) -> list[str]:
     return lines
 
 
-# what else an agent's evaluation depends on: the protocol and the environment's partner and DM
-ENVIRONMENT = ("env.protocol", "env.context_length", "env.partner_calibration", "env.partner_checkpoint",
-               "env.dm_checkpoint")  # fmt: skip
-
-
-def _trained_alike(bc_checkpoint: str, rl: Mapping) -> bool:
-    """Whether a BC agent is there and has the sizes, data, encoder, protocol and environment of an RL agent (the
-    hyperparameters ``rl`` it is or will be trained with): else ``compare`` and the RL agents' BC starts train it
-    again (a BC agent of another profile or context length would not compare, nor be a start; one without
-    head temperatures is the start of an RL agent that learns them: :func:`lq.lit.agent.start_differences`)."""
-    from lq.lit.agent import SAME_AGENT, read_checkpoint, start_differences
-
-    if not finished(bc_checkpoint):  # missing, or its run was killed before the end
-        return False
-    theirs = read_checkpoint(bc_checkpoint).get("hyper_parameters", {})
-    return not start_differences(theirs, rl, (*SAME_AGENT, *ENVIRONMENT))
+def _trained_alike(bc: Run, rl: Run) -> bool:
+    """Whether the BC run ``bc`` finished with the sizes, data, encoder, protocol and environment the RL run ``rl``
+    would start from (its resolved config file, ``RUN_DIR/config.yaml``, against ``rl``'s:
+    :func:`lq.stages.start_differences`): else ``compare`` and the RL agents' BC starts train it again (a BC agent of
+    another profile or context length would not compare, nor be a start)."""
+    saved = read_config(bc.outputs["config"]) if finished(bc.checkpoint) else None
+    return saved is not None and not start_differences(saved, rl.config)
 
 
 def stage_runs(config: Config, setup: Setup) -> list[tuple[str, Run]]:
@@ -374,37 +369,6 @@ def rl_run(config: Config, setup: Setup, seed: int) -> Run:
     return run_of(_rl(config), setup, seed)
 
 
-def prep_module(run: Run):
-    """The agent module a preparation job is computed with (:attr:`Run.module`), built from its one configuration
-    (:func:`lq.lit.cli.build_module`; not set up: nothing built yet)."""
-    return build_module(run.module)
-
-
-@contextmanager
-def stage_threads(run: Run) -> Iterator[None]:
-    """Within: torch's CPU threads those of a preparation job's RL run (:attr:`Run.threads`, ``--threads``), as for
-    the agents that read what is computed here; the caller's after."""
-    import torch
-
-    before = torch.get_num_threads()
-    torch.set_num_threads(run.threads)
-    try:
-        yield
-    finally:
-        torch.set_num_threads(before)
-
-
-def run_preparation(run: Run) -> None:
-    """Compute a preparation job's file with its agent module, at the agents' threads (its kind's ``compute``:
-    ``calibrate``, the environment's partner calibrated on the demonstrations and kept beside its checkpoint, for every
-    agent that shares its partner, DM and data; ``spaces``, a pretrained encoder's vectors of the agents' action and
-    utterance spaces, stored beside its checkpoint)."""
-    if not hasattr(run.kind, "compute"):
-        raise ValueError(f"{run!r}: not a calibration or the spaces' vectors")
-    with stage_threads(run):
-        run.kind.compute(run, prep_module(run))
-
-
 def child_waves(experiment: Experiment, setup: Setup, pid: str, done: set[tuple[str, str]] = frozenset()) -> list[Wave]:
     """The parent's children that have not finished, in the layers of what they need of each other
     (:func:`layered`: an RL agent after the BC agent it starts from, the adaptive encoder after the general one of its
@@ -423,13 +387,14 @@ def child_waves(experiment: Experiment, setup: Setup, pid: str, done: set[tuple[
         config, seed = children[run]
         tags = {"mlflow.parentRunId": pid, "lq.config": config.key, "lq.seed": str(seed)}
         tags.update({"lq.variant": config.variant} if config.variant else {})
+        child = run.kind.child(run, experiment.name, pid, tags, setup.tracking_uri)
         args = run.kind.child_args(run, experiment.name, pid, tags, setup.tracking_uri)
         # an RL child killed mid-training goes on from its last epoch, to the same figures; BC and pretraining children
         # train again from their start (from a last epoch they would shuffle their data otherwise: a table's figures
         # would depend on where a run was stopped)
         if run.stage == "rl" and (last := resumable(run)):
             args += ["--ckpt_path", last]
-        return Step(f"{config.key} s{seed}", args, config=config, seed=seed)
+        return Step(f"{config.key} s{seed}", args, config=config, seed=seed, run=child)
 
     layers = layered(list(children), lambda run: [n for n in run.needs() if n in children])
     waves = waves_of(layers, step, setup.jobs)
@@ -441,39 +406,33 @@ def child_waves(experiment: Experiment, setup: Setup, pid: str, done: set[tuple[
 
 def resumable(run: Run) -> str | None:
     """The last checkpoint of a trained run that was stopped mid-training (killed, interrupted: no done marker), where
-    it is this run's (:func:`_own`: the same hyperparameters) and, for RL, holds its rollout: resumed from it
-    (``--ckpt_path``), an RL run goes on as the uninterrupted one would have (``tests/lit/test_rl.py``); BC and the
-    poly-encoders go on from their last finished epoch. Else None."""
+    it is this run's (its folder's resolved config is the one ``run`` resolves to: :func:`lq.stages.same_run`) and, for
+    RL, holds its rollout (a run on several devices keeps none): resumed from it (``--ckpt_path``), an RL run goes on
+    as the uninterrupted one would have (``tests/lit/test_rl.py``); BC and the poly-encoders go on from their last
+    finished epoch. Else None."""
     last = Path(run.outputs["last"]) if run.kind.trains else None
     if last is None or run.done or not last.is_file():
         return None
-    from lq.lit.agent import read_checkpoint
-
-    saved = read_checkpoint(str(last))
-    if run.stage == "rl" and saved.get("lq_rollout") is None:
+    saved = read_config(run.outputs["config"])
+    if saved is None or not same_run(saved, run.config):
         return None
-    return str(last) if _own(saved, run) else None
+    if run.stage == "rl":  # what the checkpoint holds, not whose it is: read only here
+        import torch
+
+        if torch.load(last, map_location="cpu", weights_only=False).get("lq_rollout") is None:
+            return None
+    return str(last)
 
 
 def finished_as(run: Run) -> str | None:
-    """The checkpoint of a trained run that finished (its done marker) with the very hyperparameters the run would be
-    trained with now (:func:`_own`), else None: a stage target run again, or after a sibling failed, keeps it."""
+    """The checkpoint of a trained run that finished (its done marker) with the very configuration the run would be
+    trained with now (its folder's resolved config: :func:`lq.stages.same_run`), else None: a stage target run again,
+    or after a sibling failed, keeps it."""
     done = run.done_as
     if done is None:
         return None
-    from lq.lit.agent import read_checkpoint
-
-    return done if _own(read_checkpoint(done), run) else None
-
-
-def _own(saved: Mapping, run: Run) -> bool:
-    """Whether a checkpoint's hyperparameters are those ``run``'s module is built with
-    (:func:`lq.lit.cli.module_hparams`, read without building the module)."""
-
-    def plain(hparams: Mapping) -> object:  # as a checkpoint keeps them: lists for tuples, no CLI bookkeeping
-        return json.loads(json.dumps({k: v for k, v in hparams.items() if not k.startswith("_")}, default=str))
-
-    return plain(saved.get("hyper_parameters", {})) == plain(module_hparams(run))
+    saved = read_config(run.outputs["config"])
+    return done if saved is not None and same_run(saved, run.config) else None
 
 
 def plan(
@@ -497,6 +456,9 @@ def plan(
         f"({setup.tracking_uri})" + ("; a dry run: no parent opened" if dry_run else "")
     ]
     waves = [*preparation(experiment.configs, setup, experiment.name, done), *child_waves(experiment, setup, pid, done)]
+    if not dry_run:  # what each line reads, for the scheduler that runs them
+        for step in (s for steps, _ in waves for s in steps if not s.done):
+            step.write()
     finish = ["experiment", "tables", experiment.name, "--parent", pid, "--tracking-uri", setup.tracking_uri]
     finish += ["--out", f"{setup.outputs}/tables"]
     waves.append(([Step("tables", finish)], 1))
@@ -528,8 +490,6 @@ def run_experiment(
         _run_waves(waves, setup)
         ran = time.monotonic()
         tables = build_tables(experiment, pid, setup.tracking_uri, log)
-        if setup.log_model:
-            log_best_model(client, experiment, pid, setup, log)
         log(
             f"[{experiment.name}] wall time: data, environment models and encoders {prepared - started:.0f} s, "
             f"child runs {ran - prepared:.0f} s, tables {time.monotonic() - ran:.0f} s "
@@ -544,62 +504,6 @@ def run_experiment(
         raise
     client.set_terminated(pid, "FINISHED")
     return pid, tables
-
-
-def run_baselines(client, experiment: str, run: Run, pid: str, validation: bool = False) -> str:
-    """A child of parent run ``pid`` with the baselines and the ceiling of the ``baselines`` run ``run`` (an ability,
-    a switch and a seed): its RL agent module (:attr:`Run.module`: its environment, switch, spaces and evaluation),
-    each rule in place of the agent (``baselines/<rule>/<goal>_rate``; with ``validation``, on the validation quests
-    too: ``baselines_val/...``; where its module has worlds to play, their test quests too: ``baselines_worlds/...``);
-    returns its run id."""
-    seed, started = run.seed, time.process_time()
-    module = prep_module(run)
-    config = Config("baselines", "", run.ability, run.switch)
-    tags = {"mlflow.parentRunId": pid, "lq.config": config.key, "lq.seed": str(seed), "lq.stage": "baselines"}
-    exp_id = experiment_id(client, experiment)
-    identity, params = baselines_identity(run, module.env_spec)
-    run_id = client.create_run(
-        exp_id, run_name=f"{config.key}-s{seed}", tags={**tags, **identity, **run_tags()}
-    ).info.run_id
-    try:
-        log_identity(client, run_id, params, module.data_dir)
-        played = [(module, "valid", "baselines_val"), (module, "test", "baselines")][0 if validation else 1 :]
-        if (worlds := module.worlds_agent()) is not None:  # model.worlds: the worlds its agents never saw too
-            played.append((worlds, "test", "baselines_worlds"))
-        for agent, split, prefix in played:
-            with stage_threads(run):
-                results = agent_baselines(agent, split, [seed])
-            for key, [result] in results.items():
-                for name, value in result.metrics(f"{prefix}/{key}/").items():
-                    if value == value:  # the ceiling has no speech columns (NaN)
-                        client.log_metric(run_id, name, value)
-        client.log_metric(run_id, "time/cpu_s", time.process_time() - started)  # what a stage run logs (StageTimer)
-    except BaseException as error:
-        client.set_terminated(run_id, "KILLED" if isinstance(error, KeyboardInterrupt) else "FAILED")
-        raise
-    client.set_terminated(run_id, "FINISHED")
-    return run_id
-
-
-def baselines_identity(run: Run, env: EnvSpec) -> tuple[dict[str, str], dict[str, object]]:
-    """The tags and params of a baselines child, as an agent's stage run records its own (:class:`lq.lit.cli.AgentCLI`),
-    so that every child of a table says what it ran on: its ability, switch, seed, profile, protocol, objective and
-    threads; its data (``lq.data``, as the setup names it) and that data's fingerprint (``lq.dataset``); the partner and
-    DM of ``env`` (``lq.partner``, ``lq.dm``); the commit."""
-    params = {"stage": "baselines", "ability": run.ability, "switch": run.switch, "seed": run.seed}
-    params |= {"profile": run.profile, "protocol": run.protocol, "objective": run.objective, "threads": run.threads}
-    tags = {f"lq.{key}": str(params[key]) for key in ("ability", "switch", "profile", "protocol", "objective")}
-    tags |= {"lq.data": str(run.data), "lq.dataset": dataset_id(env.data_dir), **model_tags(env), **commit_tag()}
-    return tags, {**params, "env/data_dir": env.data_dir}
-
-
-def log_identity(client, run_id: str, params: Mapping[str, object], data_dir: str) -> None:
-    """``params`` on the run, and its dataset as its input (:func:`lq.lit.cli.log_dataset`: the fingerprint as the
-    digest), as a stage run logs them."""
-    from mlflow.entities import Param
-
-    client.log_batch(run_id, params=[Param(key, str(value)) for key, value in params.items()])
-    log_dataset(client, run_id, data_dir)
 
 
 def stage_graph(runs: Sequence[Run], title: str = "") -> list[str]:

@@ -20,7 +20,6 @@ class Setup(Resolver):
     tracking_uri: str = DEFAULT_TRACKING_URI
     eval_seeds: int = 1
     jobs: int = 1  # agent children side by side under the local launcher, the cores shared among them
-    log_model: bool = False  # export the best agent as a bundle and log it on the parent as an MLflow logged model
     extra_args: dict[str, Sequence[str]] = field(default_factory=dict)  # per stage ("rl", ...; "*": every stage)
     launcher: Launcher = field(default_factory=Local)
 

@@ -37,6 +37,7 @@ from lq.models.pretrained import load_tokenizer
 from lq.rl.acting import ABILITIES, Actor, choice_mask, valid_mask
 from lq.rl.losses import masked
 from lq.rl.switch import SWITCHES, HardcodedSwitch, RatioSwitch
+from lq.stages.configs import SAME_AGENT
 
 SCRATCH = EncoderConfig(name="scratch")
 
@@ -82,10 +83,6 @@ def read_checkpoint(checkpoint: str | Path) -> dict:
 
 WORLDS = ("data_dir", "partner_checkpoint", "dm_checkpoint")  # model.worlds: the unseen worlds' dataset and models
 
-# what must match for one agent's weights to be another's start (``lq rl``'s ``init_from``): encoder, sizes, data (and
-# training pool) and what the context shows; ``env.`` keys are the environment's (:class:`EnvSpec`)
-SAME_AGENT = ("encoder", "pretrained_checkpoint", "agent", "candidate_dim", "context_length", "env.data_dir",
-              "env.pool", "env.objects")  # fmt: skip
 
 
 def hparams_at(hparams: Mapping, keys: Sequence[str]) -> dict:

@@ -23,7 +23,8 @@ from lightning.pytorch.loggers import MLFlowLogger
 from lq.conf.lengths import length_problems
 from lq.conf.resolver import DEFAULT_THREADS
 from lq.data.outputs import mark_finished, unfinished
-from lq.stages import Resolver, agent_dir, bc_checkpoint, model_dir, pretrained_checkpoint
+from lq.conf.resolver import config_names
+from lq.stages import KINDS
 from lq.data.dataset import dataset_id
 from lq.lit.callbacks import LogProgress, StageTimer, wants_log_progress
 # StageLogger: also here for the config.yaml of runs made before it moved (their logger's class_path names lq.lit.cli)
@@ -32,17 +33,6 @@ from lq.tracking import DEFAULT_TRACKING_URI, commit_tag, log_dataset, mark_mode
 
 if TYPE_CHECKING:
     from lq.envs.spec import EnvSpec
-
-def config_names(files: Sequence[str | Path]) -> list[str]:
-    """A run's config files as lq's conf/ names them (``profile/tiny/rl.yaml``); others as given."""
-    from lq.conf import ROOT
-
-    names = []
-    for file in files:
-        path = Path(str(file)).resolve()
-        names.append(str(path.relative_to(ROOT)) if path.is_relative_to(ROOT) else str(file))
-    return names
-
 
 def config_choice(names: Sequence[str], group: str) -> str | None:
     """The last file a run read from a config group of conf/ (``profile``: the folder, overlay over base;
@@ -88,7 +78,11 @@ class StageCLI(LightningCLI):
 
     def add_arguments_to_parser(self, parser: LightningArgumentParser) -> None:
         parser.add_argument(
-            "--out_dir", default=Resolver().stage_dir(self.stage), help="where checkpoints go, per encoder"
+            "--sources",
+            type=list[str],
+            default=[],
+            help="the config files a resolved config (lq.stages.Stage.resolve: RUN_DIR/config.yaml) was merged from, "
+            "as conf/ names them: the run's lq.configs tag and profile param",
         )
         parser.add_argument(
             "--threads",
@@ -110,20 +104,12 @@ class StageCLI(LightningCLI):
                 "checkpoint.monitor": "val/hits_at_1",
                 "checkpoint.mode": "max",
                 "checkpoint.save_last": True,
-                "checkpoint.filename": "best",
+                # the name of the checkpoint the stage kind keeps (lq.stages: best.ckpt, RL's agent.ckpt); its folder
+                # is the run's config's (checkpoint.dirpath: lq stage and lq experiment resolve it)
+                "checkpoint.filename": Path(KINDS[self.stage].checkpoint_name).stem,
                 "checkpoint.enable_version_counter": False,  # a run trained again overwrites, never best-v1.ckpt
             }
         )
-        self.link_checkpoint_dir(parser)
-
-    def link_checkpoint_dir(self, parser: LightningArgumentParser) -> None:
-        parser.link_arguments(("out_dir", "model.encoder.name"), "checkpoint.dirpath", compute_fn=model_dir)
-
-    @classmethod
-    def module_links(cls, config: dict) -> dict:
-        """What this CLI links into its module's arguments, computed from a run's merged config (``config``: its
-        :attr:`lq.stages.Run.config`) as its ``link_arguments`` compute them (:func:`lq.lit.offline.module_hparams`)."""
-        return {}
 
     def before_instantiate_classes(self) -> None:
         import torch
@@ -198,8 +184,9 @@ class StageCLI(LightningCLI):
 
     @property
     def configs(self) -> list[str]:
-        """The config files this run read, in order, as conf/ names them."""
-        return config_names(self.stage_config.get("config") or [])
+        """The config files this run read, in order, as conf/ names them: those its resolved config was merged from
+        (``sources``), else those it was given."""
+        return list(self.stage_config.get("sources") or []) or config_names(self.stage_config.get("config") or [])
 
     def run_params(self) -> dict[str, object]:
         """The run's identity as MLflow params, beside its module's hyperparameters (Lightning logs those), so that
@@ -362,19 +349,7 @@ class AgentCLI(StageCLI):
 
     def add_arguments_to_parser(self, parser: LightningArgumentParser) -> None:
         super().add_arguments_to_parser(parser)
-        parser.add_argument(
-            "--pretrain_dir", default=Resolver().stage_dir("pretrain"), help="where pretrained encoders are"
-        )
         parser.add_argument("--eval_seeds", type=int, default=1, help="zero-shot evaluations after fitting")
-        parser.link_arguments(
-            ("pretrain_dir", "model.encoder.name"), "model.pretrained_checkpoint", compute_fn=pretrained_checkpoint
-        )
-
-    @classmethod
-    def module_links(cls, config: dict) -> dict:
-        model = config.get("model") or {}
-        pretrain_dir = config.get("pretrain_dir", Resolver().stage_dir("pretrain"))
-        return {"pretrained_checkpoint": pretrained_checkpoint(pretrain_dir, model["encoder"]["name"])}
 
     @property
     def data_dir(self) -> str:
@@ -412,13 +387,6 @@ class AgentCLI(StageCLI):
             f"lq {self.stage}: a {self.stage.upper()} agent on the {p['encoder']} encoder, ability {p['ability']}, "
             f"{p['switch']} switch, seed {p['seed']}; the {p['protocol']} protocol{objective}{profile}; "
             f"{self.described_setup(p)}"
-        )
-
-    def link_checkpoint_dir(self, parser: LightningArgumentParser) -> None:
-        parser.link_arguments(
-            ("out_dir", "model.encoder.name", "model.ability", "model.switch", "model.seed"),
-            "checkpoint.dirpath",
-            compute_fn=agent_dir,
         )
 
     def run_name(self) -> str:
@@ -506,7 +474,8 @@ class BCCLI(AgentCLI):
 class RLCLI(AgentCLI):
     """``lq rl fit``: the switch A2C agent; its last weights are the agent, or with ``model.select_every`` the weights
     chosen on the validation quests (:meth:`keep_chosen`). ``model.bc_checkpoint``, the BC agent of the same
-    configuration and seed under ``--bc_dir``, is what ``--model.init_from bc`` (conf/rl.yaml's) starts from."""
+    configuration and seed (its run's resolved config names it: :meth:`lq.stages.Stage.resolve`), is what
+    ``--model.init_from bc`` (conf/objective/lq.yaml's) starts from."""
 
     stage = "rl"
 
@@ -544,17 +513,4 @@ class RLCLI(AgentCLI):
 
     def add_arguments_to_parser(self, parser: LightningArgumentParser) -> None:
         super().add_arguments_to_parser(parser)
-        parser.add_argument("--bc_dir", default=Resolver().stage_dir("bc"), help="where the BC agents are")
-        parser.link_arguments(
-            ("bc_dir", "model.encoder.name", "model.ability", "model.switch", "model.seed"),
-            "model.bc_checkpoint",
-            compute_fn=bc_checkpoint,
-        )
-        parser.set_defaults({"checkpoint.monitor": None, "checkpoint.filename": "agent"})
-
-    @classmethod
-    def module_links(cls, config: dict) -> dict:
-        model = config.get("model") or {}
-        bc_dir = config.get("bc_dir", Resolver().stage_dir("bc"))
-        start = bc_checkpoint(bc_dir, model["encoder"]["name"], model["ability"], model["switch"], model["seed"])
-        return {**super().module_links(config), "bc_checkpoint": start}
+        parser.set_defaults({"checkpoint.monitor": None})

@@ -74,20 +74,43 @@ def end_runs(loggers, status: str) -> None:
 
 
 class LogConfigToMLflow(SaveConfigCallback):
-    """The run's configuration resolved once (its config files, its arguments, the defaults), as one file: its
-    ``config.yaml`` beside its checkpoints (written whole, then renamed into place) and the same bytes as its MLflow
-    artifact ``config.yaml``. ``lq STAGE fit --config RUN_DIR/config.yaml`` runs it again as it ran."""
+    """The run's configuration as one file, its ``config.yaml`` beside its checkpoints, and the same bytes as its
+    MLflow artifact ``config.yaml``. A run given its resolved config alone (``lq STAGE fit --config
+    RUN_DIR/config.yaml``, what ``lq stage`` and ``lq experiment`` launch: :meth:`lq.stages.Stage.resolve`) logs that
+    file's bytes and leaves it be; a run given other files or arguments logs what it parsed (its config files, its
+    arguments, the defaults), written whole into its folder, then renamed into place. Either runs again as it ran with
+    ``lq STAGE fit --config RUN_DIR/config.yaml``."""
 
     def __init__(self, *args, **kwargs):
         kwargs["save_to_log_dir"] = False  # Lightning's log dir is not the run's folder; the file goes there below
         super().__init__(*args, **kwargs)
         self.text = ""  # the resolved config, once save_config has dumped it
+        self.read_alone = False  # the run read its folder's config.yaml alone
 
     def save_config(self, trainer, pl_module, stage) -> None:
-        self.text = self.parser.dump(self.config, skip_none=False)
+        resolved = self.resolved_text(trainer)
+        self.read_alone = resolved is not None
+        self.text = resolved if resolved is not None else self.parser.dump(self.config, skip_none=False)
         for logger in trainer.loggers:
             if isinstance(logger, MLFlowLogger):
                 logger.experiment.log_text(logger.run_id, self.text, CONFIG)
+
+    def resolved_text(self, trainer) -> str | None:
+        """The text of the run's resolved config where the run read it alone (its one config file, its folder's
+        ``config.yaml``, parses to the whole configuration the run has: nothing else was given), else None."""
+        files = self.config.get("config") or []
+        callback = trainer.checkpoint_callback
+        if len(files) != 1 or callback is None or not callback.dirpath:
+            return None
+        file = Path(str(files[0]))
+        if file.resolve() != (Path(callback.dirpath) / CONFIG).resolve():
+            return None
+        alone = self.parser.parse_path(str(file), defaults=True)
+
+        def setting(namespace):  # what the run does: not the file it read, nor where it resumes from
+            return {k: v for k, v in namespace.clone().as_dict().items() if k not in ("config", "ckpt_path")}
+
+        return file.read_text(encoding="utf-8") if setting(alone) == setting(self.config) else None
 
     def on_fit_start(self, trainer, pl_module) -> None:
         """The file, once every callback is set up (the checkpoint callback would see it as an earlier run's)."""
@@ -95,5 +118,7 @@ class LogConfigToMLflow(SaveConfigCallback):
 
         callback = trainer.checkpoint_callback
         if self.text and callback is not None and callback.dirpath and trainer.is_global_zero:
+            if self.read_alone:  # its resolved config, written before it started
+                return
             with atomic_open(Path(callback.dirpath) / CONFIG) as f:
                 f.write(self.text)

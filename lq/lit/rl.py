@@ -70,8 +70,8 @@ class RLModule(AgentModule):
         """The rollout and A2C hyperparameters (Table 6; ``max_steps``: the training episodes' agent turns in place of
         the protocol's); ``init_from``: an agent checkpoint (``lq bc``'s or ``lq rl``'s, of the same encoder, sizes and
         data) whose weights the agent starts from, or ``bc``: ``bc_checkpoint``, the BC agent of this run's encoder,
-        ability, switch and seed (``lq rl`` links it from ``--bc_dir``); lq's default (conf/rl.yaml) fine-tunes that
-        behaviour-cloned agent, the paper's agents start from their encoder (None); ``imitation_batch``: training
+        ability, switch and seed (the run's resolved config names it: :meth:`lq.stages.Stage.resolve`); lq's default
+        (conf/objective/lq.yaml) fine-tunes that behaviour-cloned agent, the paper's agents start from their encoder (None); ``imitation_batch``: training
         demonstrations per update in the imitation term, where ``coefficients.imitation`` turns it on; ``adam_betas``:
         Adam's (the released code's: 0.8, 0.999); ``gain_lr_scale``: the agent's scalar gains
         (:data:`GAINS`: the exact-match weight ``speech_match_weight`` and, where ``agent.head_temperature`` is on, the
@@ -162,9 +162,9 @@ class RLModule(AgentModule):
         if not h.bc_checkpoint:
             raise ValueError(
                 "model.init_from: bc starts from the BC agent of this run's configuration and seed, but "
-                "model.bc_checkpoint is not set: run through `lq rl fit` (it finds the agent under --bc_dir DIR), "
-                "name a checkpoint (--model.init_from PATH), or start from the encoder (--model.init_from null, the "
-                "paper's)"
+                "model.bc_checkpoint is not set: run it through `lq stage rl` or `make rl` (its resolved config "
+                "names that agent), name it (--model.bc_checkpoint PATH) or another checkpoint (--model.init_from "
+                "PATH), or start from the encoder (--model.init_from null, the paper's)"
             )
         if Path(h.bc_checkpoint).is_file() and not finished(h.bc_checkpoint):
             raise ValueError(

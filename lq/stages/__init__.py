@@ -12,6 +12,7 @@ from __future__ import annotations
 from lq.stages.baselines import Baselines
 from lq.stages.bc import BehaviourCloning, bc_checkpoint
 from lq.stages.calibrate import Calibrate
+from lq.stages.configs import ENVIRONMENT, SAME_AGENT, read_config, same_run, start_differences
 from lq.stages.data import Data
 from lq.stages.dm import DungeonMaster
 from lq.stages.families import CONFIG, agent_dir, model_dir, pretrained_checkpoint
@@ -36,10 +37,12 @@ JOBS = tuple(name for name, kind in KINDS.items() if kind.job)  # calibrate, spa
 __all__ = [
     "AGENT_STAGES",
     "CONFIG",
+    "ENVIRONMENT",
     "ENV_STAGES",
     "JOBS",
     "KINDS",
     "PREPARATION",
+    "SAME_AGENT",
     "STAGES",
     "Resolver",
     "Run",
@@ -49,6 +52,9 @@ __all__ = [
     "kind_of",
     "model_dir",
     "pretrained_checkpoint",
+    "read_config",
+    "same_run",
     "shared_with_bc",
+    "start_differences",
     "starts_from_bc",
 ]

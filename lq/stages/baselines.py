@@ -22,6 +22,9 @@ class Baselines(Prepared):
     def graph_label(self, run: Run) -> str:
         return f"{self.name} {run.ability}-{run.switch} s{run.seed}"
 
+    def child(self, run: Run, experiment: str, parent: str, tags: dict[str, str], tracking_uri: str) -> Run:
+        return run
+
     def child_args(self, run: Run, experiment: str, parent: str, tags: dict[str, str], tracking_uri: str) -> list[str]:
         """``lq experiment baselines EXPERIMENT`` and its identity, a child of ``parent`` in ``tracking_uri`` (it
         tags itself as ``tags`` say: :func:`lq.experiments.running.run_baselines`)."""

@@ -16,8 +16,10 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
+import yaml
+
 from lq.conf import path
-from lq.conf.resolver import Profile
+from lq.conf.resolver import Profile, config_files, config_names, merged, merged_config
 from lq.data.outputs import DONE, finished, outputs_for
 from lq.stages.run import Run, Stage
 
@@ -47,6 +49,19 @@ def flag_value(args: Sequence[str], flag: str) -> str | None:
         elif arg.startswith(f"{flag}="):
             value = arg.split("=", 1)[1]
     return value
+
+
+def without_flag(args: Sequence[str], flag: str) -> list[str]:
+    """``args`` less every ``flag`` and its value (``FLAG VALUE`` or ``FLAG=VALUE``)."""
+    out, skip = [], False
+    for arg in args:
+        if skip:
+            skip = False
+        elif arg == flag:
+            skip = True
+        elif not arg.startswith(f"{flag}="):
+            out.append(arg)
+    return out
 
 
 def environment_of(config: dict[str, Any]) -> tuple[str | None, dict[str, str] | None]:
@@ -95,12 +110,12 @@ class Trained(Stage):
         files = [path(self.base_file), path(f"{self.name}.yaml"), path("encoder", f"{run.encoder}.yaml")]
         return files + Profile(run.profile).files(self.profile_file)
 
-    def child_args(self, run: Run, experiment: str, parent: str, tags: dict[str, str], tracking_uri: str) -> list[str]:
-        """Its command line, logging to ``lq-EXPERIMENT`` with ``tags`` (the parent's among them) as a run named
-        short and distinct among the parent's children, so that the UI's runs table shows the name whole: its stage,
-        its encoder, of its ability, switch and variant those that are not the default, and its seed ("RL
-        General+Light s0", "RL Scratch act only s1", "RL Scratch bc_start s0", "Pretrain Adaptive quests8 s2"); the
-        store is its extra arguments' (:func:`lq.experiments.running.with_extras`)."""
+    def child(self, run: Run, experiment: str, parent: str, tags: dict[str, str], tracking_uri: str) -> Run:
+        """``run`` as a child of ``experiment``: logging to ``lq-EXPERIMENT`` with ``tags`` (the parent's among them)
+        as a run named short and distinct among the parent's children, so that the UI's runs table shows the name
+        whole: its stage, its encoder, of its ability, switch and variant those that are not the default, and its seed
+        ("RL General+Light s0", "RL Scratch act only s1", "RL Scratch bc_start s0", "Pretrain Adaptive quests8 s2");
+        the store is its extra arguments' (:func:`lq.experiments.running.with_extras`)."""
         abilities = {"act": "act only", "speech": "speech only", "speech_no_speech_goals": "speech, no speech goals"}
         words = [{"rl": "RL", "bc": "BC", "dm": "DM"}.get(self.name, self.name.title())]
         words += [run.encoder.replace("_", "+").title()] if run.encoder else []
@@ -110,12 +125,40 @@ class Trained(Stage):
         name = " ".join([*words, f"s{tags.get('lq.seed', run.seed)}"])
         logged = ["--trainer.logger.init_args.experiment_name", f"lq-{experiment}"]
         logged += ["--trainer.logger.init_args.run_name", name]  # in place of lq.lit.cli.StageCLI.run_name's
-        return [*run.args, *logged, "--trainer.logger.init_args.tags", json.dumps(tags)]
+        logged += ["--trainer.logger.init_args.tags", json.dumps(tags)]
+        return dataclasses.replace(run, extra=(*run.extra, *logged))
 
-    def fit_args(self, run: Run) -> list[str]:
-        """``NAME fit``, its config files, its seed and folder."""
-        args = [self.name, "fit", *(a for f in run.configs for a in ("--config", str(f)))]
-        return args + ["--seed_everything", str(run.seed), "--out_dir", run.stage_dir()]
+    def args(self, run: Run) -> list[str]:
+        """``NAME fit --config RUN_DIR/config.yaml``: the run's resolved configuration (:meth:`resolve`), written
+        before it starts (:meth:`write`), is all it reads."""
+        return [self.name, "fit", "--config", run.outputs["config"]]
+
+    def config(self, run: Run) -> dict[str, Any]:
+        return self.resolve(run)
+
+    def resolve(self, run: Run) -> dict[str, Any]:
+        """Its whole configuration: its config files merged in order (:attr:`Run.configs`), then where it goes and what
+        it reads (:meth:`settings`: its seed, folder, checkpoint name, data, the models it starts from or plays with),
+        then its extra arguments (``--KEY VALUE``, ``--config FILE``); ``sources``: the config files, as conf/ names
+        them (its tags and params name its profile, objective and files from them)."""
+        files = [str(f) for f in run.configs]
+        config = merged_config([a for f in files for a in ("--config", f)])
+        config = merged_config(list(run.extra), base=merged(config, self.settings(run)))
+        return {**config, "sources": config_names([*files, *config_files(run.extra)])}
+
+    def settings(self, run: Run) -> dict[str, Any]:
+        """Its seed, its checkpoints' folder and name (every path of a run has its home here and in its kind)."""
+        name = Path(self.checkpoint_name).stem
+        return {"seed_everything": run.seed, "checkpoint": {"dirpath": run.dir, "filename": name}}
+
+    def write(self, run: Run) -> None:
+        """Its resolved configuration (:meth:`resolve`) as ``RUN_DIR/config.yaml``, written whole then renamed into
+        place, before it starts: the child reads it alone, and logs its bytes as its MLflow artifact."""
+        from lq.data.io import atomic_open
+
+        Path(run.dir).mkdir(parents=True, exist_ok=True)
+        with atomic_open(run.outputs["config"]) as f:
+            f.write(yaml.safe_dump(run.config, sort_keys=False))
 
 
 class PolyEncoder(Trained):
@@ -137,12 +180,9 @@ class PolyEncoder(Trained):
     def configs(self, run: Run) -> list[Path]:
         return self.base_configs(run)
 
-    def args(self, run: Run) -> list[str]:
-        return [*self.fit_args(run), *self.init_args(run), "--data.data_dir", run.data, *run.extra]
-
-    def init_args(self, run: Run) -> list[str]:
-        """Where its encoder starts from, where not its config's."""
-        return []
+    def settings(self, run: Run) -> dict[str, Any]:
+        """A run's, and its data."""
+        return merged(super().settings(run), {"data": {"data_dir": run.data}})
 
 
 class EnvModel(PolyEncoder):
@@ -182,20 +222,14 @@ class Agent(Trained):
             needed.append(run.another("spaces", run.encoder, protocol=run.protocol))
         return needed + environment_needs(run)
 
-    def args(self, run: Run) -> list[str]:
-        env = [run.env_run("partner").checkpoint, run.env_run("dm").checkpoint]
-        return [
-            *self.fit_args(run),
-            *self.start_args(run),
-            *("--model.env.data_dir", run.data, "--model.ability", run.ability, "--model.switch", run.switch),
-            *("--model.seed", str(run.seed), "--pretrain_dir", run.stage_dir("pretrain")),
-            *("--model.env.partner_checkpoint", env[0], "--model.env.dm_checkpoint", env[1]),
-            *run.extra,
-        ]
-
-    def start_args(self, run: Run) -> list[str]:
-        """Where the agent can start from, where not its encoder."""
-        return []
+    def settings(self, run: Run) -> dict[str, Any]:
+        """A run's, and its data, ability, switch and seed, its pretrained encoder (none for scratch) and the
+        environment's partner and DM."""
+        env = {"data_dir": run.data, "partner_checkpoint": run.env_run("partner").checkpoint,
+               "dm_checkpoint": run.env_run("dm").checkpoint}  # fmt: skip
+        model = {"env": env, "ability": run.ability, "switch": run.switch, "seed": run.seed}
+        model["pretrained_checkpoint"] = pretrained_checkpoint(run.stage_dir("pretrain"), run.encoder)
+        return merged(super().settings(run), {"model": model})
 
     def label(self, run: Run) -> str:
         return f"{self.folder_name(run)} {run.encoder}-{run.ability}-{run.switch} s{run.seed}"

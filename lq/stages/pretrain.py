@@ -6,6 +6,7 @@ from __future__ import annotations
 import dataclasses
 from typing import Any
 
+from lq.conf.resolver import merged
 from lq.stages.families import PolyEncoder, model_dir
 from lq.stages.run import Run
 
@@ -25,10 +26,13 @@ class Pretrain(PolyEncoder):
             needed.append(dataclasses.replace(run, encoder="general", extra=()))
         return needed
 
-    def init_args(self, run: Run) -> list[str]:
-        if run.encoder == "adaptive":  # from the general encoder of the same folder
-            return ["--model.encoder.init_from", f"{model_dir(run.stage_dir(), 'general')}/best.ckpt"]
-        return []
+    def settings(self, run: Run) -> dict[str, Any]:
+        """A poly-encoder's; ``adaptive`` starts from the general encoder of the same folder."""
+        settings = super().settings(run)
+        if run.encoder == "adaptive":
+            start = {"model": {"encoder": {"init_from": f"{model_dir(run.stage_dir(), 'general')}/best.ckpt"}}}
+            settings = merged(settings, start)
+        return settings
 
     def label(self, run: Run) -> str:
         return f"pretrain {run.encoder}"
@@ -37,7 +41,7 @@ class Pretrain(PolyEncoder):
         """An experiment's pretraining child (in its seed's folder) says its seed."""
         return f"{super().graph_label(run)} s{run.seed}" if run.folder else super().graph_label(run)
 
-    def prep_args(self, run: Run) -> list[str]:
+    def prepared(self, run: Run) -> Run:
         """An encoder that agents or other encoders need: Table 4/5 is make pretrain's and table45's to write."""
-        return [*run.args, "--tables.enabled", "false"]
+        return dataclasses.replace(run, extra=(*run.extra, "--tables.enabled", "false"))
 

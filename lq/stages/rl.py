@@ -9,6 +9,7 @@ from pathlib import Path
 from typing import Any
 
 from lq.conf import path
+from lq.conf.resolver import merged
 from lq.stages.families import Agent, environment_of, flag_value
 from lq.stages.run import Run
 
@@ -26,12 +27,13 @@ def shared_with_bc(config: dict[str, Any]) -> list[str]:
     return [*(["--model.env.pool", pool] if pool else []), *(["--model.worlds", json.dumps(worlds)] if worlds else [])]
 
 
-def bc_start(run: Run) -> Run:
+def bc_start(run: Run, shared: bool = True) -> Run:
     """The BC run an RL run of lq's objective starts from: of its configuration and seed, in its ``--bc_dir`` where its
     arguments name one (a variant's own BC agents: :data:`lq.experiments.specs.GENERALISATION_RUNS`), else the BC
     stage's folder; with its training pool and worlds (:func:`shared_with_bc`)."""
     folder = flag_value(run.extra, "--bc_dir") or ""
-    return dataclasses.replace(run, stage="bc", folder=folder, extra=tuple(shared_with_bc(run.config)))
+    extra = tuple(shared_with_bc(run.config)) if shared else ()
+    return dataclasses.replace(run, stage="bc", folder=folder, extra=extra)
 
 
 class ReinforcementLearning(Agent):
@@ -58,5 +60,14 @@ class ReinforcementLearning(Agent):
             needed.append(bc_start(run))
         return needed
 
-    def start_args(self, run: Run) -> list[str]:
-        return ["--bc_dir", run.stage_dir("bc")]  # the BC agents it starts from (init_from: bc, the lq objective's)
+    def settings(self, run: Run) -> dict[str, Any]:
+        """An agent's, and the BC agent of the same configuration and seed it starts from (``init_from: bc``, the lq
+        objective's): :func:`bc_start`'s."""
+        return merged(super().settings(run), {"model": {"bc_checkpoint": bc_start(run, shared=False).checkpoint}})
+
+    def resolve(self, run: Run) -> dict[str, Any]:
+        """An agent's, less ``bc_dir`` (a folder of BC agents that extra arguments may name in place of the BC stage's:
+        read by :func:`bc_start`, not by the RL module)."""
+        config = super().resolve(run)
+        config.pop("bc_dir", None)
+        return config

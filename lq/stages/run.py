@@ -79,9 +79,9 @@ class Stage:
         """Its command line, what ``lq`` takes after its name."""
         return ["experiment", self.name, *run.identity]
 
-    def prep_args(self, run: Run) -> list[str]:
-        """Its command line where other runs need it (:func:`lq.experiments.running.preparation`)."""
-        return run.args
+    def prepared(self, run: Run) -> Run:
+        """The run as other runs need it (:func:`lq.experiments.running.preparation`)."""
+        return run
 
     def module(self, run: Run) -> Run:
         raise ValueError(f"{run!r}: only the calibration, the spaces' vectors and the baselines build a module")
@@ -99,10 +99,18 @@ class Stage:
         kind."""
         return f"{self.name} {run.encoder}" if run.encoder else self.name
 
-    def child_args(self, run: Run, experiment: str, parent: str, tags: dict[str, str], tracking_uri: str) -> list[str]:
-        """Its command line as a child of the parent run ``parent`` of ``experiment`` (MLflow experiment
-        ``lq-EXPERIMENT``), tagged ``tags`` (its configuration and seed), in the store ``tracking_uri``."""
+    def child(self, run: Run, experiment: str, parent: str, tags: dict[str, str], tracking_uri: str) -> Run:
+        """The run as a child of the parent run ``parent`` of ``experiment`` (MLflow experiment ``lq-EXPERIMENT``),
+        tagged ``tags`` (its configuration and seed), in the store ``tracking_uri``."""
         raise ValueError(f"{run!r}: a {self.name} run is no experiment's child")
+
+    def child_args(self, run: Run, experiment: str, parent: str, tags: dict[str, str], tracking_uri: str) -> list[str]:
+        """Its command line as that child (:meth:`child`)."""
+        return self.child(run, experiment, parent, tags, tracking_uri).args
+
+    def write(self, run: Run) -> None:
+        """Write what the run reads before it starts (nothing: a job of ``lq data`` or ``lq experiment`` reads its
+        command line)."""
 
     def check(self, run: Run) -> None:
         """Refuse now, with the fix, a run that could not start (before a plan is made of it)."""
@@ -311,7 +319,7 @@ class Resolver:
     def agent_checkpoint(self, stage: str, encoder: str, ability: str, switch: str, seed: int) -> str:
         return self.run(stage, encoder, ability, switch, seed).checkpoint
 
-    def stage_args(self, stage: str, encoder: str, seed: int = 0, ability: str = "act_speech",
-                   switch: str = "hardcoded", out_dir: str | None = None) -> list[str]:  # fmt: skip
-        """The command line of one stage run, ``STAGE fit ...`` (:attr:`Run.args`)."""
-        return self.run(stage, encoder, ability, switch, seed, out_dir).args
+    def stage_config(self, stage: str, encoder: str, seed: int = 0, ability: str = "act_speech",
+                     switch: str = "hardcoded", out_dir: str | None = None) -> dict[str, Any]:  # fmt: skip
+        """The resolved configuration of one stage run (:attr:`Run.config`)."""
+        return self.run(stage, encoder, ability, switch, seed, out_dir).config

@@ -7,7 +7,7 @@ import dataclasses
 from pathlib import Path
 from typing import Any
 
-from lq.stages.families import NO_CHOICES, Keyed, pretrained_checkpoint
+from lq.stages.families import NO_CHOICES, Keyed
 from lq.stages.run import Run
 
 
@@ -25,15 +25,13 @@ class Spaces(Keyed):
         return dataclasses.replace(run, stage="pretrain").outputs["candidates"]
 
     def file(self, run: Run) -> Path:
-        """The last of the encoder's stores of its module's agent (:func:`lq.envs.build.space_stores`): its encoder
-        as the stage CLI links it (``--pretrain_dir``), its tokenizer, context length and data."""
+        """The last of the encoder's stores of its module's agent (:func:`lq.envs.build.space_stores`): its pretrained
+        encoder (its resolved config's), its tokenizer, context length and data."""
         from lq.envs.build import space_stores  # torch and transformers: not for lq.stages' readers (lq's parser)
         from lq.models.encoder import encoder_tokenizer
 
-        config = run.config
-        model = config["model"]
-        checkpoint = pretrained_checkpoint(config["pretrain_dir"], model["encoder"]["name"])
-        data_dir = model["env"]["data_dir"]
+        model = run.config["model"]
+        checkpoint, data_dir = model["pretrained_checkpoint"], model["env"]["data_dir"]
         return space_stores(checkpoint, encoder_tokenizer(model["encoder"]), model["context_length"], data_dir)[-1]
 
     def compute(self, run: Run, module: Any) -> None:

@@ -38,13 +38,15 @@ def test_every_checkpoint_path_comes_from_one_place():
         "outputs/quick/rl/scratch/act-ratio/seed-2/agent.ckpt"  # not over tiny's agents
     )
     assert tiny.agent_checkpoint("bc", "light", "act_speech", "hardcoded", 0).endswith("seed-0/best.ckpt")
-    args = paper.stage_args("rl", "light", seed=1)
-    assert args[args.index("--model.env.partner_checkpoint") + 1] == paper.checkpoint("partner")
-    assert args[args.index("--pretrain_dir") + 1] == "outputs/release/pretrain"
-    adaptive = tiny.stage_args("pretrain", "adaptive", out_dir="outputs/experiments/table45/seed-1")
-    assert adaptive[adaptive.index("--model.encoder.init_from") + 1] == (
+    model = paper.stage_config("rl", "light", seed=1)["model"]
+    assert model["env"]["partner_checkpoint"] == paper.checkpoint("partner")
+    assert model["pretrained_checkpoint"] == "outputs/release/pretrain/light/best.ckpt"
+    assert model["bc_checkpoint"] == paper.agent_checkpoint("bc", "light", "act_speech", "hardcoded", 1)
+    adaptive = tiny.stage_config("pretrain", "adaptive", out_dir="outputs/experiments/table45/seed-1")
+    assert adaptive["model"]["encoder"]["init_from"] == (
         "outputs/experiments/table45/seed-1/general/best.ckpt"  # the general encoder of the same folder
     )
+    assert adaptive["checkpoint"] == {"dirpath": "outputs/experiments/table45/seed-1/adaptive", "filename": "best"}
 
 
 def test_what_a_stage_needs_first():

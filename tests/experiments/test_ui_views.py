@@ -158,9 +158,9 @@ def test_children_are_named_short_and_distinct_within_their_parent(tmp_path):
 
 
 def _name(run, tags: dict) -> str:
-    """The run name a child's command line gives its MLflow run."""
-    args = run.kind.child_args(run, "x", "p", {"mlflow.parentRunId": "p", **tags}, "")
-    return args[args.index("--trainer.logger.init_args.run_name") + 1]
+    """The run name a child's resolved config gives its MLflow run."""
+    child = run.kind.child(run, "x", "p", {"mlflow.parentRunId": "p", **tags}, "")
+    return child.config["trainer"]["logger"]["init_args"]["run_name"]
 
 
 def test_the_screenshot_script_opens_runs_tables_as_model_training_in_lq_views(client, script):

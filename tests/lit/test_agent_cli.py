@@ -38,6 +38,9 @@ TINY_AGENT = [
 ]
 
 
+AGENT = "scratch/act_speech-hardcoded/seed-0"  # an agent's folder under its stage's
+
+
 def _args(stage: str, root: Path, tmp_path: Path, *extra: str) -> list[str]:
     return [
         stage,
@@ -52,8 +55,8 @@ def _args(stage: str, root: Path, tmp_path: Path, *extra: str) -> list[str]:
         f"--model.env.data_dir={root / 'data'}",
         f"--model.env.partner_checkpoint={root / 'partner.ckpt'}",
         f"--model.env.dm_checkpoint={root / 'dm.ckpt'}",
-        f"--out_dir={tmp_path / stage}",
-        *([f"--bc_dir={tmp_path / 'bc'}"] if stage == "rl" else []),  # the BC agents RL starts from (init_from: bc)
+        f"--checkpoint.dirpath={tmp_path / stage / AGENT}",  # lq stage's folders (Stage.resolve names them)
+        *([f"--model.bc_checkpoint={tmp_path / 'bc' / AGENT / 'best.ckpt'}"] if stage == "rl" else []),  # RL's start
         f"--trainer.logger.init_args.tracking_uri=sqlite:///{tmp_path / 'mlflow.db'}",
         *TINY_AGENT,
         *extra,

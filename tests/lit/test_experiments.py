@@ -17,24 +17,34 @@ from pathlib import Path
 import pandas as pd
 import pytest
 import torch
+import yaml
 from mlflow.tracking import MlflowClient
 
 from lq import conf
 from lq import experiments as X
 from lq.cli import main
+from lq.commands.jobs import log_best_model
 from lq.data.outputs import finished, mark_finished
 from lq.experiments import launchers
 from lq.experiments.launchers import Local, Submitit
-from lq.lit.offline import build_module, module_hparams
-from lq.stages import bc_checkpoint
+from lq.lit.offline import build_module
 from lq.stages.calibrate import Calibrate
 from lq.stages.data import light_db
 from tests.lit.stopping import stop_once
 from tests.lit.test_agent_cli import TINY_AGENT
 from tests.lit.test_stages import trained_env_models
-from tests.samples import parsed_cli
+from tests.samples import parsed_cli, written
 
 ROOT = Path(__file__).resolve().parents[2]
+
+
+AGENT = "/scratch/act_speech-hardcoded/seed-0"  # a scratch agent's folder under its stage's
+
+
+def resolved(args) -> dict:
+    """The resolved config a stage's command line reads (``lq STAGE fit --config RUN_DIR/config.yaml``, written before
+    it is launched: :meth:`lq.stages.Stage.write`)."""
+    return yaml.safe_load(Path(args[args.index("--config") + 1]).read_text(encoding="utf-8"))
 
 
 def C(*parts: str) -> str:
@@ -165,12 +175,12 @@ def test_the_best_agents_transcripts_go_on_the_parent(tmp_path):
 
 
 class Recorder:
-    """A launcher that runs nothing and keeps the jobs it was given, wave by wave; a BC run leaves a checkpoint (with
-    ``bc_hparams``) where the real one would, so that what comes after it finds it."""
+    """A launcher that runs nothing and keeps the jobs it was given, wave by wave; a BC run leaves a finished checkpoint
+    where the real one would (beside the resolved config it was launched with), so that what comes after it finds
+    it."""
 
-    def __init__(self, bc_hparams: dict | None = None):
+    def __init__(self):
         self.waves, self.parallel = [], []
-        self.bc_hparams = bc_hparams or {}
 
     def run(self, jobs, parallel):
         if jobs:
@@ -178,12 +188,8 @@ class Recorder:
             self.parallel.append(parallel)
         for _, args in jobs:
             if args[:2] == ["bc", "fit"]:
-                where = [args[args.index(f"--{key}") + 1] for key in ("out_dir", "model.ability", "model.switch")]
-                encoder = next(Path(a).stem for a in args if Path(a).parent.name == "encoder")
-                seed = int(args[args.index("--model.seed") + 1])
-                checkpoint = Path(bc_checkpoint(where[0], encoder, *where[1:], seed))
-                checkpoint.parent.mkdir(parents=True, exist_ok=True)
-                torch.save({"hyper_parameters": self.bc_hparams}, checkpoint)
+                checkpoint = Path(resolved(args)["checkpoint"]["dirpath"]) / "best.ckpt"
+                checkpoint.touch()
                 mark_finished(checkpoint)
 
 
@@ -224,8 +230,8 @@ def test_resume_trains_only_the_children_an_interrupted_parent_lacks(tmp_path, m
     # nothing to prepare (the environment's models and the data are there); the BC child that the RL child left
     # starts from, then the RL child, beside the other BC child and the baselines (they need nothing of the others)
     start, children = launcher.waves
-    trained = [[(a[0], a[a.index("--seed_everything") + 1]) for a in w if a[0] != "experiment"] for w in launcher.waves]
-    assert trained == [[("bc", "1")], [("bc", "0"), ("rl", "1")]]
+    trained = [[(a[0], resolved(a)["seed_everything"]) for a in w if a[0] != "experiment"] for w in launcher.waves]
+    assert trained == [[("bc", 1)], [("bc", 0), ("rl", 1)]]
     baselines = [a for a in children if a[:2] == ["experiment", "baselines"]]
     assert [a[a.index("--seeds") + 1] for a in baselines] == ["0", "1"]  # their children had not finished either
     assert all(a[a.index("--parent") + 1] == pid for a in baselines)
@@ -275,9 +281,9 @@ def test_resuming_a_parent_from_another_machine_makes_again_the_bc_start_its_rl_
 
     assert X.run_experiment(experiment, setup, log=lambda _: None, resume=True)[0] == pid
     start, child = launcher.waves
-    assert [a[:2] for a in start] == [["bc", "fit"]] and "--trainer.logger.init_args.tags" not in start[0]
+    assert [a[:2] for a in start] == [["bc", "fit"]] and "tags" not in resolved(start[0])["trainer"]["logger"]["init_args"]
     assert [a[:2] for a in child] == [["rl", "fit"]]  # the one child that had not finished, from that start
-    assert json.loads(child[0][child[0].index("--trainer.logger.init_args.tags") + 1])["mlflow.parentRunId"] == pid
+    assert resolved(child[0])["trainer"]["logger"]["init_args"]["tags"]["mlflow.parentRunId"] == pid
     assert len(X.children(client, pid)) == 2  # the Recorder logs nothing: no second BC child
     lines = X.plan(experiment, setup)  # a new parent: the BC agent is its child, not a start
     assert not [line for line in lines if "the RL agent's start" in line]
@@ -299,20 +305,20 @@ def test_a_stage_makes_what_it_needs_first_and_make_rl_compares_with_bc(tmp_path
         launcher=launcher,
     )
     X.run_stage("rl", setup, "adaptive", compare=True)
-    firsts = [[a[:2] if a[0] != "pretrain" else next(c for c in a if "/encoder/" in c) for a in wave]
+    firsts = [[a[:2] if a[0] != "pretrain" else resolved(a)["model"]["encoder"]["name"] for a in wave]
               for wave in launcher.waves]  # fmt: skip
     assert firsts == [
-        [C("encoder", "general.yaml")],
-        [C("encoder", "adaptive.yaml")],
+        ["general"],
+        ["adaptive"],
         [["partner", "fit"], ["dm", "fit"]],
         [["experiment", "calibrate"], ["experiment", "spaces"]],  # once, before the agents that share the partner
         [["bc", "fit"]],
         [["rl", "fit"]],
         [["eval", setup.agent_checkpoint("rl", "adaptive", "act_speech", "hardcoded", 3)]],
     ]
-    bc, rl = launcher.waves[4][0], launcher.waves[5][0]
-    assert rl[rl.index("--bc_dir") + 1] == setup.stage_dir("bc")
-    assert "--model.num_envs=4" in rl and "--model.num_envs=4" not in bc
+    bc, rl = resolved(launcher.waves[4][0]), resolved(launcher.waves[5][0])
+    assert rl["model"]["bc_checkpoint"] == setup.agent_checkpoint("bc", "adaptive", "act_speech", "hardcoded", 3)
+    assert rl["model"]["num_envs"] == 4 and "num_envs" not in bc["model"]
     assert launcher.waves[6][0][2] == setup.agent_checkpoint("bc", "adaptive", "act_speech", "hardcoded", 3)
     assert launcher.parallel == [1, 1, 2, 2, 1, 1, 1]  # the jobs: 1 by default
 
@@ -347,18 +353,15 @@ def test_the_rl_agents_bc_starts_are_trained_first_unless_they_start_from_their_
     (tmp_path / "data").mkdir()
     (tmp_path / "data" / "manifest.json").touch()
     setup = X.Setup(seeds=(0, 1), data_dir=str(tmp_path / "data"), outputs=str(tmp_path / "o"))
-    rl = dict(build_module(X.running.rl_run(X.Config("rl", "scratch", "act"), setup, 0)).hparams)
-    env = rl["env"]
-    for seed, protocol in ((0, env["protocol"]), (1, {**env["protocol"], "name": "restricted", "choice": "valid"})):
-        checkpoint = Path(setup.agent_checkpoint("bc", "scratch", "act", "hardcoded", seed))
-        checkpoint.parent.mkdir(parents=True, exist_ok=True)
-        hparams = {**rl, "env": {**env, "protocol": protocol}}
-        torch.save({"hyper_parameters": hparams}, checkpoint)  # the act agents' BC starts
-        mark_finished(checkpoint)
+    for seed, protocol in ((0, "paper"), (1, "restricted")):  # the act agents' BC starts, seed 1's another protocol
+        bc = X.running.run_of(X.Config("bc", "scratch", "act"), dataclasses.replace(setup, protocol=protocol), seed)
+        bc.kind.write(bc)
+        Path(bc.checkpoint).touch()
+        mark_finished(bc.checkpoint)
     steps, jobs = X.preparation(X.table2(["scratch"]).configs, setup)[-1]
-    starts = [(s.args[s.args.index("--model.ability") + 1], s.args[s.args.index("--model.seed") + 1]) for s in steps]
+    starts = [(s.run.config["model"]["ability"], s.run.config["model"]["seed"]) for s in steps]
     abilities = ("act_speech", "act", "speech", "speech_no_speech_goals")
-    assert starts == [(ability, seed) for ability in abilities for seed in ("0", "1")]
+    assert starts == [(ability, seed) for ability in abilities for seed in (0, 1)]
     assert all(s.args[:2] == ["bc", "fit"] for s in steps) and jobs == setup.jobs
     assert [s.done for s in steps] == [False, False, True, False, False, False, False, False]
     paper = dataclasses.replace(setup, objective="paper")
@@ -373,12 +376,13 @@ def test_the_plan_of_table2_under_the_papers_objective_trains_no_bc_start(tmp_pa
     assert main([*common, "--seeds", "0"]) == 0
     out = capsys.readouterr().out
     assert " bc fit " in out and "objective lq" in out.splitlines()[0]  # lq's objective: each RL agent's BC start
-    rl_lines = [line for line in out.splitlines() if " rl fit " in line]
-    assert len(rl_lines) == 4 and all(C("objective", "lq.yaml") in line for line in rl_lines)
+    rl_lines = [shlex.split(line) for line in out.splitlines() if " rl fit " in line]
+    assert len(rl_lines) == 4 and all("objective/lq.yaml" in resolved(line)["sources"] for line in rl_lines)
     assert main([*common, "--seeds", "0", "--objective", "paper"]) == 0
     out = capsys.readouterr().out
-    lines = [line for line in out.splitlines() if " rl fit " in line or " bc fit " in line]
-    assert len(lines) == 4 and all(" rl fit " in line and C("objective", "paper.yaml") in line for line in lines)
+    lines = [shlex.split(line) for line in out.splitlines() if " rl fit " in line or " bc fit " in line]
+    assert len(lines) == 4 and all(line[1] == "rl" and "objective/paper.yaml" in resolved(line)["sources"]
+                                   for line in lines)  # fmt: skip
     assert "objective paper" in out.splitlines()[0]
     assert main([*common, "--objective", "bogus"]) == 2
     assert "no such objective (OBJECTIVE=bogus); choose from lq, paper" in capsys.readouterr().err
@@ -408,9 +412,11 @@ def test_a_dry_run_plan_opens_no_parent_and_shows_the_one_resume_would_take(tmp_
     assert main([*common, "--seeds", "0", "1", "2", "--outputs", str(tmp_path / "o"), "--resume"]) == 0
     out = capsys.readouterr().out
     assert f"parent run {pid} in MLflow experiment lq-table1" in out.splitlines()[0]
-    kids = [line for line in out.splitlines()[1:] if pid in line and " experiment tables " not in line]
+    commands = [line for line in out.splitlines()[1:] if line.startswith("lq ") and " experiment tables " not in line]
+    kids = [line for line in commands if "/seed-" in line or f"--parent {pid}" in line]  # the agents' folders
     assert len(kids) == len(experiment.configs)  # seed 2's BC, RL and baselines children; seeds 0 and 1 finished
-    assert all('"lq.seed": "2"' in line or "--seeds 2" in line for line in kids), kids
+    assert all("/seed-2/config.yaml" in line or "--seeds 2" in line for line in kids), kids
+    assert not list((tmp_path / "o").rglob("config.yaml"))  # a dry run writes no child's config either
     assert store() == before  # nothing opened, reopened or marked KILLED
     assert main([*common, "--seeds", "0", "1", "--resume"]) == 1
     assert f"parent run {pid} ran seeds '0 1 2', not '0 1'" in capsys.readouterr().err
@@ -466,19 +472,17 @@ def test_make_rl_trains_again_a_bc_agent_of_other_sizes_than_the_rl_agents(tmp_p
         outputs=str(tmp_path / "o"),
         launcher=launcher,
     )
-    rl = dict(build_module(X.running.rl_run(X.Config("rl", "scratch"), setup, 0)).hparams)
-    launcher.bc_hparams = rl  # a BC agent trained now is trained alike
-    for seed, bc_length in ((0, rl["context_length"]), (1, 64)):
-        for stage, length in (("rl", rl["context_length"]), ("bc", bc_length)):
-            path = Path(setup.agent_checkpoint(stage, "scratch", "act_speech", "hardcoded", seed))
-            path.parent.mkdir(parents=True)
-            torch.save({"hyper_parameters": {**rl, "context_length": length}}, path)
-            mark_finished(path)
+    for seed, extra in ((0, ()), (1, ("--model.context_length", "64"))):  # seed 1's BC agent: an older profile's
+        run = X.running.run_of(X.Config("bc", "scratch"), setup, seed)
+        run = dataclasses.replace(run, extra=(*run.extra, *extra))
+        run.kind.write(run)
+        Path(run.checkpoint).touch()
+        mark_finished(run.checkpoint)
     X.run_stage("rl", setup, "scratch", compare=True)
     runs = [(i, args) for i, wave in enumerate(launcher.waves) for args in wave]
-    bc = [(i, args[args.index("--model.seed") + 1]) for i, args in runs if args[:2] == ["bc", "fit"]]
+    bc = [(i, resolved(args)["model"]["seed"]) for i, args in runs if args[:2] == ["bc", "fit"]]
     [rl_wave] = {i for i, args in runs if args[:2] == ["rl", "fit"]}
-    assert [seed for _, seed in bc] == ["1"] and bc[0][0] < rl_wave  # before RL, which starts from it
+    assert [seed for _, seed in bc] == [1] and bc[0][0] < rl_wave  # before RL, which starts from it
 
 
 def test_make_rl_compares_the_agents_where_its_args_put_them(tmp_path):
@@ -529,8 +533,8 @@ def test_a_stage_target_keeps_a_run_that_finished_with_its_settings_and_resumes_
                     outputs=str(tmp_path / "o"), launcher=Recorder())  # fmt: skip
     [(label, run)] = X.running.stage_runs(X.Config("pretrain", "general_light"), setup)
     assert label == "pretrain general_light"
-    Path(run.dir).mkdir(parents=True)
-    torch.save({"hyper_parameters": module_hparams(run)}, run.checkpoint)
+    run.kind.write(run)  # what the run read
+    Path(run.checkpoint).touch()
     mark_finished(run.checkpoint, run_id="abc123")
     lines = []
     X.run_stage("pretrain", setup, "general_light", log=lines.append)
@@ -542,17 +546,18 @@ def test_a_stage_target_keeps_a_run_that_finished_with_its_settings_and_resumes_
     X.run_stage("pretrain", setup, "general_light", force=True, log=lines.append)
     [[forced]] = setup.launcher.waves
     assert "--ckpt_path" not in forced
-    other = {**module_hparams(run), "lr": 1.0}  # trained with other settings: not this run's
-    torch.save({"hyper_parameters": other}, run.checkpoint)
+    other = dataclasses.replace(run, extra=(*run.extra, "--model.lr", "1.0"))  # trained with other settings
+    other.kind.write(other)
     assert X.running.finished_as(run) is None
 
     [(label, bc)] = X.running.stage_runs(X.Config("bc", "scratch"), setup)
     assert label == "bc scratch-act_speech-hardcoded s0"
-    Path(bc.dir).mkdir(parents=True)
-    torch.save({"hyper_parameters": module_hparams(bc)}, bc.outputs["last"])
+    bc.kind.write(bc)
+    Path(bc.outputs["last"]).touch()
     [step] = X.running.stage_waves("bc", setup, "scratch")[-1][0]
     assert step.args[-2:] == ["--ckpt_path", bc.outputs["last"]] and not step.done
-    torch.save({"hyper_parameters": {**module_hparams(bc), "lr": 1.0}}, bc.outputs["last"])  # another run's
+    other = dataclasses.replace(bc, extra=(*bc.extra, "--model.lr", "1.0"))  # another run's last checkpoint
+    other.kind.write(other)
     [step] = X.running.stage_waves("bc", setup, "scratch")[-1][0]
     assert "--ckpt_path" not in step.args
 
@@ -690,21 +695,20 @@ def test_a_bc_agent_whose_run_did_not_finish_is_trained_again_before_rl_starts_f
         outputs=str(tmp_path / "o"), launcher=launcher,
     )  # fmt: skip
     module = build_module(X.running.rl_run(X.Config("rl", "scratch"), setup, 0))
-    launcher.bc_hparams = rl = dict(module.hparams)
     for seed in (0, 1):
-        path = Path(setup.agent_checkpoint("bc", "scratch", "act_speech", "hardcoded", seed))
-        path.parent.mkdir(parents=True)
-        torch.save({"hyper_parameters": rl}, path)
+        bc = X.running.run_of(X.Config("bc", "scratch"), setup, seed)
+        bc.kind.write(bc)
+        Path(bc.checkpoint).touch()
     mark_finished(setup.agent_checkpoint("bc", "scratch", "act_speech", "hardcoded", 1))  # seed 0's was killed
     unfinished = setup.agent_checkpoint("bc", "scratch", "act_speech", "hardcoded", 0)
     with pytest.raises(ValueError, match=r"did not finish \(killed or interrupted: no done.json beside it\)"):
         module.start_checkpoint  # noqa: B018 (the property checks)
     X.run_stage("rl", setup, "scratch")
     agents = [(i, args) for i, wave in enumerate(launcher.waves) for args in wave if args[0] in ("bc", "rl")]
-    runs = [(i, args[:2], args[args.index("--model.seed") + 1]) for i, args in agents]
+    runs = [(i, args[:2], resolved(args)["model"]["seed"]) for i, args in agents]
     bc = [(i, seed) for i, stage, seed in runs if stage == ["bc", "fit"]]
     rl_waves = {i for i, stage, _ in runs if stage == ["rl", "fit"]}
-    assert [seed for _, seed in bc] == ["0"] and bc[0][0] < min(rl_waves)
+    assert [seed for _, seed in bc] == [0] and bc[0][0] < min(rl_waves)
     assert finished(unfinished)  # the Recorder's BC run finished it
 
 
@@ -878,39 +882,37 @@ def test_the_paper_tables_have_their_configurations():
 
     assert evaluated_line(t45, "paper").startswith("Evaluated as Hits@k of 100") and "episodes" not in t45.evaluated
     assert evaluated_line(X.table1(), "paper").startswith("Evaluated under protocol paper: choice among the whole")
-    env_model = X.stage_args(X.Config("partner", "small"), X.Setup(data_dir="d"), 0)
-    assert env_model[:2] == ["partner", "fit"] and "--data.data_dir" in env_model and "--model.ability" not in env_model
-    assert C("profile", "tiny", "env.yaml") in env_model and C("encoder", "small.yaml") in env_model
-    agent = X.stage_args(X.Config("rl", "scratch"), X.Setup(data_dir="data/default", profile="paper"), 0)
-    assert agent[agent.index("--model.env.partner_checkpoint") + 1] == "outputs/partner/general/best.ckpt"
+    env_model = X.stage_config(X.Config("partner", "small"), X.Setup(data_dir="d"), 0)
+    assert env_model["data"]["data_dir"] == "d" and "ability" not in env_model["model"]
+    assert {"profile/tiny/env.yaml", "encoder/small.yaml"} <= set(env_model["sources"])
+    agent = X.stage_config(X.Config("rl", "scratch"), X.Setup(data_dir="data/default", profile="paper"), 0)
+    assert agent["model"]["env"]["partner_checkpoint"] == "outputs/partner/general/best.ckpt"
     # another dataset's checkpoints are kept apart, under its folder's name
-    agent = X.stage_args(X.Config("rl", "scratch"), X.Setup(data_dir="data/release", profile="paper"), 0)
-    assert agent[agent.index("--model.env.partner_checkpoint") + 1] == "outputs/release/partner/general/best.ckpt"
+    agent = X.stage_config(X.Config("rl", "scratch"), X.Setup(data_dir="data/release", profile="paper"), 0)
+    assert agent["model"]["env"]["partner_checkpoint"] == "outputs/release/partner/general/best.ckpt"
 
 
-def test_the_quick_profile_trains_every_stage_less_than_tiny_and_apart_from_it(monkeypatch):
+def test_the_quick_profile_trains_every_stage_less_than_tiny_and_apart_from_it(monkeypatch, tmp_path):
     monkeypatch.chdir(ROOT)
     quick = X.Setup(profile="quick")
-    args = X.stage_args(X.Config("rl", "scratch"), quick, 0)
-    configs = [args[i + 1] for i, a in enumerate(args) if a == "--config"]
-    assert configs[-4:] == [
-        C("profile", "tiny", "rl.yaml"),
-        C("profile", "quick", "rl.yaml"),
-        C("protocol", "paper.yaml"),
-        C("objective", "lq.yaml"),  # RL's objective last: it may set sizes of its own
+    config = X.stage_config(X.Config("rl", "general"), quick, 0)
+    assert config["sources"][-4:] == [
+        "profile/tiny/rl.yaml",
+        "profile/quick/rl.yaml",
+        "protocol/paper.yaml",
+        "objective/lq.yaml",  # RL's objective last: it may set sizes of its own
     ]
-    assert args[args.index("--model.env.partner_checkpoint") + 1] == "outputs/quick/partner/small/best.ckpt"
-    assert args[args.index("--pretrain_dir") + 1] == "outputs/quick/pretrain"
-    assert args[args.index("--out_dir") + 1] == "outputs/quick/rl"  # not over the tiny agents
+    assert config["model"]["env"]["partner_checkpoint"] == "outputs/quick/partner/small/best.ckpt"
+    assert config["model"]["pretrained_checkpoint"] == "outputs/quick/pretrain/general/best.ckpt"
+    assert config["checkpoint"]["dirpath"] == "outputs/quick/rl/general/act_speech-hardcoded/seed-0"  # not over tiny's
     for stage, encoder, epochs in (("rl", "scratch", 2), ("bc", "scratch", 2), ("partner", "small", 2)):
-        args = X.stage_args(X.Config(stage, encoder), quick, 0)[2:]
-        config = parsed_cli(stage, args).config
+        config = parsed_cli(stage, written(X.stage_config(X.Config(stage, encoder), quick, 0), tmp_path)).config
         assert config.trainer.max_epochs == epochs  # tiny's 8, 5 and 6
         if stage == "partner":  # tiny's sizes: the partner and DM read 64 word pieces, the agents 128
             assert config.data.context_length == 64
         else:
             assert (config.model.context_length, config.model.env.context_length) == (128, 64)
-    args = X.stage_args(X.Config("pretrain", "general_light"), quick, 0)[2:]
+    args = written(X.stage_config(X.Config("pretrain", "general_light"), quick, 0), tmp_path)
     assert parsed_cli("pretrain", args).config.data.max_train_examples == 128
 
 
@@ -1010,7 +1012,7 @@ def test_the_plan_of_table1_names_every_preparation_step_and_child_as_a_command(
     agents = [c[1:] for c in commands if c[1] in ("rl", "bc")]
     assert (
         len(agents) == 30
-        and len({(a[0], next(c for c in a if "/encoder/" in c), a[a.index("--model.seed") + 1]) for a in agents}) == 30
+        and len({(a[0], resolved(a)["model"]["encoder"]["name"], resolved(a)["model"]["seed"]) for a in agents}) == 30
     )
     parent = re.search(r"parent run (\w+)", lines[0]).group(1)
     for args in agents[:2]:  # two parse fully (every one is built by the same function)
@@ -1075,8 +1077,9 @@ def test_a_table_gives_the_same_cells_whatever_the_job_count_or_launcher(setup_d
     (``threads`` param), whatever runs beside it. (The plan's lines and make rl's way: the next test.)"""
     monkeypatch.chdir(ROOT)
     experiment = X.table1(["scratch"])
-    two = _tiny_setup(setup_dir, tmp_path / "two", seeds=(0, 1), jobs=2, log_model=True)
+    two = _tiny_setup(setup_dir, tmp_path / "two", seeds=(0, 1), jobs=2)
     parent, tables = X.run_experiment(experiment, two, log=lambda _: None)
+    log_best_model(MlflowClient(two.tracking_uri), experiment, parent, two, lambda _: None)  # --log-model
     both_seeds, cells = _outcomes(two, parent), _cells(two, parent, experiment)
     assert len(cells) == 5 + 7 * 3 - 2 and all(len(v) == 2 for v in cells.values())  # every cell filled, both seeds
     expected = {k: v for k, v in both_seeds.items() if k[1] == "0"}
@@ -1378,10 +1381,8 @@ def test_the_deviation_table_adds_each_of_lqs_departures_to_the_paper_objective_
     for config in (c for c in experiment.configs if c.stage == "rl"):
         hparams = dict(build_module(X.running.rl_run(config, setup, 0)).hparams)
         changed[config.variant] = {k for k in hparams if hparams[k] != paper[k]} - {"bc_checkpoint"}
-        args = X.stage_args(config, setup, 0)
-        assert args[args.index("--out_dir") + 1] == f"{tmp_path}/o/rl-paper" + (
-            f"/{config.variant}" * bool(config.variant)
-        )
+        folder = X.stage_config(config, setup, 0)["checkpoint"]["dirpath"]
+        assert folder == f"{tmp_path}/o/rl-paper" + f"/{config.variant}" * bool(config.variant) + AGENT
     assert changed["bc_start"] == {"init_from"} and changed["valid_mean"] == {"valid_reduction"}
     assert changed["lr"] == {"lr", "adam_betas"} and changed["turns30"] == {"max_steps"}
     assert changed["gain_lr"] == {"gain_lr_scale"}
@@ -1414,8 +1415,8 @@ def test_the_candidates_table_adds_each_sharper_agent_change_to_lqs_objective_al
     for config in (c for c in experiment.configs if c.stage == "rl"):
         hparams = dict(build_module(X.running.rl_run(config, setup, 0)).hparams)
         changed[config.variant] = {k: hparams[k] for k in hparams if hparams[k] != lq[k]}
-        args = X.stage_args(config, setup, 0)
-        assert args[args.index("--out_dir") + 1] == f"{tmp_path}/o/rl" + f"/{config.variant}" * bool(config.variant)
+        folder = X.stage_config(config, setup, 0)["checkpoint"]["dirpath"]
+        assert folder == f"{tmp_path}/o/rl" + f"/{config.variant}" * bool(config.variant) + AGENT
     assert changed.pop("") == {} and list(changed) == list(X.specs.CANDIDATES)
     for variant, hparams in changed.items():  # what its arguments name, and something lq's objective does not have
         named = {arg.removeprefix("--model.").split(".")[0] for arg in X.specs.DEPARTURES[variant][1][::2]}
@@ -1471,7 +1472,7 @@ def test_a_child_that_another_needs_keeps_its_own_arguments(tmp_path):
     ]
     waves = X.running.child_waves(experiment, setup, "pid")
     [bc] = [s for steps, _ in waves for s in steps if s.config.stage == "bc"]
-    assert "--model.candidate_dim=16" in bc.args and "--eval_seeds" in bc.args
+    assert bc.run.config["model"]["candidate_dim"] == 16 and bc.run.config["eval_seeds"] == setup.eval_seeds
     assert [s.config.stage for s in waves[0][0]] == ["bc"]  # before the RL agent that starts from it
 
 
@@ -1481,9 +1482,9 @@ def test_table45_of_adaptive_alone_pretrains_the_general_encoder_of_each_seeds_f
     setup = X.Setup(seeds=(0, 1), outputs=str(tmp_path / "o"))
     experiment = X.EXPERIMENTS["table45"](["adaptive"])
     waves = X.preparation(experiment.configs, setup, experiment.name)
-    pretrained = [s.args for steps, _ in waves for s in steps if s.label == "pretrain general"]
-    assert [(a[a.index("--out_dir") + 1], a[a.index("--seed_everything") + 1]) for a in pretrained] == [
-        (f"{tmp_path}/o/experiments/table45/seed-{seed}", str(seed)) for seed in (0, 1)
+    pretrained = [s.run.config for steps, _ in waves for s in steps if s.label == "pretrain general"]
+    assert [(c["checkpoint"]["dirpath"], c["seed_everything"]) for c in pretrained] == [
+        (f"{tmp_path}/o/experiments/table45/seed-{seed}/general", seed) for seed in (0, 1)
     ]
     children = X.running.child_waves(experiment, setup, "pid")
     assert [s.label for steps, _ in children for s in steps] == ["pretrain-adaptive s0", "pretrain-adaptive s1"]
@@ -1503,35 +1504,40 @@ def test_table45_trains_scratch_on_the_timelines_and_each_variant_in_its_own_fol
     ]  # fmt: skip
 
     def arg(key, name):
-        args = runs[key].args
+        value = runs[key].config
+        for part in name.split("."):
+            value = value.get(part) if isinstance(value, dict) else None
+        return value
+
+    def extra(key, name):  # what the child's own arguments say (not its config files)
+        args = runs[key].extra
         return args[len(args) - 1 - args[::-1].index(name) + 1] if name in args else None  # the last one counts
 
     seed = f"{tmp_path}/o/experiments/table45/seed-0"
-    assert arg("pretrain-scratch", "--out_dir") == seed and arg("pretrain-scratch-quests12", "--out_dir") == (
-        f"{seed}/quests12"
-    )
-    assert json.loads(arg("pretrain-scratch-quests12", "--model.encoder.tasks")) == X.specs.SCRATCH_TASKS
-    assert {k: arg(k, "--data.max_train_quests") for k in runs} == {
+    assert arg("pretrain-scratch", "checkpoint.dirpath") == f"{seed}/scratch"
+    assert arg("pretrain-scratch-quests12", "checkpoint.dirpath") == f"{seed}/quests12/scratch"
+    assert arg("pretrain-scratch-quests12", "model.encoder.tasks") == X.specs.SCRATCH_TASKS
+    assert {k: arg(k, "data.max_train_quests") for k in runs} == {
         "pretrain-scratch": None, "pretrain-general_light": None, "pretrain-general_light-atomic": None,
-        "pretrain-scratch-quests12": "12", "pretrain-scratch-quests25": "25", "pretrain-scratch-quests50": "50",
-        "pretrain-general_light-quests12": "12", "pretrain-general_light-quests25": "25"}  # fmt: skip
-    atomic = json.loads(arg("pretrain-general_light-atomic", "--model.encoder.tasks"))
+        "pretrain-scratch-quests12": 12, "pretrain-scratch-quests25": 25, "pretrain-scratch-quests50": 50,
+        "pretrain-general_light-quests12": 12, "pretrain-general_light-quests25": 25}  # fmt: skip
+    atomic = arg("pretrain-general_light-atomic", "model.encoder.tasks")
     tasks = X.specs.encoder_tasks("general_light")
     assert "atomic_light" in tasks and atomic == {("atomic" if t == "atomic_light" else t): w for t, w in tasks.items()}
-    assert arg("pretrain-general_light", "--model.encoder.tasks") is None  # its config's own tasks
-    assert arg("pretrain-general_light-atomic", "--out_dir") == f"{seed}/atomic"
+    assert extra("pretrain-general_light", "--model.encoder.tasks") is None  # its config's own tasks
+    assert arg("pretrain-general_light", "model.encoder.tasks") == tasks
+    assert arg("pretrain-general_light-atomic", "checkpoint.dirpath") == f"{seed}/atomic/general_light"
     labels = [s.label for steps, _ in X.running.child_waves(experiment, setup, "pid") for s in steps]
     assert sorted(labels) == sorted(f"{k} s0" for k in runs)
     # at the tiny profile (and its overlay quick) Scratch learns every training timeline with the agents' Scratch
     # encoder, its file read last; a profile without the file (paper) trains conf/encoder/scratch.yaml as it is
-    timeline = str(C("profile", "tiny", "timeline_scratch.yaml"))
-    for profile, files in (("tiny", [timeline]), ("quick", [timeline]), ("paper", [])):
+    for profile, files in (("tiny", True), ("quick", True), ("paper", False)):
         at = dataclasses.replace(setup, profile=profile)
         for key, config in ((c.key, c) for c in experiment.configs):
-            args = X.running.child_run(config, at, 0, experiment.name).args
-            read = [args[i + 1] for i, a in enumerate(args) if a == "--config"]
-            reads_it = key.startswith("pretrain-scratch") and bool(files)
-            assert read.count(timeline) == reads_it and (read[-1] == timeline) == reads_it, (profile, key)
+            read = X.running.child_run(config, at, 0, experiment.name).config["sources"]
+            reads_it = key.startswith("pretrain-scratch") and files
+            named = "profile/tiny/timeline_scratch.yaml"
+            assert read.count(named) == reads_it and (read[-1] == named) == reads_it, (profile, key)
 
 
 def test_an_rl_child_stopped_mid_training_resumes_from_its_own_last_checkpoint_only(tmp_path):
@@ -1541,21 +1547,24 @@ def test_an_rl_child_stopped_mid_training_resumes_from_its_own_last_checkpoint_o
     experiment = X.table1(["scratch"])
     run = X.running.run_of(X.Config("rl", "scratch"), setup, 0)
     last = Path(run.outputs["last"])
-    last.parent.mkdir(parents=True)
-    hparams = module_hparams(run)
 
     def rl_step() -> list[str]:
         waves = X.running.child_waves(experiment, setup, "pid")
         [step] = [s for steps, _ in waves for s in steps if s.config.stage == "rl"]
         return list(step.args)
 
-    torch.save({"hyper_parameters": hparams, "lq_rollout": torch.zeros(1)}, last)
+    # the child as it was launched: its resolved config, under its parent's tags (what only reports does not count)
+    child = run.kind.child(run, experiment.name, "pid", {"mlflow.parentRunId": "pid"}, setup.tracking_uri)
+    child.kind.write(child)
+    torch.save({"lq_rollout": torch.zeros(1)}, last)
     assert X.running.resumable(run) == str(last) and rl_step()[-2:] == ["--ckpt_path", str(last)]
-    torch.save({"hyper_parameters": {**hparams, "lr": 1.0}, "lq_rollout": torch.zeros(1)}, last)
+    other = dataclasses.replace(run, extra=(*run.extra, "--model.lr", "1.0"))
+    other.kind.write(other)
     assert X.running.resumable(run) is None and "--ckpt_path" not in rl_step()  # another run's: trained anew
-    torch.save({"hyper_parameters": hparams}, last)
+    run.kind.write(run)
+    torch.save({}, last)
     assert X.running.resumable(run) is None  # no rollout to go on from: it would not give the same figures
-    torch.save({"hyper_parameters": hparams, "lq_rollout": torch.zeros(1)}, last)
+    torch.save({"lq_rollout": torch.zeros(1)}, last)
     (last.parent / "agent.ckpt").touch()
     mark_finished(last.parent / "agent.ckpt")
     assert X.running.resumable(run) is None  # finished: nothing to resume
@@ -1833,12 +1842,13 @@ def test_the_budget_experiment_trains_one_run_per_objective_and_seed_and_draws_i
     again) and a row per objective and budget with validation and test columns."""
     setup = X.Setup(seeds=(0, 1, 2), objective="paper", outputs=str(tmp_path / "o"))
     experiment = X.EXPERIMENTS["budget"](objective="paper")
-    runs = {(c.variant, s): X.stage_args(c, setup, s) for c in experiment.configs if c.stage == "rl" for s in (0, 1)}
-    budgets = {k: json.loads(a[a.index("--model.budgets") + 1]) for k, a in runs.items()}
+    runs = {(c.variant, s): X.stage_config(c, setup, s) for c in experiment.configs if c.stage == "rl" for s in (0, 1)}
+    budgets = {k: c["model"]["budgets"] for k, c in runs.items()}
     assert budgets[("budget_paper", 0)] == [32_000, 100_000, 320_000, 1_000_000]
     assert budgets[("budget_paper", 1)] == budgets[("budget_lq", 0)] == [32_000, 100_000, 320_000]
-    assert C("objective", "lq.yaml") in runs[("budget_lq", 0)] and C("objective", "paper.yaml") in runs[("budget_paper", 0)]
-    assert runs[("budget_lq", 0)][runs[("budget_lq", 0)].index("--out_dir") + 1] == f"{tmp_path}/o/rl-paper/budget_lq"
+    lq_run, paper_run = runs[("budget_lq", 0)], runs[("budget_paper", 0)]
+    assert "objective/lq.yaml" in lq_run["sources"] and "objective/paper.yaml" in paper_run["sources"]
+    assert lq_run["checkpoint"]["dirpath"] == f"{tmp_path}/o/rl-paper/budget_lq{AGENT}"
     hparams = build_module(X.running.rl_run(X.Config("rl", "scratch", variant="budget_lq"), setup, 1))
     assert list(hparams.hparams.budgets) == [32_000, 100_000, 320_000] and hparams.hparams.init_from == "bc"
     with pytest.raises(ValueError, match="--objective paper"):
@@ -2018,7 +2028,7 @@ def test_the_generalisation_experiment_trains_each_variant_from_the_bc_agents_of
     assert (list(h.budgets), h.select_every, h.curriculum, h.init_from) == ([32_000, 100_000, 320_000], 16_000,
                                                                           "rarity", "bc")  # fmt: skip
     assert h.env["pool"] == "data/default-pool-19600" and h.worlds == worlds
-    assert h.bc_checkpoint == bc_checkpoint(f"{tmp_path}/o/bc/pool19600", "scratch", "act_speech", "hardcoded", 0)
+    assert h.bc_checkpoint == f"{tmp_path}/o/bc/pool19600{AGENT}/best.ckpt"
     table, baselines = experiment.tables
     assert len(table.rows) == 5 * 4 + 3 and list(table.rows[0][1]) == [
         *(t for t, _ in X.specs.VALIDATION_GOALS), *(t for t, _ in X.specs.GOALS), *(t for t, _ in X.specs.WORLDS_GOALS)
@@ -2034,13 +2044,15 @@ def test_the_generalisation_experiment_trains_each_variant_from_the_bc_agents_of
     done = {(c.key, "0") for c in experiment.configs if c.stage == "bc"}
     steps = [step for wave, _ in X.running.preparation(experiment.configs, setup, "generalisation", done)
              for step in wave if step.args[:2] == ["bc", "fit"]]  # fmt: skip
-    [pooled_step] = [step for step in steps if f"{tmp_path}/o/bc/pool19600" in step.args]
-    assert shlex.join(pooled_step.args).count("--model.env.pool data/default-pool-19600") == 1
-    assert "--model.worlds" in pooled_step.args and pooled_step.check() is None  # not trained yet
+    [pooled_step] = [step for step in steps if step.run.dir == f"{tmp_path}/o/bc/pool19600{AGENT}"]
+    assert pooled_step.run.config["model"]["env"]["pool"] == "data/default-pool-19600"
+    assert pooled_step.run.config["model"]["worlds"] == worlds and pooled_step.check() is None  # not trained yet
+    pooled_step.write()
     checkpoint = Path(bc.checkpoint)
-    checkpoint.parent.mkdir(parents=True)
-    torch.save({"hyper_parameters": X.running.module_hparams(pooled)}, checkpoint)
+    checkpoint.touch()
     mark_finished(checkpoint, stage="bc")
     assert pooled_step.check() == str(checkpoint)
-    torch.save({"hyper_parameters": {**X.running.module_hparams(pooled), "env": {**h.env, "pool": None}}}, checkpoint)
+    without = dataclasses.replace(pooled_step.run, extra=tuple(X.running.without_flag(pooled_step.run.extra,
+                                                                                      "--model.env.pool")))  # fmt: skip
+    without.kind.write(without)
     assert pooled_step.check() is None  # trained without the pool: trained again

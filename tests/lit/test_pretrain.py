@@ -20,7 +20,7 @@ from lq.models.encoder import EncoderConfig
 from lq.models.poly_encoder import CandidateMemo
 from lq.tasks import build_task
 from lq.tasks.atomic_light import MODERN
-from tests.samples import parsed_cli, tiny_encoder_spec
+from tests.samples import parsed_cli, tiny_encoder_spec, written
 
 ROOT = Path(__file__).resolve().parents[2]
 TINY_SPEC = tiny_encoder_spec()
@@ -198,7 +198,7 @@ def test_resumes_from_last_ckpt(data_dir, tmp_path):
 
 
 @pytest.mark.parametrize("encoder", sorted(Path(p).stem for p in glob.glob(str(ROOT / "conf/encoder/*.yaml"))))
-def test_every_encoder_config_parses_with_every_stage_and_profile(encoder, monkeypatch):
+def test_every_encoder_config_parses_with_every_stage_and_profile(encoder, monkeypatch, tmp_path):
     """Every profile the resolver knows, every stage, as it orders their config files."""
     monkeypatch.chdir(ROOT)
     stage_files = {Path(p).stem for p in glob.glob(str(ROOT / "conf/*.yaml"))} - {"agent", "poly_encoder"}  # bases
@@ -207,15 +207,13 @@ def test_every_encoder_config_parses_with_every_stage_and_profile(encoder, monke
     for profile in resolver.profiles():
         where = stages.Resolver(profile=profile)
         for stage in STAGES:
-            args = [a for f in where.configs(stage, encoder) for a in ("--config", str(f))]
-            if stage in stages.AGENT_STAGES:  # no default environment models: lq stage names them
-                args += ["--model.env.partner_checkpoint", "p.ckpt", "--model.env.dm_checkpoint", "d.ckpt"]
-            cli = parsed_cli(stage, args)
+            run = where.run(stage, encoder)
+            cli = parsed_cli(stage, written(run.config, tmp_path))  # its resolved config alone, as lq stage runs it
             assert cli.config.model.encoder.name == encoder
+            assert cli.config.checkpoint.dirpath == run.dir and cli.configs == run.config["sources"]
             if stage in stages.AGENT_STAGES:  # one folder per configuration and seed
-                assert cli.config.checkpoint.dirpath == f"outputs/{stage}/{encoder}/act_speech-hardcoded/seed-0"
-                # the configs alone: the default pretraining folder (lq stage adds the profile's --pretrain_dir)
-                expected = None if encoder == "scratch" else stages.Resolver().checkpoint("pretrain", encoder)
+                assert run.dir == f"{run.stage_dir()}/{encoder}/act_speech-hardcoded/seed-0"
+                expected = None if encoder == "scratch" else where.checkpoint("pretrain", encoder)
                 assert cli.config.model.pretrained_checkpoint == expected
                 assert cli.config.model.env.data_dir == "data/default" and cli.config.model.env.objects
                 continue
@@ -245,7 +243,7 @@ def test_lq_pretrain_end_to_end_logs_to_mlflow(data_dir, tmp_path):
         "--data.max_eval_examples": "4",
         "--trainer.max_epochs": "1",
         "--trainer.enable_progress_bar": "false",
-        "--out_dir": str(tmp_path / "out"),
+        "--checkpoint.dirpath": str(tmp_path / "out" / "general_light"),
         "--trainer.logger.init_args.tracking_uri": uri,
     }
     args = [x for kv in overrides.items() for x in kv]

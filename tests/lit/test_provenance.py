@@ -12,6 +12,7 @@ from mlflow.tracking import MlflowClient
 
 from lq import conf
 from lq import experiments as X
+from lq.commands.jobs import run_baselines
 from lq.cli import main
 from lq.envs.models import load_poly_encoder
 from lq.models.poly_encoder import weights_digest
@@ -29,7 +30,7 @@ def test_every_run_logs_its_seed_and_the_dataset_digest_of_the_bundles_card(trai
                for a in ("--config", str(conf.ROOT / f))]  # fmt: skip
     tiny = ["--data.max_train_examples=8", "--data.max_eval_examples=4", "--trainer.max_epochs=1"]
     tiny += ["--trainer.enable_progress_bar=false", "--seed_everything=3"]
-    logged = [f"--data.data_dir={setup_dir / 'data'}", f"--out_dir={tmp_path / 'partner'}"]
+    logged = [f"--data.data_dir={setup_dir / 'data'}", f"--checkpoint.dirpath={tmp_path / 'partner' / 'small'}"]
     logged += [f"--trainer.logger.init_args.tracking_uri={uri}"]
     assert main(["partner", "fit", *configs, *TINY_ARGS, *tiny, *logged]) == 0
     # a table's baselines child (lq experiment baselines), under a parent
@@ -37,7 +38,7 @@ def test_every_run_logs_its_seed_and_the_dataset_digest_of_the_bundles_card(trai
     client = MlflowClient(uri)
     parent = client.create_run(X.experiment_id(client, "table1")).info.run_id
     run = X.running.prep("baselines", setup, ability="act_speech", switch="hardcoded", seed=0)  # as the CLI's
-    X.run_baselines(client, "table1", run, parent)
+    run_baselines(client, "table1", run, parent)
     client.set_terminated(parent, "FINISHED")
 
     assert main(["export", str(trained_agent), str(tmp_path / "bundle"), "--no-eval"]) == 0

@@ -227,11 +227,12 @@ def test_rl_starts_from_a_behaviour_cloned_agent_of_the_same_sizes(trained_agent
     RLModule(**{**same, "seed": 0}).start_from(per_seed)
     with pytest.raises(FileNotFoundError, match="model.init_from: .*seed-1/best.ckpt: no such checkpoint"):
         RLModule(**{**same, "seed": 1}).start_from(per_seed)
-    # bc (conf/rl.yaml's): the BC agent `lq rl` links from --bc_dir, read when the module is set up; without it, the fix
+    # bc (conf/objective/lq.yaml's): the BC agent its resolved config names, read when the module is set up; without it,
+    # the fix
     module = RLModule(init_from="bc", bc_checkpoint=str(trained_agent), **{**same, "seed": 1})
     module.setup("validate")
     assert all(torch.equal(module.state_dict()[k], v) for k, v in saved["state_dict"].items())
-    with pytest.raises(ValueError, match="model.bc_checkpoint is not set: .*--bc_dir DIR.*--model.init_from null"):
+    with pytest.raises(ValueError, match="model.bc_checkpoint is not set: .*--model.bc_checkpoint PATH.*--model.init_from null"):
         RLModule(init_from="bc", **same).setup("validate")
 
 

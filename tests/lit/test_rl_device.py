@@ -1,6 +1,7 @@
 """The paper profile's GPU path, kept honest on the CPU: the rollout state follows the module wherever it is moved, and
 the RL, BC and pretraining stages of the paper profile (its files, at tiny sizes) train under bf16-mixed."""
 
+import dataclasses
 import math
 
 import lightning as L
@@ -48,13 +49,14 @@ def cuda_like_gru(monkeypatch):
 def _paper_cli(stage: str, root, out, encoder: str, *extra: str):
     """The stage as the paper profile runs it (the resolver's files, the paper objective for RL) on the test's data,
     partner and DM, built but not run; ``extra``: arguments after the profile's."""
-    where = Resolver(profile="paper", objective="paper", data_dir=str(root / "data"))
-    args = where.run(stage, encoder).args[2:]  # after "STAGE fit"
+    where = Resolver(profile="paper", objective="paper", data_dir=str(root / "data"), outputs=str(out))
+    run = where.run(stage, encoder)
     if stage in ("rl", "bc"):
-        args += ["--model.env.partner_checkpoint", str(root / "partner.ckpt")]
-        args += ["--model.env.dm_checkpoint", str(root / "dm.ckpt")]
-    args += ["--out_dir", str(out), *QUIET, *extra]
-    return STAGES[stage](*stage_classes(stage), args=args, run=False)
+        models = ("--model.env.partner_checkpoint", str(root / "partner.ckpt"), "--model.env.dm_checkpoint",
+                  str(root / "dm.ckpt"))  # fmt: skip
+        run = dataclasses.replace(run, extra=models)
+    run.kind.write(run)
+    return STAGES[stage](*stage_classes(stage), args=[*run.args[2:], *QUIET, *extra], run=False)
 
 
 def _finite(trainer, key: str) -> float:

@@ -1,0 +1,133 @@
+"""The jobs of ``lq experiment`` computed with an agent module: the preparation (``calibrate``, ``spaces``: its kind's
+``compute``), the baselines' children (:func:`run_baselines`) and the best agent logged on its parent
+(:func:`log_best_model`). Here, above the scheduler (:mod:`lq.experiments`), so
+that the scheduler plans and launches them without importing the trainer (lq.lit) or the evaluation (lq.eval)."""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Callable, Iterator, Mapping
+from pathlib import Path
+from contextlib import contextmanager
+from typing import TYPE_CHECKING
+
+from lq.data.dataset import dataset_id
+from lq.eval import agent_baselines
+from lq.experiments.reporting import experiment_id
+from lq.experiments.setup import Setup
+from lq.experiments.specs import Experiment
+from lq.experiments.specs import Config
+from lq.experiments.reporting import best_agent, children
+from lq.lit.checkpoints import export_agent
+from lq.lit.mlflow_model import log_agent_model
+from lq.lit.offline import build_module
+from lq.stages import Run
+from lq.tracking import commit_tag, log_dataset, model_tags, run_tags
+
+if TYPE_CHECKING:
+    from lq.envs.spec import EnvSpec
+
+
+def prep_module(run: Run):
+    """The agent module a preparation job is computed with (:attr:`Run.module`), built from its one configuration
+    (:func:`lq.lit.offline.build_module`; not set up: nothing built yet)."""
+    return build_module(run.module)
+
+
+@contextmanager
+def stage_threads(run: Run) -> Iterator[None]:
+    """Within: torch's CPU threads those of a preparation job's RL run (:attr:`Run.threads`, ``--threads``), as for
+    the agents that read what is computed here; the caller's after."""
+    import torch
+
+    before = torch.get_num_threads()
+    torch.set_num_threads(run.threads)
+    try:
+        yield
+    finally:
+        torch.set_num_threads(before)
+
+
+def run_preparation(run: Run) -> None:
+    """Compute a preparation job's file with its agent module, at the agents' threads (its kind's ``compute``:
+    ``calibrate``, the environment's partner calibrated on the demonstrations and kept beside its checkpoint, for every
+    agent that shares its partner, DM and data; ``spaces``, a pretrained encoder's vectors of the agents' action and
+    utterance spaces, stored beside its checkpoint)."""
+    if not hasattr(run.kind, "compute"):
+        raise ValueError(f"{run!r}: not a calibration or the spaces' vectors")
+    with stage_threads(run):
+        run.kind.compute(run, prep_module(run))
+
+
+def run_baselines(client, experiment: str, run: Run, pid: str, validation: bool = False) -> str:
+    """A child of parent run ``pid`` with the baselines and the ceiling of the ``baselines`` run ``run`` (an ability,
+    a switch and a seed): its RL agent module (:attr:`Run.module`: its environment, switch, spaces and evaluation),
+    each rule in place of the agent (``baselines/<rule>/<goal>_rate``; with ``validation``, on the validation quests
+    too: ``baselines_val/...``; where its module has worlds to play, their test quests too: ``baselines_worlds/...``);
+    returns its run id."""
+    seed, started = run.seed, time.process_time()
+    module = prep_module(run)
+    config = Config("baselines", "", run.ability, run.switch)
+    tags = {"mlflow.parentRunId": pid, "lq.config": config.key, "lq.seed": str(seed), "lq.stage": "baselines"}
+    exp_id = experiment_id(client, experiment)
+    identity, params = baselines_identity(run, module.env_spec)
+    run_id = client.create_run(
+        exp_id, run_name=f"{config.key}-s{seed}", tags={**tags, **identity, **run_tags()}
+    ).info.run_id
+    try:
+        log_identity(client, run_id, params, module.data_dir)
+        played = [(module, "valid", "baselines_val"), (module, "test", "baselines")][0 if validation else 1 :]
+        if (worlds := module.worlds_agent()) is not None:  # model.worlds: the worlds its agents never saw too
+            played.append((worlds, "test", "baselines_worlds"))
+        for agent, split, prefix in played:
+            with stage_threads(run):
+                results = agent_baselines(agent, split, [seed])
+            for key, [result] in results.items():
+                for name, value in result.metrics(f"{prefix}/{key}/").items():
+                    if value == value:  # the ceiling has no speech columns (NaN)
+                        client.log_metric(run_id, name, value)
+        client.log_metric(run_id, "time/cpu_s", time.process_time() - started)  # what a stage run logs (StageTimer)
+    except BaseException as error:
+        client.set_terminated(run_id, "KILLED" if isinstance(error, KeyboardInterrupt) else "FAILED")
+        raise
+    client.set_terminated(run_id, "FINISHED")
+    return run_id
+
+
+def baselines_identity(run: Run, env: EnvSpec) -> tuple[dict[str, str], dict[str, object]]:
+    """The tags and params of a baselines child, as an agent's stage run records its own (:class:`lq.lit.cli.AgentCLI`),
+    so that every child of a table says what it ran on: its ability, switch, seed, profile, protocol, objective and
+    threads; its data (``lq.data``, as the setup names it) and that data's fingerprint (``lq.dataset``); the partner and
+    DM of ``env`` (``lq.partner``, ``lq.dm``); the commit."""
+    params = {"stage": "baselines", "ability": run.ability, "switch": run.switch, "seed": run.seed}
+    params |= {"profile": run.profile, "protocol": run.protocol, "objective": run.objective, "threads": run.threads}
+    tags = {f"lq.{key}": str(params[key]) for key in ("ability", "switch", "profile", "protocol", "objective")}
+    tags |= {"lq.data": str(run.data), "lq.dataset": dataset_id(env.data_dir), **model_tags(env), **commit_tag()}
+    return tags, {**params, "env/data_dir": env.data_dir}
+
+
+def log_identity(client, run_id: str, params: Mapping[str, object], data_dir: str) -> None:
+    """``params`` on the run, and its dataset as its input (:func:`lq.lit.cli.log_dataset`: the fingerprint as the
+    digest), as a stage run logs them."""
+    from mlflow.entities import Param
+
+    client.log_batch(run_id, params=[Param(key, str(value)) for key, value in params.items()])
+    log_dataset(client, run_id, data_dir)
+
+
+def log_best_model(client, experiment: Experiment, pid: str, setup: Setup, log: Callable[[str], None]) -> str | None:
+    """The parent's best agent child (:func:`best_agent`) exported as a bundle under ``OUTPUTS/bundles/`` and logged
+    on the parent as the MLflow logged model ``best_agent``; returns its model URI (None without an agent child)."""
+    best = best_agent(client, children(client, pid))
+    checkpoint = best.data.tags.get("lq.checkpoint") if best is not None else None
+    if checkpoint is None:
+        log(f"[{experiment.name}] no evaluated agent child with a checkpoint: no model logged")
+        return None
+    bundle = Path(setup.outputs) / "bundles" / f"{experiment.name}-{setup.profile}-best"
+    export_agent(checkpoint, bundle, setup.eval_seeds, overwrite=True)
+    uri = log_agent_model(bundle, pid, setup.tracking_uri, name="best_agent")
+    log(
+        f"[{experiment.name}] best agent {best.data.tags.get('lq.config')} seed {best.data.tags.get('lq.seed')}: "
+        f"bundle {bundle}, logged model {uri}"
+    )
+    return uri

@@ -1,0 +1,73 @@
+"""A run's resolved configuration (:meth:`lq.stages.Stage.resolve`) read back, and the two questions the scheduler
+asks of it without loading a checkpoint: is a finished or stopped run's folder this run's (:func:`same_run`), and can
+an RL agent start from a BC agent (:func:`start_differences`, on :data:`SAME_AGENT` and :data:`ENVIRONMENT`)."""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from pathlib import Path
+from typing import Any
+
+import yaml
+
+# what must match for one agent's weights to be another's start (``lq rl``'s ``init_from``): encoder, sizes, data (and
+# training pool) and what the context shows; ``env.`` keys are the environment's (:class:`lq.envs.spec.EnvSpec`); the
+# module's hyperparameters (lq.lit.agent) and the resolved configs (``model``) name them alike
+SAME_AGENT = ("encoder", "pretrained_checkpoint", "agent", "candidate_dim", "context_length", "env.data_dir",
+              "env.pool", "env.objects")  # fmt: skip
+
+# what else an agent's evaluation depends on, for a BC agent to be compared with an RL agent or be its start: the
+# protocol and the environment's partner and DM
+ENVIRONMENT = ("env.protocol", "env.context_length", "env.partner_calibration", "env.partner_checkpoint",
+               "env.dm_checkpoint")  # fmt: skip
+
+# what a run reports and where, not what it trains: two runs that differ only here made the same checkpoints
+REPORTED = ("sources", "trainer.logger", "tables", "eval_seeds")
+
+
+def read_config(file: str | Path) -> dict[str, Any] | None:
+    """A run's resolved config file, or None where there is none (a run not started, or one from before lq resolved
+    runs into files)."""
+    file = Path(file)
+    if not file.is_file():
+        return None
+    config = yaml.safe_load(file.read_text(encoding="utf-8"))
+    return config if isinstance(config, dict) and "sources" in config else None
+
+
+def _at(config: Mapping, key: str) -> Any:
+    """The value at a dotted ``key`` of a nested config (None where any part is missing)."""
+    value: Any = config
+    for part in key.split("."):
+        value = value.get(part) if isinstance(value, Mapping) else None
+    return value
+
+
+def _less(config: Mapping, keys: Sequence[str]) -> dict:
+    """``config`` without the dotted ``keys``."""
+    out = dict(config)
+    for key in keys:
+        head, _, rest = key.partition(".")
+        if rest and isinstance(out.get(head), Mapping):
+            out[head] = _less(out[head], [rest])
+        elif not rest:
+            out.pop(head, None)
+    return out
+
+
+def same_run(saved: Mapping, resolved: Mapping) -> bool:
+    """Whether a run's folder holds what ``resolved`` would train: its resolved config ``saved`` is the same, but for
+    what a run only reports (:data:`REPORTED`: its logger, its tables, its evaluation seeds, the names of its files)."""
+    return _less(saved, REPORTED) == _less(resolved, REPORTED)
+
+
+def start_differences(theirs: Mapping, ours: Mapping, keys: Sequence[str] = (*SAME_AGENT, *ENVIRONMENT)) -> dict:
+    """Where the resolved config of an agent ``theirs`` differs from that of an agent ``ours`` that would start from it
+    (or be compared with it), at ``keys`` of their ``model``: their values. An agent without head temperatures is the
+    agent with both at 1, so one that learns them starts from it as it is."""
+    a = {k: _at(theirs.get("model") or {}, k) for k in keys}
+    b = {k: _at(ours.get("model") or {}, k) for k in keys}
+    if isinstance(a.get("agent"), Mapping) and isinstance(b.get("agent"), Mapping):
+        if b["agent"].get("head_temperature") and not a["agent"].get("head_temperature"):
+            a["agent"] = {**a["agent"], "head_temperature": b["agent"]["head_temperature"]}
+    return {k: a[k] for k in keys if a[k] != b[k]}
