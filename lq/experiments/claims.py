@@ -496,15 +496,29 @@ def current_parents(
 ) -> list[tuple[str, str | None, str | None]]:
     """The parents the results page shows, in its order: for each experiment and RL objective (None where it trains
     no RL), the newest finished parent of ``profile`` and ``protocol`` in the store, None if there is none."""
-    from lq.conf.resolver import objectives
-
-    # Tables 4/5 train no RL; the deviation table departs from the paper objective, the candidates from lq's
-    chosen = {"table45": [None], "deviations": ["paper"], "candidates": ["lq"], "budget": ["paper"]}
     return [
         (name, objective, latest_parent(tracking_uri, name, profile, protocol, objective))
         for name in names
-        for objective in chosen.get(name, objectives())
+        for objective in objectives_of(name)
     ]
+
+
+def objectives_of(name: str) -> list[str | None]:
+    """The RL objectives experiment ``name`` runs under, as its spec says (one refuses the others: the deviation table
+    departs from the paper objective, the candidates and the generalisation experiment from lq's); ``[None]`` for one
+    that trains no RL (Tables 4/5)."""
+    from lq.conf.resolver import objectives
+
+    taken = []
+    for objective in objectives():
+        try:
+            experiment = EXPERIMENTS[name](objective=objective)
+        except ValueError:  # "run it with --objective ...": not under this one
+            continue
+        if not any(c.stage == "rl" for c in experiment.configs):
+            return [None]
+        taken.append(objective)
+    return taken
 
 
 def export_current(tracking_uri: str, profile: str, protocol: str, out_dir: str | Path) -> list[Path]:

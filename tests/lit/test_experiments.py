@@ -1365,6 +1365,9 @@ def test_the_results_page_is_generated_from_the_store_the_same_twice_with_each_o
     )
     assert "- RL above BC (Scratch, act & speech goals): 0.520 ± 0.016 against 0.320 ± 0.016: **holds**" in lq
     assert "## Not run yet at this profile and protocol" in text and "- table2 (lq objective)" in text
+    # an experiment is listed under the objectives its spec runs (the others it refuses), Tables 4/5 under none
+    assert "- generalisation (lq objective)" in text and "- generalisation (paper objective)" not in text
+    assert "- table45\n" in text and "- deviations (paper objective)" in text and "deviations (lq" not in text
 
 
 def test_the_deviation_table_adds_each_of_lqs_departures_to_the_paper_objective_alone(tmp_path):
