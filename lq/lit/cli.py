@@ -46,13 +46,14 @@ def _floats(metrics: dict) -> dict[str, float]:
 
 
 class StageCLI(LightningCLI):
-    """A LightningCLI with lq's conventions: MLflow by default, checkpoints per encoder, after fitting the stage's own
-    work (:meth:`finish`: test, tables, zero-shot evaluation) and where the wall time went.
+    """A LightningCLI with lq's conventions: MLflow by default, the checkpoint its stage kind keeps, after fitting the
+    stage's own work (:meth:`finish`: test, tables, zero-shot evaluation) and where the wall time went. It derives no
+    path: the checkpoints' folder, the pretrained encoder, the BC start and the environment's models are settings of
+    the run's config (:meth:`lq.stages.Stage.resolve` writes them all into ``RUN_DIR/config.yaml``).
 
     ``run=False`` builds the model, data and trainer without running: :meth:`fit` then trains (what
     :func:`lq.lit.entry.fit_stage` and ``lq STAGE fit`` do). lq itself never parses a stage's command line to read a
-    setting back: a run's configuration is :attr:`lq.stages.Run.config`, its module's
-    :func:`lq.lit.offline.module_hparams`.
+    setting back: a run's configuration is :attr:`lq.stages.Run.config`.
     """
 
     stage = "pretrain"
