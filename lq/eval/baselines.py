@@ -9,10 +9,8 @@ from collections.abc import Callable, Sequence
 from lq.envs.quest_env import QuestEnv
 from lq.eval.episodes import EvalResult, evaluate
 from lq.rl.acting import Actor
-from lq.rl.baselines import BASELINES, CEILING, REPLAY, REPLAY_WITH_PARTNER, ceiling, replay_demonstrations
-
-# every row the runner gives, by key: the title tables show it under
-TITLES = {key: title for key, title, *_ in (*BASELINES, CEILING, REPLAY, REPLAY_WITH_PARTNER)}
+from lq.rl.baselines import ceiling, replay_demonstrations
+from lq.rl.registry import BASELINES, CEILING, REPLAY, REPLAY_WITH_PARTNER, TITLES  # noqa: F401 (TITLES: lq.eval's)
 
 
 def baseline_results(

@@ -10,7 +10,7 @@ from dataclasses import dataclass, field
 from lq.conf import path
 from lq.data.pools import pool_dir
 from lq.envs.protocol import GOAL_RATES
-from lq.rl.baselines import BASELINES, CEILING, REPLAY, REPLAY_WITH_PARTNER
+from lq.rl.registry import BASELINES, CEILING, REPLAY, REPLAY_WITH_PARTNER
 from lq.stages import Resolver
 from lq.stages.data import LIGHT_WORLDS
 
@@ -148,7 +148,7 @@ class Experiment:
 def baselines_table(
     name: str, configs: Sequence[Config], validation: bool = False, worlds: bool = False
 ) -> Table:
-    """The baselines of the agent configurations' abilities and switches (:mod:`lq.rl.baselines`), run through the same
+    """The baselines of the agent configurations' abilities and switches (:mod:`lq.rl.registry`), run through the same
     actor and environment as the agents, the demonstrations replayed, and the ceiling; with ``validation``, on the
     validation quests too (``baselines_val/...``, columns before the test's); with ``worlds``, on the worlds the agents
     never saw too (``baselines_worlds/...``, columns after the test's)."""

@@ -19,19 +19,9 @@ import torch
 
 from lq.envs.quest_env import QuestEnv
 from lq.envs.replay import by_whom, replay_demonstrations
+from lq.rl.registry import BASELINES, CEILING, REPLAY, REPLAY_WITH_PARTNER, RULES  # noqa: F401 (the registry, here too)
 from lq.world.text import content_words
 
-RULES = ("random", "overlap")
-# key (in metric names), row title, rule, choose among the valid candidates only
-BASELINES = (
-    ("random_all", "Random (whole spaces)", "random", False),
-    ("random_valid", "Random (valid candidates)", "random", True),
-    ("overlap_all", "Word overlap (whole spaces)", "overlap", False),
-    ("overlap_valid", "Word overlap (valid candidates)", "overlap", True),
-)
-CEILING = ("ceiling", "Ceiling (goal in the action space)")
-REPLAY = ("replay", "Demonstrations replayed")
-REPLAY_WITH_PARTNER = ("replay_partner", "Demonstrations' self turns with the environment's partner")
 # the replay rows' episodes and who reached their goals (lq.envs.replay: the partner's calibration plays them too)
 __all__ = ["by_whom", "replay_demonstrations"]
 
