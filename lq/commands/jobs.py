@@ -49,14 +49,14 @@ def stage_threads(run: Run) -> Iterator[None]:
 
 
 def run_preparation(run: Run) -> None:
-    """Compute a preparation job's file with its agent module, at the agents' threads (its kind's ``compute``:
-    ``calibrate``, the environment's partner calibrated on the demonstrations and kept beside its checkpoint, for every
-    agent that shares its partner, DM and data; ``spaces``, a pretrained encoder's vectors of the agents' action and
-    utterance spaces, stored beside its checkpoint)."""
+    """Compute a preparation job's file at the agents' threads (its kind's ``compute``: ``calibrate``, the
+    environment's partner calibrated on the demonstrations and kept beside its checkpoint, for every agent that shares
+    its partner, DM and data, from the agents' environment alone; ``spaces``, a pretrained encoder's vectors of the
+    agents' action and utterance spaces, stored beside its checkpoint, with an agent module built for it)."""
     if not hasattr(run.kind, "compute"):
         raise ValueError(f"{run!r}: not a calibration or the spaces' vectors")
     with stage_threads(run):
-        run.kind.compute(run, prep_module(run))
+        run.kind.compute(run, lambda: prep_module(run))
 
 
 def run_baselines(client, experiment: str, run: Run, pid: str, validation: bool = False) -> str:

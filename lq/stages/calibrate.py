@@ -4,6 +4,7 @@ them (agents side by side would each fit it)."""
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
@@ -37,10 +38,11 @@ class Calibrate(Keyed):
     def label(self, run: Run) -> str:
         return "the partner's calibration"
 
-    def compute(self, run: Run, module: Any) -> None:
-        """The environment's partner calibrated on the demonstrations (:mod:`lq.envs.calibration`), as the module's
-        evaluation environment fits it where it is missing."""
-        module.eval_env("valid")
+    def compute(self, run: Run, module: Callable[[], Any]) -> None:
+        """The environment's partner calibrated on the demonstrations (:mod:`lq.envs.calibration`), as building the
+        agents' environment (its :class:`EnvSpec`, from the run's config) fits it where it is missing: no agent
+        module."""
+        env_spec(run.config).build("valid")
 
     def graph_label(self, run: Run) -> str:
         return self.name  # one per environment, whatever module computes it

@@ -12,7 +12,7 @@ from __future__ import annotations
 
 import dataclasses
 import json
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import Any
 
@@ -273,7 +273,7 @@ class Keyed(Prepared):
         file = run.outputs.get("file")
         return file if file is not None and Path(file).is_file() else None
 
-    def compute(self, run: Run, module: Any) -> None:
-        """Compute its file with ``module``, the agent module of :meth:`module` (:class:`lq.lit.agent.AgentModule`),
-        which keeps it where :meth:`file` says."""
+    def compute(self, run: Run, module: Callable[[], Any]) -> None:
+        """Compute its file where :meth:`file` says, from its own inputs; ``module()`` builds the agent module of
+        :meth:`module` (:class:`lq.lit.agent.AgentModule`) for a job that needs one."""
         raise NotImplementedError

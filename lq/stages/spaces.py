@@ -4,6 +4,7 @@ for every agent on that encoder (each would otherwise encode them at its start).
 from __future__ import annotations
 
 import dataclasses
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
@@ -34,10 +35,10 @@ class Spaces(Keyed):
         checkpoint, data_dir = model["pretrained_checkpoint"], model["env"]["data_dir"]
         return space_stores(checkpoint, encoder_tokenizer(model["encoder"]), model["context_length"], data_dir)[-1]
 
-    def compute(self, run: Run, module: Any) -> None:
-        """The encoder's vectors of the spaces, as the module's agent encodes and stores them where they are missing
-        (a store with the same weights and texts is read, not encoded again)."""
-        module.build_agent()
+    def compute(self, run: Run, module: Callable[[], Any]) -> None:
+        """The encoder's vectors of the spaces, as an agent module's agent encodes and stores them where they are
+        missing (a store with the same weights and texts is read, not encoded again)."""
+        module().build_agent()
 
     def label(self, run: Run) -> str:
         return f"{run.encoder} vectors of the agents' spaces"

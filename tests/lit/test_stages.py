@@ -133,3 +133,24 @@ def test_the_architecture_page_shows_the_graph_the_registry_draws_for_the_quicks
     monkeypatch.chdir(tmp_path)
     assert main(command.split()[1:]) == 0
     assert shown == capsys.readouterr().out, "docs/architecture.md: paste the output of the command above"
+
+
+def test_the_partners_calibration_is_computed_from_the_agents_environment_without_an_agent_module(
+    setup_dir, tmp_path, monkeypatch
+):
+    """``lq experiment calibrate``: the file its key names, from the agents' environment (the run's resolved config's
+    ``model.env``) alone; building an agent module would fail here."""
+    from lq.commands.jobs import run_preparation
+
+    monkeypatch.chdir(ROOT)
+    outputs = tmp_path / "outputs"
+    trained_env_models(setup_dir, outputs)
+    run = stages.Resolver(data_dir=str(setup_dir / "data"), outputs=str(outputs)).run("calibrate")
+    assert not run.done
+
+    def refused(*args, **kwargs):
+        raise AssertionError("an agent module was built")
+
+    monkeypatch.setattr(AgentModule, "__init__", refused)
+    run_preparation(run)
+    assert run.done_as == run.outputs["file"] and Path(run.done_as).parent == outputs / "partner/small/candidates"
