@@ -71,11 +71,11 @@ class RLModule(AgentModule):
         the protocol's); ``init_from``: an agent checkpoint (``lq bc``'s or ``lq rl``'s, of the same encoder, sizes and
         data) whose weights the agent starts from, or ``bc``: ``bc_checkpoint``, the BC agent of this run's encoder,
         ability, switch and seed (the run's resolved config names it: :meth:`lq.stages.Stage.resolve`); lq's default
-        (conf/objective/lq.yaml) fine-tunes that behaviour-cloned agent, the paper's agents start from their encoder (None); ``imitation_batch``: training
-        demonstrations per update in the imitation term, where ``coefficients.imitation`` turns it on; ``adam_betas``:
-        Adam's (the released code's: 0.8, 0.999); ``gain_lr_scale``: the agent's scalar gains
-        (:data:`GAINS`: the exact-match weight ``speech_match_weight`` and, where ``agent.head_temperature`` is on, the
-        heads' log-temperatures) learn at ``lr`` times this, in their own parameter group (Adam moves a parameter by
+        (conf/objective/lq.yaml) fine-tunes that behaviour-cloned agent, the paper's agents start from their encoder
+        (None); ``imitation_batch``: training demonstrations per update in the imitation term, where
+        ``coefficients.imitation`` turns it on; ``adam_betas``: Adam's (the released code's: 0.8, 0.999);
+        ``gain_lr_scale``: the agent's scalar gains (:data:`GAINS`: the exact-match weight ``speech_match_weight`` and,
+        where ``agent.head_temperature`` is on, the heads' log-temperatures) learn at ``lr`` times this, in their own parameter group (Adam moves a parameter by
         about ``lr`` a step: at 1 a gain barely leaves its start); ``budgets``: environment interactions (one agent turn
         in one environment: ``num_envs`` x ``rollout_steps`` an update) at which the agent as it stands is evaluated
         zero-shot (:meth:`evaluate_budget`), the run ending at the last (the budget experiment); ``select_every``:

@@ -281,7 +281,8 @@ def test_resuming_a_parent_from_another_machine_makes_again_the_bc_start_its_rl_
 
     assert X.run_experiment(experiment, setup, log=lambda _: None, resume=True)[0] == pid
     start, child = launcher.waves
-    assert [a[:2] for a in start] == [["bc", "fit"]] and "tags" not in resolved(start[0])["trainer"]["logger"]["init_args"]
+    logged = resolved(start[0])["trainer"]["logger"]["init_args"]
+    assert [a[:2] for a in start] == [["bc", "fit"]] and "tags" not in logged
     assert [a[:2] for a in child] == [["rl", "fit"]]  # the one child that had not finished, from that start
     assert resolved(child[0])["trainer"]["logger"]["init_args"]["tags"]["mlflow.parentRunId"] == pid
     assert len(X.children(client, pid)) == 2  # the Recorder logs nothing: no second BC child

@@ -74,7 +74,8 @@ def test_a_run_given_more_than_its_resolved_config_records_what_it_parsed(setup_
     uri = f"sqlite:///{tmp_path / 'mlflow.db'}"
     where = stages.Resolver(data_dir=str(setup_dir / "data"), outputs=str(outputs))
     extra = [*TINY_AGENT, "--model.batch_size=8", "--trainer.limit_train_batches=2", "--eval_seeds=0"]
-    run = dataclasses.replace(where.run("bc", "scratch"), extra=(*extra, "--trainer.logger.init_args.tracking_uri", uri))
+    extra += ["--trainer.logger.init_args.tracking_uri", uri]
+    run = dataclasses.replace(where.run("bc", "scratch"), extra=tuple(extra))
     run.kind.write(run)
     assert main([*run.args, "--model.lr", "0.125"]) == 0
     recorded = yaml.safe_load(Path(run.outputs["config"]).read_text(encoding="utf-8"))

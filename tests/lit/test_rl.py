@@ -232,7 +232,8 @@ def test_rl_starts_from_a_behaviour_cloned_agent_of_the_same_sizes(trained_agent
     module = RLModule(init_from="bc", bc_checkpoint=str(trained_agent), **{**same, "seed": 1})
     module.setup("validate")
     assert all(torch.equal(module.state_dict()[k], v) for k, v in saved["state_dict"].items())
-    with pytest.raises(ValueError, match="model.bc_checkpoint is not set: .*--model.bc_checkpoint PATH.*--model.init_from null"):
+    fix = "model.bc_checkpoint is not set: .*--model.bc_checkpoint PATH.*--model.init_from null"
+    with pytest.raises(ValueError, match=fix):
         RLModule(init_from="bc", **same).setup("validate")
 
 
