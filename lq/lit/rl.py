@@ -75,8 +75,8 @@ class RLModule(AgentModule):
         (None); ``imitation_batch``: training demonstrations per update in the imitation term, where
         ``coefficients.imitation`` turns it on; ``adam_betas``: Adam's (the released code's: 0.8, 0.999);
         ``gain_lr_scale``: the agent's scalar gains (:data:`GAINS`: the exact-match weight ``speech_match_weight`` and,
-        where ``agent.head_temperature`` is on, the heads' log-temperatures) learn at ``lr`` times this, in their own parameter group (Adam moves a parameter by
-        about ``lr`` a step: at 1 a gain barely leaves its start); ``budgets``: environment interactions (one agent turn
+        where ``agent.head_temperature`` is on, the heads' log-temperatures) learn at ``lr`` times this, in their own
+        parameter group (Adam moves a parameter by about ``lr`` a step: at 1 a gain barely leaves its start); ``budgets``: environment interactions (one agent turn
         in one environment: ``num_envs`` x ``rollout_steps`` an update) at which the agent as it stands is evaluated
         zero-shot (:meth:`evaluate_budget`), the run ending at the last (the budget experiment); ``select_every``:
         environment interactions between the evaluations on the validation quests that choose the run's agent
