@@ -76,19 +76,18 @@ class RLModule(AgentModule):
         ``coefficients.imitation`` turns it on; ``adam_betas``: Adam's (the released code's: 0.8, 0.999);
         ``gain_lr_scale``: the agent's scalar gains (:data:`GAINS`: the exact-match weight ``speech_match_weight`` and,
         where ``agent.head_temperature`` is on, the heads' log-temperatures) learn at ``lr`` times this, in their own
-        parameter group (Adam moves a parameter by about ``lr`` a step: at 1 a gain barely leaves its start); ``budgets``: environment interactions (one agent turn
-        in one environment: ``num_envs`` x ``rollout_steps`` an update) at which the agent as it stands is evaluated
-        zero-shot (:meth:`evaluate_budget`), the run ending at the last (the budget experiment); ``select_every``:
-        environment interactions between the evaluations on the validation quests that choose the run's agent
-        (:meth:`select`: ``best.ckpt``, the best validation act & speech goals so far, ``lq_chosen`` saying at
-        what; 0: none, the last weights are
-        the agent); ``curriculum``: ``rarity`` orders the training quests from common to rare and opens them in
-        ``curriculum_stages`` stages, all of them by ``curriculum_interactions`` (:class:`lq.rl.curriculum.
-        RarityCurriculum`; None: priority sampling over them all); ``imitation_patience``: at each selection
-        (``select_every``) the validation demonstrations are also read teacher-forced, and after that many selections
-        without a new best of their mean action and speech accuracy the imitation term's weight is multiplied by
-        ``imitation_decay`` (0: stopped; :meth:`held_out_imitation`; 0 patience: the weight stays); the rest as
-        :class:`AgentModule`."""
+        parameter group (Adam moves a parameter by about ``lr`` a step: at 1 a gain barely leaves its start);
+        ``budgets``: environment interactions (one agent turn in one environment: ``num_envs`` x ``rollout_steps`` an
+        update) at which the agent as it stands is evaluated zero-shot (:meth:`evaluate_budget`), the run ending at the
+        last (the budget experiment); ``select_every``: environment interactions between the evaluations on the
+        validation quests that choose the run's agent (:meth:`select`: ``best.ckpt``, the best validation act & speech
+        goals so far, ``lq_chosen`` saying at what; 0: none, the last weights are the agent); ``curriculum``: ``rarity``
+        orders the training quests from common to rare and opens them in ``curriculum_stages`` stages, all of them by
+        ``curriculum_interactions`` (:class:`lq.rl.curriculum.RarityCurriculum`; None: priority sampling over them
+        all); ``imitation_patience``: at each selection (``select_every``) the validation demonstrations are also read
+        teacher-forced, and after that many selections without a new best of their mean action and speech accuracy the
+        imitation term's weight is multiplied by ``imitation_decay`` (0: stopped; :meth:`held_out_imitation`; 0
+        patience: the weight stays); the rest as :class:`AgentModule`."""
         settings = A2CSettings(
             coefficients=coefficients,
             gamma=gamma,
