@@ -20,7 +20,7 @@ import yaml
 
 from lq.conf import path
 from lq.conf.resolver import Profile, config_files, config_names, merged, merged_config
-from lq.data.outputs import DONE, finished, outputs_for
+from lq.data.outputs import DONE, finished, outputs_for, unfinished
 from lq.stages.run import Run, Stage
 
 
@@ -153,10 +153,13 @@ class Trained(Stage):
 
     def write(self, run: Run) -> None:
         """Its resolved configuration (:meth:`resolve`) as ``RUN_DIR/config.yaml``, written whole then renamed into
-        place, before it starts: the child reads it alone, and logs its bytes as its MLflow artifact."""
+        place, before it starts: the child reads it alone, and logs its bytes as its MLflow artifact. The folder's
+        done marker goes first: its checkpoints are this configuration's run's from now on, done once it finishes (a
+        launch that fails before the run starts leaves no old checkpoint passing for this run's)."""
         from lq.data.io import atomic_open
 
         Path(run.dir).mkdir(parents=True, exist_ok=True)
+        unfinished(run.dir)
         with atomic_open(run.outputs["config"]) as f:
             f.write(yaml.safe_dump(run.config, sort_keys=False))
 

@@ -549,6 +549,8 @@ def test_a_stage_target_keeps_a_run_that_finished_with_its_settings_and_resumes_
     assert "--ckpt_path" not in forced
     other = dataclasses.replace(run, extra=(*run.extra, "--model.lr", "1.0"))  # trained with other settings
     other.kind.write(other)
+    assert not finished(run.checkpoint)  # a folder written for a run is not done until that run finishes
+    mark_finished(run.checkpoint)
     assert X.running.finished_as(run) is None
 
     [(label, bc)] = X.running.stage_runs(X.Config("bc", "scratch"), setup)
@@ -2059,4 +2061,5 @@ def test_the_generalisation_experiment_trains_each_variant_from_the_bc_agents_of
     without = dataclasses.replace(pooled_step.run, extra=tuple(X.running.without_flag(pooled_step.run.extra,
                                                                                       "--model.env.pool")))  # fmt: skip
     without.kind.write(without)
+    mark_finished(checkpoint, stage="bc")
     assert pooled_step.check() is None  # trained without the pool: trained again
