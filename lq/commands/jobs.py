@@ -1,23 +1,21 @@
 """The jobs of ``lq experiment`` computed with an agent module: the preparation (``calibrate``, ``spaces``: its kind's
 ``compute``), the baselines' children (:func:`run_baselines`) and the best agent logged on its parent
-(:func:`log_best_model`). Here, above the scheduler (:mod:`lq.experiments`), so
-that the scheduler plans and launches them without importing the trainer (lq.lit) or the evaluation (lq.eval)."""
+(:func:`log_best_model`). Here, above the scheduler (:mod:`lq.experiments`), so that the scheduler plans and launches
+them without importing the trainer (lq.lit) or the evaluation (lq.eval)."""
 
 from __future__ import annotations
 
 import time
 from collections.abc import Callable, Iterator, Mapping
-from pathlib import Path
 from contextlib import contextmanager
+from pathlib import Path
 from typing import TYPE_CHECKING
 
 from lq.data.dataset import dataset_id
 from lq.eval import agent_baselines
-from lq.experiments.reporting import experiment_id
+from lq.experiments.reporting import best_agent, children, experiment_id
 from lq.experiments.setup import Setup
-from lq.experiments.specs import Experiment
-from lq.experiments.specs import Config
-from lq.experiments.reporting import best_agent, children
+from lq.experiments.specs import Config, Experiment
 from lq.lit.checkpoints import export_agent
 from lq.lit.mlflow_model import log_agent_model
 from lq.lit.offline import build_module

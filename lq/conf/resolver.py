@@ -9,6 +9,7 @@ files, then its own; the stages it has no file for are the base's runs, checkpoi
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from dataclasses import dataclass
 from functools import cached_property
 from pathlib import Path
@@ -116,15 +117,16 @@ def config_names(files) -> list[str]:
     return names
 
 
-def config_files(args: list[str] | tuple[str, ...]) -> list[str]:
-    """The ``--config`` files of a command line, in order."""
-    files = []
+def flag_values(args: Sequence[str], flag: str) -> list[str]:
+    """The values of every ``flag`` in ``args`` (``FLAG VALUE`` or ``FLAG=VALUE``), in order: a command line's
+    ``--config`` files; the last of them, the one a parser keeps."""
+    values = []
     for i, arg in enumerate(args):
-        if arg == "--config" and i + 1 < len(args):
-            files.append(args[i + 1])
-        elif arg.startswith("--config="):
-            files.append(arg.split("=", 1)[1])
-    return files
+        if arg == flag and i + 1 < len(args):
+            values.append(args[i + 1])
+        elif arg.startswith(f"{flag}="):
+            values.append(arg.split("=", 1)[1])
+    return values
 
 
 def merged_config(args: list[str] | tuple[str, ...], base: dict[str, Any] | None = None) -> dict[str, Any]:

@@ -17,22 +17,11 @@ from lq.eval.agents import (
     zero_shot,
     zero_shot_lines,
 )
-from lq.eval.baselines import TITLES, baseline_results
+from lq.eval.baselines import baseline_results
 from lq.eval.episodes import LOST, EvalResult, decodings, evaluate
-from lq.eval.reports import (
-    COLUMNS,
-    CURVES,
-    cell,
-    lost_table,
-    markdown_table,
-    mean_std,
-    mean_std_of,
-    plot_budget,
-    plot_curves,
-    results_table,
-    run_series,
-    transcripts_html,
-)
+from lq.eval.reports import COLUMNS, lost_table, mean_std, results_table, transcripts_html
+from lq.results import CURVES, cell, markdown_table, mean_std_of, plot_budget, plot_curves, run_series
+from lq.rl.registry import TITLES
 
 __all__ = [
     "COLUMNS",

@@ -14,9 +14,10 @@ from typing import Protocol as Interface
 
 from lq.envs.protocol import Protocol
 from lq.envs.quest_env import QuestEnv
-from lq.eval.baselines import TITLES, baseline_results
+from lq.eval.baselines import baseline_results
 from lq.eval.episodes import EvalResult, decodings, evaluate
 from lq.rl.acting import Actor
+from lq.rl.registry import TITLES
 
 
 class Playable(Interface):

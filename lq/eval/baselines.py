@@ -10,7 +10,7 @@ from lq.envs.quest_env import QuestEnv
 from lq.eval.episodes import EvalResult, evaluate
 from lq.rl.acting import Actor
 from lq.rl.baselines import ceiling, replay_demonstrations
-from lq.rl.registry import BASELINES, CEILING, REPLAY, REPLAY_WITH_PARTNER, TITLES  # noqa: F401 (TITLES: lq.eval's)
+from lq.rl.registry import BASELINES, CEILING, REPLAY, REPLAY_WITH_PARTNER
 
 
 def baseline_results(

@@ -1,6 +1,6 @@
 """Reports of evaluations: Markdown and CSV tables of agents' results (mean ± std over seeds), where act goals were
-lost, transcripts as HTML pages laid out as the paper's appendix; cells, tables and figures as :mod:`lq.results` draws
-them (re-exported here)."""
+lost, transcripts as HTML pages laid out as the paper's appendix; their cells and tables as :mod:`lq.results` draws
+them."""
 
 from __future__ import annotations
 
@@ -10,7 +10,7 @@ from collections.abc import Sequence
 from lq.envs.episode import PLAYERS, goal_line, outcome_line
 from lq.envs.protocol import GOAL_RATES
 from lq.eval.episodes import LOST, EvalResult
-from lq.results import CURVES, cell, markdown_table, mean_std_of, plot_budget, plot_curves, run_series  # noqa: F401
+from lq.results import cell, markdown_table, mean_std_of
 
 HTML_STYLE = """
 body { font-family: Georgia, serif; max-width: 52em; margin: 2em auto; color: #222; background: #fdfbf6; }

@@ -37,7 +37,7 @@ from lq.models.pretrained import load_tokenizer
 from lq.rl.acting import ABILITIES, Actor, choice_mask, valid_mask
 from lq.rl.losses import masked
 from lq.rl.switch import SWITCHES, HardcodedSwitch, RatioSwitch
-from lq.stages.configs import SAME_AGENT
+from lq.stages.configs import SAME_AGENT, differences
 
 SCRATCH = EncoderConfig(name="scratch")
 
@@ -84,7 +84,6 @@ def read_checkpoint(checkpoint: str | Path) -> dict:
 WORLDS = ("data_dir", "partner_checkpoint", "dm_checkpoint")  # model.worlds: the unseen worlds' dataset and models
 
 
-
 def hparams_at(hparams: Mapping, keys: Sequence[str]) -> dict:
     """The values of ``keys`` in an agent's hyperparameters (``env.FIELD``: its environment's), those of checkpoints
     from before :class:`EnvSpec` read as if nested (:func:`lq.envs.spec.nested`), and an ``agent`` saved before a
@@ -101,11 +100,7 @@ def start_differences(theirs: Mapping, ours: Mapping, keys: Sequence[str] = SAME
     """Where an agent's hyperparameters ``theirs`` differ from those of an agent ``ours`` that would start from it, at
     ``keys``: their values. An agent without head temperatures is the agent with both at 1, so one that learns them
     starts from it as it is."""
-    a, b = hparams_at(theirs, keys), hparams_at(ours, keys)
-    if isinstance(a.get("agent"), Mapping) and isinstance(b.get("agent"), Mapping):
-        if b["agent"].get("head_temperature") and not a["agent"].get("head_temperature"):
-            a["agent"] = {**a["agent"], "head_temperature": True}
-    return {k: a[k] for k in keys if a[k] != b[k]}
+    return differences(hparams_at(theirs, keys), hparams_at(ours, keys), keys)
 
 
 # a scratch encoder's embedding rows (the word-piece ids they stand for) in an agent module's state dict

@@ -22,7 +22,8 @@ import torch
 
 from lq.models.agent import SwitchAgent
 from lq.models.poly_encoder import TextBatcher
-from lq.rl.baselines import RULES, rule_scores
+from lq.rl.baselines import rule_scores
+from lq.rl.registry import RULES
 from lq.rl.losses import masked
 from lq.rl.switch import HardcodedSwitch, RatioSwitch
 

@@ -19,7 +19,7 @@ import torch
 
 from lq.envs.quest_env import QuestEnv
 from lq.envs.replay import by_whom, replay_demonstrations
-from lq.rl.registry import BASELINES, CEILING, REPLAY, REPLAY_WITH_PARTNER, RULES  # noqa: F401 (the registry, here too)
+from lq.rl.registry import RULES
 from lq.world.text import content_words
 
 # the replay rows' episodes and who reached their goals (lq.envs.replay: the partner's calibration plays them too)

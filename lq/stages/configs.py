@@ -61,13 +61,19 @@ def same_run(saved: Mapping, resolved: Mapping) -> bool:
     return _less(saved, REPORTED) == _less(resolved, REPORTED)
 
 
+def differences(theirs: Mapping[str, Any], ours: Mapping[str, Any], keys: Sequence[str]) -> dict:
+    """Where an agent's values ``theirs`` (by key: :data:`SAME_AGENT`, :data:`ENVIRONMENT`) differ from those of an
+    agent ``ours`` that would start from it, at ``keys``: their values. An agent without head temperatures is the
+    agent with both at 1, so one that learns them starts from it as it is. The one rule the scheduler (resolved
+    configs: :func:`start_differences`) and the RL module (checkpoints: :func:`lq.lit.agent.start_differences`) read."""
+    a = dict(theirs)
+    if isinstance(a.get("agent"), Mapping) and isinstance(ours.get("agent"), Mapping):
+        if ours["agent"].get("head_temperature") and not a["agent"].get("head_temperature"):
+            a["agent"] = {**a["agent"], "head_temperature": ours["agent"]["head_temperature"]}
+    return {k: a[k] for k in keys if a[k] != ours[k]}
+
+
 def start_differences(theirs: Mapping, ours: Mapping, keys: Sequence[str] = (*SAME_AGENT, *ENVIRONMENT)) -> dict:
     """Where the resolved config of an agent ``theirs`` differs from that of an agent ``ours`` that would start from it
-    (or be compared with it), at ``keys`` of their ``model``: their values. An agent without head temperatures is the
-    agent with both at 1, so one that learns them starts from it as it is."""
-    a = {k: _at(theirs.get("model") or {}, k) for k in keys}
-    b = {k: _at(ours.get("model") or {}, k) for k in keys}
-    if isinstance(a.get("agent"), Mapping) and isinstance(b.get("agent"), Mapping):
-        if b["agent"].get("head_temperature") and not a["agent"].get("head_temperature"):
-            a["agent"] = {**a["agent"], "head_temperature": b["agent"]["head_temperature"]}
-    return {k: a[k] for k in keys if a[k] != b[k]}
+    (or be compared with it), at ``keys`` of their ``model`` (:func:`differences`)."""
+    return differences(*({k: _at(c.get("model") or {}, k) for k in keys} for c in (theirs, ours)), keys)

@@ -19,7 +19,7 @@ from typing import Any
 import yaml
 
 from lq.conf import path
-from lq.conf.resolver import Profile, config_files, config_names, merged, merged_config
+from lq.conf.resolver import Profile, config_names, flag_values, merged, merged_config
 from lq.data.outputs import DONE, finished, outputs_for, unfinished
 from lq.stages.run import Run, Stage
 
@@ -42,13 +42,7 @@ def pretrained_checkpoint(pretrain_dir: str, encoder: str) -> str | None:
 def flag_value(args: Sequence[str], flag: str) -> str | None:
     """The value of the last ``flag`` in ``args`` (``FLAG VALUE`` or ``FLAG=VALUE``: the one a parser keeps), or
     None."""
-    value = None
-    for i, arg in enumerate(args):
-        if arg == flag and i + 1 < len(args):
-            value = args[i + 1]
-        elif arg.startswith(f"{flag}="):
-            value = arg.split("=", 1)[1]
-    return value
+    return next(reversed(flag_values(args, flag)), None)
 
 
 def without_flag(args: Sequence[str], flag: str) -> list[str]:
@@ -144,7 +138,7 @@ class Trained(Stage):
         files = [str(f) for f in run.configs]
         config = merged_config([a for f in files for a in ("--config", f)])
         config = merged_config(list(run.extra), base=merged(config, self.settings(run)))
-        return {**config, "sources": config_names([*files, *config_files(run.extra)])}
+        return {**config, "sources": config_names([*files, *flag_values(run.extra, "--config")])}
 
     def settings(self, run: Run) -> dict[str, Any]:
         """Its seed, its checkpoints' folder and name (every path of a run has its home here and in its kind)."""
