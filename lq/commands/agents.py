@@ -229,13 +229,6 @@ def _cmd_export(args: argparse.Namespace) -> int:
     return 0
 
 
-def positive_count(text: str) -> int:
-    """``--quests N``: a positive whole number (argparse names the option when this refuses)."""
-    if not text.isdigit() or int(text) < 1:
-        raise argparse.ArgumentTypeError(f"{text!r}: give a positive number of quests, e.g. --quests 5")
-    return int(text)
-
-
 def _eval_parser(sub) -> None:
     """``lq eval``: trained agents evaluated zero-shot side by side."""
     ev = sub.add_parser("eval", help="zero-shot evaluation of trained agents, side by side (mean and std over seeds)")

@@ -1,7 +1,8 @@
-"""The jobs of ``lq experiment`` computed with an agent module: the preparation (``calibrate``, ``spaces``: its kind's
-``compute``), the baselines' children (:func:`run_baselines`) and the best agent logged on its parent
-(:func:`log_best_model`). Here, above the scheduler (:mod:`lq.experiments`), so that the scheduler plans and launches
-them without importing the trainer (lq.lit) or the evaluation (lq.eval)."""
+"""The jobs of ``lq experiment`` the scheduler (:mod:`lq.experiments`) launches in its own process: the preparation
+(``calibrate``, ``spaces``: its kind's ``compute``, from its own inputs), the baselines' children
+(:func:`run_baselines`: an RL run's environment, spaces and switch, no network) and the best agent logged on its parent
+(:func:`log_best_model`). Here, above the scheduler, so that it plans and launches them without importing the trainer
+(lq.lit) or the evaluation (lq.eval)."""
 
 from __future__ import annotations
 
@@ -26,9 +27,10 @@ if TYPE_CHECKING:
     from lq.envs.spec import EnvSpec
 
 
-def prep_module(run: Run):
-    """The agent module a preparation job is computed with (:attr:`Run.module`), built from its one configuration
-    (:func:`lq.lit.offline.build_module`; not set up: nothing built yet)."""
+def baselines_module(run: Run):
+    """The RL agent module of a ``baselines`` run (:attr:`Run.module`), built from its one configuration
+    (:func:`lq.lit.offline.build_module`) and never set up: its environment, spaces and switch are built where played
+    (:meth:`lq.lit.agent.AgentModule.build_spaces`), its networks never."""
     return build_module(run.module)
 
 
@@ -47,24 +49,24 @@ def stage_threads(run: Run) -> Iterator[None]:
 
 
 def run_preparation(run: Run) -> None:
-    """Compute a preparation job's file at the agents' threads (its kind's ``compute``: ``calibrate``, the
-    environment's partner calibrated on the demonstrations and kept beside its checkpoint, for every agent that shares
-    its partner, DM and data, from the agents' environment alone; ``spaces``, a pretrained encoder's vectors of the
-    agents' action and utterance spaces, stored beside its checkpoint, with an agent module built for it)."""
+    """Compute a preparation job's file at the agents' threads (its kind's ``compute``, from its own inputs:
+    ``calibrate``, the environment's partner calibrated on the demonstrations and kept beside its checkpoint, for every
+    agent that shares its partner, DM and data; ``spaces``, a pretrained encoder's vectors of the agents' action and
+    utterance spaces, stored beside its checkpoint)."""
     if not hasattr(run.kind, "compute"):
         raise ValueError(f"{run!r}: not a calibration or the spaces' vectors")
     with stage_threads(run):
-        run.kind.compute(run, lambda: prep_module(run))
+        run.kind.compute(run)
 
 
 def run_baselines(client, experiment: str, run: Run, pid: str, validation: bool = False) -> str:
     """A child of parent run ``pid`` with the baselines and the ceiling of the ``baselines`` run ``run`` (an ability,
-    a switch and a seed): its RL agent module (:attr:`Run.module`: its environment, switch, spaces and evaluation),
-    each rule in place of the agent (``baselines/<rule>/<goal>_rate``; with ``validation``, on the validation quests
-    too: ``baselines_val/...``; where its module has worlds to play, their test quests too: ``baselines_worlds/...``);
-    returns its run id."""
+    a switch and a seed): its RL agent module's environment, switch, spaces and evaluation (:func:`baselines_module`:
+    no network), each rule in place of the agent (``baselines/<rule>/<goal>_rate``; with ``validation``, on the
+    validation quests too: ``baselines_val/...``; where its module has worlds to play, their test quests too:
+    ``baselines_worlds/...``); returns its run id."""
     seed, started = run.seed, time.process_time()
-    module = prep_module(run)
+    module = baselines_module(run)
     config = Config("baselines", "", run.ability, run.switch)
     tags = {"mlflow.parentRunId": pid, "lq.config": config.key, "lq.seed": str(seed), "lq.stage": "baselines"}
     exp_id = experiment_id(client, experiment)
@@ -75,7 +77,7 @@ def run_baselines(client, experiment: str, run: Run, pid: str, validation: bool 
     try:
         log_identity(client, run_id, params, module.data_dir)
         played = [(module, "valid", "baselines_val"), (module, "test", "baselines")][0 if validation else 1 :]
-        if (worlds := module.worlds_agent()) is not None:  # model.worlds: the worlds its agents never saw too
+        if (worlds := module.worlds_agent(networks=False)) is not None:  # model.worlds: worlds its agents never saw
             played.append((worlds, "test", "baselines_worlds"))
         for agent, split, prefix in played:
             with stage_threads(run):

@@ -41,17 +41,35 @@ def space_stores(pretrained_checkpoint: str, tokenizer: str, context_length: int
     """The files a pretrained encoder's vectors of the agents' action and utterance spaces are kept in (beside its
     checkpoint: :class:`lq.models.poly_encoder.CandidateCache`) for an agent reading ``context_length`` word pieces of
     ``tokenizer`` on ``data_dir``, found without encoding anything: the encoder's weights are read and hashed. What an
-    agent's build reads (:meth:`lq.lit.agent.AgentModule.space_stores`) and the ``spaces`` stage writes."""
+    agent's build reads (:meth:`lq.lit.agent.AgentModule.space_stores`) and :func:`encode_spaces` writes."""
+    from lq.models.poly_encoder import candidates_key, keyed, weights_digest
+
+    pretrained, batcher, stores = _space_inputs(pretrained_checkpoint, tokenizer, context_length, data_dir)
+    weights = weights_digest(pretrained)
+    return [keyed(store, candidates_key(weights, batcher.candidate_length, texts)) for store, texts in stores]
+
+
+def encode_spaces(pretrained_checkpoint: str, tokenizer: str, context_length: int, data_dir: str) -> list[Path]:
+    """The pretrained encoder's vectors of the agents' action and utterance spaces, encoded and kept in
+    :func:`space_stores`' files where they are missing, as an agent's build encodes them
+    (:class:`lq.models.agent.CandidateEmbeddings`: the same files, bytes and key), from the encoder and the dataset
+    alone: no agent. What the ``spaces`` stage computes; returns the files."""
+    from lq.models.poly_encoder import CandidateCache
+
+    pretrained, batcher, stores = _space_inputs(pretrained_checkpoint, tokenizer, context_length, data_dir)
+    return [CandidateCache(pretrained, batcher, texts, store=store).store for store, texts in stores]
+
+
+def _space_inputs(pretrained_checkpoint: str, tokenizer: str, context_length: int, data_dir: str):
+    """The pretrained encoder, the agent's :class:`TextBatcher` and each space's store (unkeyed) and texts."""
     from lq.data.dataset import load_dataset
     from lq.envs.models import load_poly_encoder
-    from lq.models.poly_encoder import TextBatcher, candidates_key, keyed, stores_beside, weights_digest
+    from lq.models.poly_encoder import TextBatcher, stores_beside
     from lq.models.pretrained import load_tokenizer
 
     pretrained = load_poly_encoder(pretrained_checkpoint, dataset=data_dir)[0]
-    length = TextBatcher(load_tokenizer(tokenizer), context_length).candidate_length
+    batcher = TextBatcher(load_tokenizer(tokenizer), context_length)
+    folder = stores_beside(pretrained_checkpoint)
     spaces = demonstration_spaces(load_dataset(data_dir).demos.all())
-    folder, weights = stores_beside(pretrained_checkpoint), weights_digest(pretrained)
-    return [
-        keyed(folder / f"agent-{name}.pt", candidates_key(weights, length, texts))
-        for name, texts in zip(("actions", "utterances"), spaces, strict=True)
-    ]
+    stores = [folder / f"agent-{name}.pt" for name in ("actions", "utterances")]
+    return pretrained, batcher, list(zip(stores, spaces, strict=True))

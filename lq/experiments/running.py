@@ -68,7 +68,7 @@ def child_run(config: Config, setup: Setup, seed: int, experiment: str = "") -> 
 
 def prep(stage: str, setup: Setup, encoder: str = "", **identity) -> Run:
     """A preparation job of the setup (``calibrate``, ``spaces``, ``baselines``: :data:`lq.stages.PREPARATION`) whose
-    agent module takes the RL stage's extra arguments."""
+    RL run takes the RL stage's extra arguments."""
     return with_extras(dataclasses.replace(setup.run(stage, encoder), **identity), setup)
 
 

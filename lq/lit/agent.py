@@ -176,18 +176,26 @@ class AgentModule(L.LightningModule):
         """The dataset the agent's spaces and its environment's quests come from."""
         return self.env_spec.data_dir
 
-    def on_worlds(self, data_dir: str | Path, partner_checkpoint: str | Path, dm_checkpoint: str | Path) -> AgentModule:
+    def on_worlds(
+        self, data_dir: str | Path, partner_checkpoint: str | Path, dm_checkpoint: str | Path, networks: bool = True
+    ) -> AgentModule:
         """This agent playing another dataset's quests (e.g. quests generated from the LIGHT environment DB: worlds,
         characters and objects it never saw), against that dataset's action and utterance spaces, with that dataset's
         partner and Dungeon Master (trained on its own training split, as every dataset's environment is): the same
         learned weights and word pieces (a word it never read is the unknown piece), the spaces' own candidate rows
-        (:meth:`lq.models.agent.SwitchAgent.space_state`). A copy in eval mode; this one is left as it is."""
-        self.build_agent()
+        (:meth:`lq.models.agent.SwitchAgent.space_state`). A copy in eval mode; this one is left as it is. Without
+        ``networks``, the copy has only that dataset's spaces and the agent's switch (:meth:`build_spaces`: what the
+        baselines play there), and neither agent builds its networks."""
+        if networks:
+            self.build_agent()
         h = {k: v for k, v in self.hparams.items() if not k.startswith("_")}  # LightningCLI's own
         env = {**self.env_spec.as_dict(), "data_dir": str(data_dir), "partner_checkpoint": str(partner_checkpoint),
                "dm_checkpoint": str(dm_checkpoint), "pool": None}  # fmt: skip
         other = type(self)(**{**h, "env": env, "worlds": None})
         other._trained_on = self.trained_on
+        if not networks:
+            other.build_spaces()
+            return other.eval()
         vocabulary = getattr(self.agent.encoder, "vocabulary", None)
         other.build_agent(vocabulary.ids if vocabulary is not None else None, whole_vocabulary=vocabulary is None)
         own = {f"agent.{k}": v for k, v in other.agent.space_state().items()}
@@ -205,9 +213,9 @@ class AgentModule(L.LightningModule):
                 "(lq stage or make ablations EXPERIMENTS=generalisation prepares them), or leave model.worlds out"
             )
 
-    def worlds_agent(self) -> AgentModule | None:
+    def worlds_agent(self, networks: bool = True) -> AgentModule | None:
         """:meth:`on_worlds` of ``worlds``, where set (what :func:`lq.eval.agents.zero_shot` plays as ``worlds``)."""
-        return self.on_worlds(**self.hparams.worlds) if self.hparams.get("worlds") else None
+        return self.on_worlds(**self.hparams.worlds, networks=networks) if self.hparams.get("worlds") else None
 
     @property
     def trained_on(self) -> str:
@@ -241,13 +249,11 @@ class AgentModule(L.LightningModule):
         if getattr(self, "agent", None) is not None:
             return
         h = self.hparams
-        self.demos = load_dataset(self.data_dir).demos
-        self.action_space, self.utterance_space = demonstration_spaces(self.demos.all())
+        self.build_spaces()
         pretrained = (
             load_poly_encoder(h.pretrained_checkpoint, dataset=self.trained_on)[0] if h.pretrained_checkpoint else None
         )
-        tokenizer = load_tokenizer(encoder_tokenizer(h.encoder))
-        self.batcher = TextBatcher(tokenizer, h.context_length)
+        tokenizer = self.batcher.tokenizer
         pieces = None
         if pretrained is None and not whole_vocabulary:
             pieces = (
@@ -265,8 +271,19 @@ class AgentModule(L.LightningModule):
             vocabulary=pieces,
             store_dir=stores_beside(h.pretrained_checkpoint) if pretrained is not None else None,
         )
-        self.switch = HardcodedSwitch(h.switch_every) if h.switch == "hardcoded" else RatioSwitch(self.demos.train)
         self.actor = self.make_actor()
+
+    def build_spaces(self) -> None:
+        """What the agent plays through besides its networks (idempotent): the dataset's demonstrations, its action
+        and utterance spaces, the agent's tokenizer and context length (:class:`TextBatcher`) and its switch. All the
+        baselines' rules need (:meth:`make_actor` with a ``policy``)."""
+        if getattr(self, "switch", None) is not None:
+            return
+        h = self.hparams
+        self.demos = load_dataset(self.data_dir).demos
+        self.action_space, self.utterance_space = demonstration_spaces(self.demos.all())
+        self.batcher = TextBatcher(load_tokenizer(encoder_tokenizer(h.encoder)), h.context_length)
+        self.switch = HardcodedSwitch(h.switch_every) if h.switch == "hardcoded" else RatioSwitch(self.demos.train)
 
     def space_stores(self) -> list[Path]:
         """The files :meth:`build_agent` keeps a pretrained encoder's vectors of the action and utterance spaces in
@@ -278,7 +295,12 @@ class AgentModule(L.LightningModule):
 
     def make_actor(self, temperature: float = 1.0, policy: str | None = None, restrict: bool | None = None) -> Actor:
         """The agent's actor, or with ``policy`` ("random", "overlap") a baseline with the same switch and spaces;
-        ``restrict`` overrides the protocol's choice among the valid candidates."""
+        ``restrict`` overrides the protocol's choice among the valid candidates. A baseline's actor needs no network
+        (:meth:`build_spaces`); the agent's builds the agent (:meth:`build_agent`)."""
+        if policy:
+            self.build_spaces()
+        else:
+            self.build_agent()
         h = self.hparams
         return Actor(
             policy or self.agent,
@@ -305,7 +327,7 @@ class AgentModule(L.LightningModule):
     def eval_env(self, split: str = "test", seed: int = 0):
         """The zero-shot environment: every quest of ``split`` once, under the agent's protocol (``eval_max_steps``
         turns in place of the protocol's, if set)."""
-        self.build_agent()
+        self.build_spaces()
         h = self.hparams
         return self.env_spec.build(
             split, h.eval_batch_size, seed, self.device, max_steps=h.eval_max_steps, auto_reset=False

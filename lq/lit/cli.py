@@ -13,7 +13,6 @@ from __future__ import annotations
 import warnings
 from collections.abc import Sequence
 from pathlib import Path
-from typing import TYPE_CHECKING
 
 from lightning.pytorch.callbacks import ModelCheckpoint
 from lightning.pytorch.callbacks.progress.progress_bar import ProgressBar
@@ -31,8 +30,6 @@ from lq.lit.callbacks import LogProgress, StageTimer, wants_log_progress
 from lq.lit.loggers import LogConfigToMLflow, StageLogger, end_runs  # noqa: F401
 from lq.tracking import DEFAULT_TRACKING_URI, commit_tag, log_dataset, mark_model_training, model_tags, run_tags
 
-if TYPE_CHECKING:
-    from lq.envs.spec import EnvSpec
 
 def config_choice(names: Sequence[str], group: str) -> str | None:
     """The last file a run read from a config group of conf/ (``profile``: the folder, overlay over base;

@@ -4,7 +4,6 @@ them (agents side by side would each fit it)."""
 
 from __future__ import annotations
 
-from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
@@ -38,7 +37,7 @@ class Calibrate(Keyed):
     def label(self, run: Run) -> str:
         return "the partner's calibration"
 
-    def compute(self, run: Run, module: Callable[[], Any]) -> None:
+    def compute(self, run: Run) -> None:
         """The environment's partner calibrated on the demonstrations (:mod:`lq.envs.calibration`), as building the
         agents' environment (its :class:`EnvSpec`, from the run's config) fits it where it is missing: no agent
         module."""

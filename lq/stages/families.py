@@ -1,6 +1,6 @@
 """What the stage kinds of one family share: the poly-encoders (pretraining, the partner, the DM), the agents
-(behaviour cloning, RL) and the preparation jobs computed with an agent module (the calibration, the spaces' vectors,
-the baselines). Where things go::
+(behaviour cloning, RL) and the preparation jobs computed from an RL run's configuration (the calibration, the spaces'
+vectors, the baselines). Where things go::
 
     OUTPUTS/pretrain/ENCODER/best.ckpt              pretrained encoders (and their vectors of the agents' spaces)
     OUTPUTS/{partner,dm}/ENV_ENCODER/best.ckpt      the environment's partner and Dungeon Master
@@ -12,7 +12,7 @@ from __future__ import annotations
 
 import dataclasses
 import json
-from collections.abc import Callable, Sequence
+from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
@@ -236,8 +236,9 @@ class Agent(Trained):
 
 
 class Prepared(Stage):
-    """A preparation job computed with the RL agent module of its identity (:meth:`module`): ``lq experiment NAME``
-    and its identity; its configuration is that module's."""
+    """A preparation job computed from the RL run of its identity (:meth:`module`), from its own inputs in that run's
+    configuration (no agent's networks built): ``lq experiment NAME`` and its identity; its configuration is that
+    run's."""
 
     wave, at_once = 2, 2
     job = True
@@ -270,7 +271,7 @@ class Keyed(Prepared):
         file = run.outputs.get("file")
         return file if file is not None and Path(file).is_file() else None
 
-    def compute(self, run: Run, module: Callable[[], Any]) -> None:
-        """Compute its file where :meth:`file` says, from its own inputs; ``module()`` builds the agent module of
-        :meth:`module` (:class:`lq.lit.agent.AgentModule`) for a job that needs one."""
+    def compute(self, run: Run) -> None:
+        """Compute its file where :meth:`file` says, from its own inputs (its module's resolved configuration: no agent
+        module is built)."""
         raise NotImplementedError

@@ -41,7 +41,7 @@ class Stage:
     at_once: int | None = None  # how many of its runs train side by side in a wave (None: the setup's jobs)
     trains: bool = False  # a stage CLI's training run (``lq NAME fit``); else a job of ``lq data`` or ``lq experiment``
     agent: bool = False  # an agent (its own ability, switch and seed, evaluated in the agents' environment)
-    job: bool = False  # a job of its own, ``lq experiment NAME`` (the preparation computed with an agent module)
+    job: bool = False  # a job of its own, ``lq experiment NAME`` (the preparation computed from an RL run's config)
 
     def fixed(self, run: Run) -> dict[str, Any]:
         """What its runs do not depend on, set to one value so that two runs that write the same files are equal."""
@@ -84,7 +84,7 @@ class Stage:
         return run
 
     def module(self, run: Run) -> Run:
-        raise ValueError(f"{run!r}: only the calibration, the spaces' vectors and the baselines build a module")
+        raise ValueError(f"{run!r}: only the calibration, the spaces' vectors and the baselines are computed from RL's")
 
     def threads(self, run: Run) -> int:
         """torch's CPU threads of the run."""
@@ -126,9 +126,9 @@ class Run:
 
     A preparation job is a run too: ``data`` (its dataset generated), ``calibrate`` (the partner's calibration in the
     agents' environment), ``spaces`` (``encoder``'s vectors of the agents' spaces) and ``baselines`` (the rules played
-    in the environment of an agent of ``ability`` and ``switch``); the last three are computed with an RL agent module
-    of their identity (:attr:`module`) and ``extra`` is that module's arguments. What a run does not depend on is set
-    to one value (:meth:`Stage.fixed`), so that two runs that write the same files are equal."""
+    in the environment of an agent of ``ability`` and ``switch``); the last three are computed from the RL run of
+    their identity (:attr:`module`: its resolved config) and ``extra`` is that run's arguments. What a run does not
+    depend on is set to one value (:meth:`Stage.fixed`), so that two runs that write the same files are equal."""
 
     stage: str
     encoder: str = ""
@@ -233,7 +233,7 @@ class Run:
 
     @property
     def module(self) -> Run:
-        """The RL run whose agent module a preparation job is computed with (its environment, spaces, evaluation)."""
+        """The RL run whose configuration a preparation job is computed from (its environment, spaces, evaluation)."""
         return self.kind.module(self)
 
     # -- how it is run ---------------------------------------------------------------------------------------------

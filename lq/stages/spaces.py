@@ -4,7 +4,6 @@ for every agent on that encoder (each would otherwise encode them at its start).
 from __future__ import annotations
 
 import dataclasses
-from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
@@ -29,16 +28,26 @@ class Spaces(Keyed):
         """The last of the encoder's stores of its module's agent (:func:`lq.envs.build.space_stores`): its pretrained
         encoder (its resolved config's), its tokenizer, context length and data."""
         from lq.envs.build import space_stores  # torch and transformers: not for lq.stages' readers (lq's parser)
+
+        return space_stores(*self.inputs(run))[-1]
+
+    def compute(self, run: Run) -> None:
+        """The encoder's vectors of the spaces, encoded and stored where they are missing as an agent's build would
+        (:func:`lq.envs.build.encode_spaces`: a store with the same weights and texts is read, not encoded again), from
+        the encoder and the data alone: no agent module."""
+        from lq.envs.build import encode_spaces
+
+        encode_spaces(*self.inputs(run))
+
+    @staticmethod
+    def inputs(run: Run) -> tuple[str, str, int, str]:
+        """What its vectors are computed from, in its module's resolved config: the pretrained encoder's checkpoint,
+        the agent's tokenizer, its context length and the data."""
         from lq.models.encoder import encoder_tokenizer
 
         model = run.config["model"]
-        checkpoint, data_dir = model["pretrained_checkpoint"], model["env"]["data_dir"]
-        return space_stores(checkpoint, encoder_tokenizer(model["encoder"]), model["context_length"], data_dir)[-1]
-
-    def compute(self, run: Run, module: Callable[[], Any]) -> None:
-        """The encoder's vectors of the spaces, as an agent module's agent encodes and stores them where they are
-        missing (a store with the same weights and texts is read, not encoded again)."""
-        module().build_agent()
+        tokenizer = encoder_tokenizer(model["encoder"])
+        return model["pretrained_checkpoint"], tokenizer, model["context_length"], model["env"]["data_dir"]
 
     def label(self, run: Run) -> str:
         return f"{run.encoder} vectors of the agents' spaces"

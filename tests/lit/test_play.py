@@ -56,7 +56,7 @@ def test_playing_the_self_character_against_the_trained_partner(trained_agent, t
 def test_make_play_works_without_shared_data_and_makes_its_default_quest(tmp_path):
     env = {k: v for k, v in os.environ.items() if not k.startswith(("MAKE", "MFLAGS"))}
     done = subprocess.run(
-        ["make", "-s", "play", f"DATA={tmp_path / 'data'}"],
+        ["make", "-s", "play", f"DATA={tmp_path / 'data'}", f"PLAY_TRANSCRIPT={tmp_path / 'game'}"],
         cwd=ROOT,
         input="look\nactions\nquit\n",
         capture_output=True,
@@ -67,6 +67,7 @@ def test_make_play_works_without_shared_data_and_makes_its_default_quest(tmp_pat
     assert done.returncode == 0, done.stderr[-2000:]
     assert "generating the default dataset" in done.stdout and "Your goal:" in done.stdout
     assert (tmp_path / "data" / "quests" / "test" / "test_00000.json").exists()
+    assert "> look\n" in (tmp_path / "game.txt").read_text()  # its transcript where asked, not in the checkout
 
 
 def test_one_argument_names_what_to_play_a_quest_id_or_a_file_whatever_the_mode(tmp_path, monkeypatch, capsys):

@@ -8,7 +8,7 @@ from lightning.pytorch.callbacks import ModelCheckpoint
 
 from lq.eval import EvalResult, evaluate_agent, zero_shot
 from lq.lit.agent import SAME_AGENT
-from lq.lit.checkpoints import agent_name, load_agent
+from lq.lit.checkpoints import agent_name
 from lq.lit.rl import RLModule
 from lq.rl.losses import LossCoefficients
 from tests.samples import env_spec, tiny_agent_config

@@ -154,3 +154,51 @@ def test_the_partners_calibration_is_computed_from_the_agents_environment_withou
     monkeypatch.setattr(AgentModule, "__init__", refused)
     run_preparation(run)
     assert run.done_as == run.outputs["file"] and Path(run.done_as).parent == outputs / "partner/small/candidates"
+
+
+def test_the_spaces_vectors_are_computed_from_the_encoder_and_data_without_an_agent_module(
+    setup_dir, tmp_path, monkeypatch
+):
+    """``lq experiment spaces``: the encoder's vectors of both spaces, in the files its key names, from the pretrained
+    encoder and the data alone (building an agent module would fail here); the same bytes an agent's build writes."""
+    from lq.commands.jobs import run_preparation
+
+    monkeypatch.chdir(ROOT)
+    outputs = tmp_path / "outputs"
+    trained_env_models(setup_dir, outputs)
+    run = stages.Resolver(data_dir=str(setup_dir / "data"), outputs=str(outputs)).run("spaces", "general_light")
+    assert not run.done
+
+    def refused(*args, **kwargs):
+        raise AssertionError("an agent module was built")
+
+    monkeypatch.setattr(AgentModule, "__init__", refused)
+    run_preparation(run)
+    assert run.done_as == run.outputs["file"]
+    monkeypatch.undo()
+    module = build_module(run.module)
+    stores = module.space_stores()
+    assert [p.name.split("-")[1] for p in stores] == ["actions", "utterances"] and str(stores[-1]) == run.done_as
+    computed = [p.read_bytes() for p in stores]
+    for p in stores:
+        p.unlink()
+    module.build_agent()  # encodes them again, as an agent does where they are missing
+    assert [p.read_bytes() for p in stores] == computed
+
+
+def test_the_baselines_play_an_rl_runs_environment_spaces_and_switch_without_its_networks(setup_dir, tmp_path):
+    """``lq experiment baselines``: each rule through the RL run's environment, spaces and switch; the agent's
+    networks are never built, and the figures are those of a module whose networks are."""
+    from lq import experiments as X
+    from lq.commands.jobs import baselines_module
+    from lq.eval import agent_baselines
+    from tests.lit.test_experiments import _tiny_setup
+
+    setup = _tiny_setup(setup_dir, tmp_path, seeds=(0,))
+    run = X.running.prep("baselines", setup, ability="act_speech", switch="hardcoded", seed=0)
+    bare, built = baselines_module(run), baselines_module(run)
+    built.build_agent()
+    played = [agent_baselines(module, "test", [0, 1], quests=3) for module in (bare, built)]
+    assert bare.agent is None and built.agent is not None
+    figures = [{key: [repr(r.metrics()) for r in results] for key, results in p.items()} for p in played]
+    assert figures[0] == figures[1] and len(figures[0]) >= 4

@@ -39,7 +39,8 @@ def test_play_in_a_terminal_under_tmux(tmp_path):
         f"{sys.executable} -m lq play {world_file} --as knight --partner dragon "
         f"--goal 'give golden dragon egg to dragon'; sleep 30"
     )
-    subprocess.run(["tmux", "new-session", "-d", "-s", session, "-x", "160", "-y", "50", command], check=True)
+    tmux = ["tmux", "new-session", "-d", "-s", session, "-x", "160", "-y", "50", "-c", str(tmp_path)]
+    subprocess.run([*tmux, command], check=True)  # in tmp_path: its transcript (outputs/play/) is written there
     try:
         screen = _wait_for(session, "> ")
         assert "Your goal: give golden dragon egg to dragon" in screen
