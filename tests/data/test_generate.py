@@ -122,3 +122,17 @@ def test_generated_worlds_obey_the_size_rules(tiny):
                 assert node.size == 4 and node.contain_size + sum(c.size for c in node.contents.values()) == 3
             if node.kind == "agent":
                 assert node.size == 20 and node.contain_size == 20 - sum(c.size for c in node.contents.values())
+
+
+def test_generated_quests_have_rooms_to_walk_to_but_no_demonstration_walks(tiny):
+    """What docs/deviations.md ("The agents never leave the starting room") says of generated data: every quest's
+    self character can go somewhere, yet no demonstration turn is a ``go``, so the spaces built from them hold none."""
+    from lq.data.dataset import load_dataset
+    from lq.data.demos import demonstration_spaces
+
+    for quest in load_quests(tiny / "quests").all():
+        world = World(quest.graph)
+        [me] = [n for n in world.nodes.values() if n.kind == "agent" and n.name == quest.character]
+        assert any(a.verb == "go" for a in valid_actions(world, me).values()), quest.quest_id
+    actions, _ = demonstration_spaces(load_dataset(str(tiny)).demos.all())
+    assert actions and not [a for a in actions if a.split()[0] == "go"]
