@@ -37,6 +37,7 @@ import urllib.request
 from pathlib import Path
 from urllib.parse import quote
 
+from lq.envs.protocol import GOAL_RATES  # plain data, no torch
 from lq.tracking import VIEWS  # MLflow's saved views (experiment tags); plain MLflow: make ui's --links stays light
 
 CHROMIUM_FLAGS = [  # no sandbox (root), and no background traffic on a closed network
@@ -56,7 +57,7 @@ CHROMIUM_FLAGS = [  # no sandbox (root), and no background traffic on a closed n
 
 
 SIZES = {"transcript.png": "1600,1400", "runs.png": "1600,1300"}  # runs: a table's 30-odd children
-GOALS = ("test/act_goal_rate", "test/speech_goal_rate", "test/act_and_speech_goal_rate")  # what compare.png plots
+GOALS = tuple(f"test/{rate}" for rate, *_ in GOAL_RATES)  # what compare.png plots
 # before any page's own script: the browser chose "Model training" in the sidebar's switch, and closed the assistant
 PREPARE = """try {
   localStorage.setItem("mlflow.workflowType_v1", JSON.stringify("machine_learning"));

@@ -13,7 +13,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 from lq.data.dataset import dataset_id
-from lq.envs.protocol import GOAL_RATES
+from lq.envs.protocol import GOAL_RATES, HEADLINE_RATE
 
 if TYPE_CHECKING:
     from lq.envs.spec import EnvSpec
@@ -179,7 +179,7 @@ def mark_model_training(client, experiment_id: str) -> None:
         name, sort = "lq: hits@k", "test/hits_at_1"
     else:
         metrics = tuple(f"test/{rate}" for rate, *_ in GOAL_RATES)
-        name, sort = "lq: goal rates", metrics[-1]
+        name, sort = "lq: goal rates", f"test/{HEADLINE_RATE}"
     columns = [f"metrics.`{m}`" for m in metrics]
     state = json.dumps({
         "selectedColumns": columns,

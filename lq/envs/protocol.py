@@ -23,6 +23,9 @@ GOAL_RATES = (
     ("speech_goal_rate", "speech_goal_rate", "Speech goals"),
     ("act_and_speech_goal_rate", "act_and_speech_rate", "Act & Speech"),
 )
+# what agents are ranked by (the best agent of a table, the MLflow views' order), before the others in GOAL_RATES' order
+HEADLINE_RATE = "act_and_speech_goal_rate"
+RANKED_RATES = (HEADLINE_RATE, *(name for name, *_ in GOAL_RATES if name != HEADLINE_RATE))
 
 
 @dataclass(frozen=True)

@@ -11,7 +11,7 @@ from collections.abc import Callable, Sequence
 from pathlib import Path
 
 from lq.data.io import atomic_open
-from lq.envs.protocol import protocol_of
+from lq.envs.protocol import RANKED_RATES, protocol_of
 from lq.results import CURVES, cell, markdown_table, mean_std_of, plot_budget, plot_curves, run_series
 from lq.experiments.specs import (
     BUDGET_TITLES,
@@ -151,7 +151,7 @@ def best_agent(client, runs: Sequence):
     for run in runs:
         if run.data.tags.get("lq.config", "").split("-")[0] not in ("rl", "bc"):
             continue
-        score = tuple(metric_mean(client, run, metric) for _, metric in (GOALS[2], GOALS[0], GOALS[1]))
+        score = tuple(metric_mean(client, run, f"test/{rate}") for rate in RANKED_RATES)
         if None not in score:
             scored.append((score, run))
     return max(scored, key=lambda x: x[0])[1] if scored else None

@@ -23,7 +23,7 @@ import torch
 from lq.models.agent import SwitchAgent
 from lq.models.poly_encoder import TextBatcher
 from lq.rl.baselines import rule_scores
-from lq.rl.registry import RULES
+from lq.rl.registry import RULE_DECODING, RULES
 from lq.rl.losses import masked
 from lq.rl.switch import HardcodedSwitch, RatioSwitch
 
@@ -175,7 +175,7 @@ class Actor:
         choose_a, choose_u = choice_mask(valid_a, self.restrict), choice_mask(valid_u, self.restrict)
         target_a, target_u = self._loss_targets(env, infos, valid_a, utterance_ids)
         a_masked, u_masked = masked(a_logits, choose_a), masked(u_logits, choose_u)
-        greedy = self.rule == "overlap" or (greedy and self.rule != "random")  # the rules decode as they are defined
+        greedy = RULE_DECODING[self.rule] == "greedy" if self.rule else greedy  # a rule decodes as the registry says
         a_choice, u_choice = self._choose(a_masked, greedy), self._choose(u_masked, greedy)
         a_logp = a_masked.log_softmax(-1).gather(1, a_choice.unsqueeze(1)).squeeze(1)
         u_logp = u_masked.log_softmax(-1).gather(1, u_choice.unsqueeze(1)).squeeze(1)

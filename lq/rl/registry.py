@@ -5,7 +5,10 @@ data, without torch: the experiments' specs read it to build their tables, :mod:
 
 from __future__ import annotations
 
-RULES = ("random", "overlap")
+# each rule and how it decodes whatever the agent's protocol says: random samples (its scores are all equal: greedy
+# would always take the first), overlap takes its best
+RULE_DECODING = {"random": "sampled", "overlap": "greedy"}
+RULES = tuple(RULE_DECODING)
 # key (in metric names), row title, rule, choose among the valid candidates only
 BASELINES = (
     ("random_all", "Random (whole spaces)", "random", False),
