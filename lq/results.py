@@ -89,6 +89,9 @@ def plot_curves(
     return drawn
 
 
+LEVEL_STYLES = ("--", ":", "-.", (0, (5, 1)), (0, (3, 1, 1, 1, 1, 1)))  # a level's line: one style each, up to five
+
+
 def plot_budget(
     curves: dict[str, dict[str, dict[int, list[float]]]],
     levels: dict[str, dict[str, list[float]]],
@@ -96,11 +99,13 @@ def plot_budget(
     path,
     title: str,
     row_names: Sequence[str] = ("validation", "test"),
+    level_of: dict[str, str] | None = None,
 ) -> bool:
     """Goal rates against environment interactions (log axis), one panel per metric title of ``panels`` (rows of
     panels, named ``row_names``: validation, test, ...): per label of ``curves`` (an objective) the seeds' mean at each
     budget, shaded from their lowest to their highest; per label of ``levels`` (BC, a baseline) its seeds' mean as a
-    horizontal line. False if nothing to draw."""
+    horizontal line, grey, or in the colour of the curve ``level_of`` names for it (BC on a curve's training quests).
+    False if nothing to draw."""
     import matplotlib
 
     matplotlib.use("Agg")
@@ -112,19 +117,24 @@ def plot_budget(
     for r, row in enumerate(panels):
         for c, metric in enumerate(row):
             ax = axes[r][c]
-            for label, by_metric in curves.items():
+            colours = {}
+            for i, (label, by_metric) in enumerate(curves.items()):
+                colours[label] = f"C{i % 10}"
                 points = sorted((b, v) for b, v in by_metric.get(metric, {}).items() if v)
                 if not points:
                     continue
                 xs = [b for b, _ in points]
                 seeds = max(len(v) for _, v in points)
-                ax.plot(xs, [statistics.fmean(v) for _, v in points], marker="o", label=f"{label} (≤{seeds} seeds)")
-                ax.fill_between(xs, [min(v) for _, v in points], [max(v) for _, v in points], alpha=0.2)
+                means = [statistics.fmean(v) for _, v in points]
+                ax.plot(xs, means, marker="o", color=colours[label], label=f"{label} (≤{seeds} seeds)")
+                lows, highs = [min(v) for _, v in points], [max(v) for _, v in points]
+                ax.fill_between(xs, lows, highs, color=colours[label], alpha=0.2)
                 drawn = True
             for i, (label, by_metric) in enumerate(levels.items()):
                 if by_metric.get(metric):
-                    style = ("--", ":", "-.")[i % 3]
-                    ax.axhline(statistics.fmean(by_metric[metric]), color="grey", linestyle=style, label=label)
+                    style = LEVEL_STYLES[i % len(LEVEL_STYLES)]
+                    colour = colours.get((level_of or {}).get(label), "grey")
+                    ax.axhline(statistics.fmean(by_metric[metric]), color=colour, linestyle=style, label=label)
             ax.set_xscale("log")
             ax.set_title(metric, fontsize=10)
             ax.set_xlabel("environment interactions")

@@ -26,6 +26,7 @@ from lq.experiments.specs import (
     Experiment,
     Table,
     budget_label,
+    generalisation_bc,
 )
 from lq.tracking import (
     DEFAULT_TRACKING_URI,
@@ -267,17 +268,19 @@ def curves_png(client, experiment: Experiment, runs: Sequence, stage: str, path:
 def budget_png(experiment: Experiment, values: dict[str, dict[tuple[str, str], list[float]]], path: Path) -> bool:
     """The figure of an experiment evaluated at budgets (:func:`lq.results.plot_budget`): the budget experiment's (each
     objective's goal rates against interactions, validation above and test below) or the generalisation experiment's
-    (each variant's, validation, test and the LIGHT worlds), BC, the word-overlap rule and a random choice among the
-    valid candidates as levels; ``values``: each table's cells by (row, column). False where the experiment has no
-    budgets or nothing to draw."""
+    (each variant's, validation, test and the LIGHT worlds), BC (the generalisation experiment's on each pool of
+    training quests), the word-overlap rule and a random choice among the valid candidates as levels; ``values``: each
+    table's cells by (row, column). False where the experiment has no budgets or nothing to draw."""
     if experiment.name == "budget":
         panels = [[t for t, _ in VALIDATION_GOALS], [t for t, _ in GOALS]]
         rows = {title: title for title in BUDGET_TITLES.values()}
-        budgets, bc = BUDGETS, "BC"
+        budgets, bcs, level_of = BUDGETS, ["BC"], {}
     elif experiment.name == "generalisation":
         panels = [[t for t, _ in VALIDATION_GOALS], [t for t, _ in GOALS], [t for t, _ in WORLDS_GOALS]]
         rows = {title: f"RL, {title}" for *_, title in GENERALISATION_RUNS.values()}
-        budgets, bc = GENERALISATION_BUDGETS, f"BC, {GENERALISATION_RUNS['own'][3]}"
+        pools = dict.fromkeys(map(generalisation_bc, GENERALISATION_RUNS))
+        titles = [GENERALISATION_RUNS[variant][3] for variant in pools]
+        budgets, bcs, level_of = GENERALISATION_BUDGETS, [f"BC, {t}" for t in titles], {f"BC, {t}": t for t in titles}
     else:
         return False
     table, base = values[experiment.name], values[f"{experiment.name}_baselines"]
@@ -286,11 +289,11 @@ def budget_png(experiment: Experiment, values: dict[str, dict[tuple[str, str], l
         label: {t: {b: table.get((f"{row}, {budget_label(b)} interactions", t), []) for b in budgets} for t in columns}
         for label, row in rows.items()
     }
-    levels = {"BC": {t: table.get((bc, t), []) for t in columns}}
+    levels = {bc: {t: table.get((bc, t), []) for t in columns} for bc in bcs}
     for row in ("Word overlap (whole spaces)", "Random (valid candidates)"):
         levels[row] = {t: base.get((row, t), []) for t in columns}
     names = ("validation", "test", "unseen worlds")[: len(panels)]
-    return plot_budget(curves, levels, panels, path, experiment.title, names)
+    return plot_budget(curves, levels, panels, path, experiment.title, names, level_of)
 
 
 def build_tables(
