@@ -114,12 +114,11 @@ def plot_budget(
     rows, cols = len(panels), max(len(r) for r in panels)
     fig, axes = plt.subplots(rows, cols, figsize=(5 * cols, 3.6 * rows), squeeze=False)
     drawn = False
+    colours = {label: f"C{i % 10}" for i, label in enumerate(curves)}  # a curve's, in every panel
     for r, row in enumerate(panels):
         for c, metric in enumerate(row):
             ax = axes[r][c]
-            colours = {}
-            for i, (label, by_metric) in enumerate(curves.items()):
-                colours[label] = f"C{i % 10}"
+            for label, by_metric in curves.items():
                 points = sorted((b, v) for b, v in by_metric.get(metric, {}).items() if v)
                 if not points:
                     continue

@@ -64,6 +64,7 @@ def _space_inputs(pretrained_checkpoint: str, tokenizer: str, context_length: in
     """The pretrained encoder, the agent's :class:`TextBatcher` and each space's store (unkeyed) and texts."""
     from lq.data.dataset import load_dataset
     from lq.envs.models import load_poly_encoder
+    from lq.models.agent import SPACES, space_store
     from lq.models.poly_encoder import TextBatcher, stores_beside
     from lq.models.pretrained import load_tokenizer
 
@@ -71,5 +72,5 @@ def _space_inputs(pretrained_checkpoint: str, tokenizer: str, context_length: in
     batcher = TextBatcher(load_tokenizer(tokenizer), context_length)
     folder = stores_beside(pretrained_checkpoint)
     spaces = demonstration_spaces(load_dataset(data_dir).demos.all())
-    stores = [folder / f"agent-{name}.pt" for name in ("actions", "utterances")]
+    stores = [space_store(folder, space) for space in SPACES]
     return pretrained, batcher, list(zip(stores, spaces, strict=True))

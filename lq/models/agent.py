@@ -322,6 +322,16 @@ class MatchCounts(nn.Module):
         return gathered.sum(-1) / self.norm
 
 
+SPACES = ("actions", "utterances")  # the agent's two candidate spaces, in SwitchAgent.build's order
+
+
+def space_store(store_dir: str | Path, space: str) -> Path:
+    """The file (unkeyed: :func:`lq.models.poly_encoder.keyed` adds the key) a pretrained encoder's vectors of one of
+    :data:`SPACES` are kept in under ``store_dir``: what an agent's build reads and writes, and
+    :func:`lq.envs.build.encode_spaces` writes."""
+    return Path(store_dir) / f"agent-{space}.pt"
+
+
 NEG_INF = -1e4  # a masked token's attention logit (finite: safe in bf16)
 
 
@@ -435,7 +445,7 @@ class SwitchAgent(nn.Module):
             words = encoder.base.get_input_embeddings()
 
         def store(space: str) -> Path | None:
-            return Path(store_dir) / f"agent-{space}.pt" if store_dir is not None else None
+            return space_store(store_dir, space) if store_dir is not None else None
 
         return cls(
             encoder,

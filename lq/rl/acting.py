@@ -23,8 +23,8 @@ import torch
 from lq.models.agent import SwitchAgent
 from lq.models.poly_encoder import TextBatcher
 from lq.rl.baselines import rule_scores
-from lq.rl.registry import RULE_DECODING, RULES
 from lq.rl.losses import masked
+from lq.rl.registry import RULE_DECODING, RULES
 from lq.rl.switch import HardcodedSwitch, RatioSwitch
 
 ABILITIES = ("act_speech", "act", "speech", "speech_no_speech_goals")
