@@ -6,7 +6,17 @@ cheap; it registers the Gymnasium environment ``lq/Quest-v0`` (by name: nothing 
 
 from __future__ import annotations
 
+import os
 from typing import Any
+
+# Intel MKL's conditional numerical reproducibility, set before torch first calls MKL (it reads this once). Without it
+# MKL picks among its kernels by the memory layout of the process, and a float32 product's last bits follow: the same
+# pretraining run (quick profile, same code, data and config) gave weights differing by up to 2e-5 when only the
+# checkout's path differed (/tmp/qs/fresh against a symlink /tmp/qs/fr to it), so General+Light's quickstart figures
+# depended on where the repository was cloned. ``AUTO`` keeps the CPU's fastest branch and the same one in every
+# process (both paths then gave the same weights, at the same speed; docs/results/CHANGELOG.md). A value the user set
+# is kept.
+os.environ.setdefault("MKL_CBWR", "AUTO")
 
 __version__ = "0.1.0"
 ENV_ID = "lq/Quest-v0"
