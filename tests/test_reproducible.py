@@ -5,7 +5,8 @@ import sys
 
 def _mkl_cbwr(env: dict[str, str]) -> str:
     code = "import lq, os; print(os.environ.get('MKL_CBWR'))"
-    return subprocess.run([sys.executable, "-c", code], env=env, capture_output=True, text=True, check=True).stdout.strip()
+    done = subprocess.run([sys.executable, "-c", code], env=env, capture_output=True, text=True, check=True)
+    return done.stdout.strip()
 
 
 def test_importing_lq_fixes_mkls_branch_before_torch_calls_it_and_keeps_the_users():
