@@ -6,8 +6,7 @@ from pathlib import Path
 
 import pytest
 
-# before anything here calls torch (pytest_configure sets its threads): MKL reads it once (lq/__init__.py)
-os.environ.setdefault("MKL_CBWR", "AUTO")
+import lq  # noqa: F401  (before anything here calls torch: it sets MKL_CBWR, which MKL reads once; lq/__init__.py)
 
 
 def pytest_configure(config) -> None:
