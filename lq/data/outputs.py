@@ -10,6 +10,9 @@ from pathlib import Path
 # written beside a stage's checkpoint once its run has done all its work, last: a checkpoint without it is a run's
 # that was interrupted (killed, Ctrl-C, failed) and counts as not there
 DONE = "done.json"
+# written beside it once its training has ended and the checkpoint is final, before the run's evaluation: a run that
+# starts from it (RL from its BC agent) need not wait for that evaluation (lq.experiments.launchers.Local.run_graph)
+TRAINED = "trained.json"
 
 
 def finished(checkpoint: str | Path) -> bool:
@@ -34,9 +37,39 @@ def mark_finished(checkpoint: str | Path, **about: object) -> Path:
     return marker
 
 
+def mark_trained(checkpoint: str | Path, **about: object) -> Path:
+    """Write :data:`TRAINED` beside ``checkpoint`` (atomically), naming it and ``about``: its training has ended and it
+    holds the run's final weights, though the run goes on (its evaluation)."""
+    from lq.data.io import write_json
+
+    checkpoint = Path(checkpoint)
+    marker = checkpoint.parent / TRAINED
+    write_json(marker, {"checkpoint": checkpoint.name, **about})
+    return marker
+
+
+def trained(checkpoint: str | Path, since: float | None = None) -> bool:
+    """Whether ``checkpoint`` holds its run's final weights: its run finished (:func:`finished`) or its training ended
+    (:data:`TRAINED` beside it names it); with ``since`` (seconds since the epoch, as :func:`time.time`), only a marker
+    written at or after it counts (a marker of an earlier run in the folder, before the new run removed it)."""
+    checkpoint = Path(checkpoint)
+    for name in (DONE, TRAINED):
+        marker = checkpoint.parent / name
+        try:
+            if since is not None and marker.stat().st_mtime < since:
+                continue
+            if checkpoint.is_file() and json.loads(marker.read_text(encoding="utf-8")).get("checkpoint") == checkpoint.name:
+                return True
+        except (OSError, ValueError, AttributeError):  # no marker, half a file, one from elsewhere: not this run's
+            continue
+    return False
+
+
 def unfinished(folder: str | Path) -> None:
-    """Remove a folder's :data:`DONE` before a run writes its checkpoints there: until it finishes they are not done."""
-    (Path(folder) / DONE).unlink(missing_ok=True)
+    """Remove a folder's :data:`DONE` and :data:`TRAINED` before a run writes its checkpoints there: until it has
+    trained, they are not its final weights; until it finishes, not done."""
+    for name in (DONE, TRAINED):
+        (Path(folder) / name).unlink(missing_ok=True)
 
 
 def outputs_for(data_dir: str | Path) -> str:

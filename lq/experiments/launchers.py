@@ -5,15 +5,14 @@ runs a list of independent ones and returns once all have ended, raising :class:
 from __future__ import annotations
 
 import os
-import queue
 import re
 import shlex
 import signal
 import subprocess
 import sys
-import threading
-from collections.abc import Sequence
-from concurrent.futures import ThreadPoolExecutor
+import time
+from collections.abc import Callable, Sequence
+from concurrent.futures import FIRST_COMPLETED, Future, ThreadPoolExecutor, wait
 from contextlib import nullcontext
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -99,63 +98,159 @@ def log_name(label: str) -> str:
     return re.sub(r"[^A-Za-z0-9._-]+", "_", label).strip("_") + ".log"
 
 
+@dataclass(frozen=True)
+class Task:
+    """A job of a graph (:meth:`Local.run_graph`): its label and ``lq`` arguments; the labels of the jobs it starts
+    after (``after``: once each has ended well or released its slots); how many of the width's slots it holds
+    (``slots``: every one for a run on every core); ``due``, asked as it could start: it writes what the job reads and
+    says whether the job is to run (False: already done, it counts as ended well); ``released``, asked while it runs
+    with the time it started (:func:`time.time`): whether it has made what the jobs after it read (a BC agent's final
+    weights, :func:`lq.data.outputs.trained`), so that they may start while it goes on (its evaluation)."""
+
+    label: str
+    args: Sequence[str]
+    after: Sequence[str] = ()
+    slots: int = 1
+    due: Callable[[], bool] | None = None
+    released: Callable[[float], bool] | None = None
+
+
+# how much lower a job that released its slots runs (nice, 0-19): it fills the cores the jobs in slots leave idle
+RELEASED_NICENESS = 10
+
+
+def lower_priority(pid: int, by: int = RELEASED_NICENESS) -> None:
+    """Raise the niceness of every thread of process ``pid`` by ``by`` (Linux keeps it per thread; elsewhere the
+    process's); a process gone, or a system that refuses, is left as it is."""
+    try:
+        threads = [int(t) for t in os.listdir(f"/proc/{pid}/task")]
+    except OSError:
+        threads = [pid]
+    for tid in threads:
+        try:
+            os.setpriority(os.PRIO_PROCESS, tid, min(19, os.getpriority(os.PRIO_PROCESS, tid) + by))
+        except OSError:
+            pass
+
+
+@dataclass
+class _Running:
+    task: Task
+    slots: list[int]
+    started: float
+    process: list[subprocess.Popen] = field(default_factory=list)  # once it has started
+    released: bool = False
+
+
 @dataclass
 class Local:
-    """Child processes of this one, up to ``parallel`` at once (a thread pool of ``concurrent.futures``), each pinned
-    to one GPU where there are GPUs (``CUDA_VISIBLE_DEVICES``, slot ``i`` on GPU ``i`` mod their number). Each run
-    sets its own CPU threads (``--threads``), whatever runs beside it. A job's output goes to this terminal (each line
-    prefixed with its label when side by side) and to ``logs/LABEL.log``. Once one fails no other starts; Ctrl-C
-    reaches the running children, which stop cleanly, and then this process."""
+    """Child processes of this one, each pinned to one GPU where there are GPUs (``CUDA_VISIBLE_DEVICES``, slot ``i``
+    on GPU ``i`` mod their number). Each run sets its own CPU threads (``--threads``), whatever runs beside it. A job's
+    output goes to this terminal (each line prefixed with its label when side by side) and to ``logs/LABEL.log``. Once
+    one fails no other starts; Ctrl-C reaches the running children, which stop cleanly, and then this process.
+
+    :meth:`run` runs independent jobs ``parallel`` at once; :meth:`run_graph` runs jobs that wait for others
+    (:class:`Task`), each as soon as what it waits for is done and slots are free, in the order given where several
+    could start. A job that released its slots (a BC agent whose weights are final, now evaluating) goes on at a lower
+    CPU priority (:data:`RELEASED_NICENESS`), filling what the jobs in slots leave idle; at most twice the width of
+    processes run at once."""
 
     logs: str | None = None  # where each job's output is kept (None: nowhere)
+    poll: float = 1.0  # seconds between looks at the running jobs' ``released``
 
     def run(self, jobs: Sequence[Job], parallel: int) -> None:
-        if not jobs:
-            return
-        width = max(1, min(parallel, len(jobs)))
-        gpus = visible_gpus()
-        slots: queue.Queue[int] = queue.Queue()
-        for slot in range(width):
-            slots.put(slot)
-        stop = threading.Event()
-        running: set[subprocess.Popen] = set()
+        self.run_graph([Task(label, args) for label, args in jobs], parallel)
 
-        def one(job: Job) -> Failure | None:
-            label, args = job
-            slot = slots.get()
-            try:
-                if stop.is_set():
-                    return None
+    def run_graph(self, tasks: Sequence[Task], width: int) -> None:
+        """Run ``tasks`` on ``width`` slots, each after the jobs it names (:class:`Task`); raise :class:`JobFailed`
+        once all that started have ended if any failed. A job after a label no task has is a ValueError."""
+        if not tasks:
+            return
+        labels = {t.label for t in tasks}
+        if unknown := sorted({a for t in tasks for a in t.after} - labels):
+            raise ValueError(f"jobs after {', '.join(unknown)}, which no job is")
+        width = max(1, width)
+        prefixed = min(width, len(tasks)) > 1
+        gpus = visible_gpus()
+        free = list(range(width))
+        pending = list(tasks)
+        met: set[str] = set()  # labels every job of which ended well, released its slots or was done already
+        left = {label: sum(t.label == label for t in tasks) for label in labels}
+        running: dict[Future, _Running] = {}
+        failures: list[Failure] = []
+        processes: set[subprocess.Popen] = set()
+
+        def meet(label: str) -> None:
+            left[label] -= 1
+            if not left[label]:
+                met.add(label)
+
+        def start(pool: ThreadPoolExecutor) -> None:
+            for task in list(pending):
+                if not set(task.after) <= met:
+                    continue
+                need = min(max(1, task.slots), width)
+                if need > len(free) or len(running) >= 2 * width:
+                    return  # the first that can start waits for slots: none after it goes first
+                pending.remove(task)
+                if task.due is not None and not task.due():
+                    meet(task.label)
+                    continue
+                slots = [free.pop(0) for _ in range(need)]
+                entry = _Running(task, slots, time.time())
                 env = dict(os.environ)
                 if gpus:
-                    env["CUDA_VISIBLE_DEVICES"] = gpus[slot % len(gpus)]
-                cmd = command(args)
-                pinned = f"CUDA_VISIBLE_DEVICES={env['CUDA_VISIBLE_DEVICES']} " if gpus else ""
-                _print(f"$ {pinned}{shlex.join(cmd)}")
-                log = Path(self.logs, log_name(label)) if self.logs else None
-                status = self._run(cmd, env, label if width > 1 else None, log, running)
-                if status != 0:
-                    stop.set()
-                    return Failure(label, args, status, str(log) if log else None)
-                return None
-            finally:
-                slots.put(slot)
+                    env["CUDA_VISIBLE_DEVICES"] = gpus[slots[0] % len(gpus)]
+                running[pool.submit(self._job, task, env, prefixed, entry, processes)] = entry
 
-        with ThreadPoolExecutor(width) as pool:
-            futures = [pool.submit(one, job) for job in jobs]
+        def release(entry: _Running) -> None:
+            entry.released = True
+            free.extend(entry.slots)
+            free.sort()
+            meet(entry.task.label)
+            for process in entry.process:
+                lower_priority(process.pid)
+
+        with ThreadPoolExecutor(len(tasks)) as pool:
             try:
-                failures = [f for f in (future.result() for future in futures) if f]
+                while True:
+                    if not failures:
+                        start(pool)
+                    if not running:
+                        break
+                    ended, _ = wait(running, timeout=self.poll, return_when=FIRST_COMPLETED)
+                    for future in ended:
+                        entry = running.pop(future)
+                        failure = future.result()
+                        if failure is not None:
+                            failures.append(failure)
+                        elif not entry.released:
+                            release(entry)
+                        if failure is not None and not entry.released:
+                            free.extend(entry.slots)
+                    for entry in running.values():
+                        task = entry.task
+                        if not entry.released and task.released is not None and task.released(entry.started):
+                            release(entry)
             except KeyboardInterrupt:  # the children stop cleanly (a terminal's Ctrl-C reached them already)
-                stop.set()
-                for process in list(running):
+                pending.clear()
+                for process in list(processes):
                     if process.poll() is None:
                         process.send_signal(signal.SIGINT)
                 raise
         if failures:
             raise JobFailed(failures)
 
+    def _job(self, task: Task, env: dict, prefixed: bool, entry: _Running, processes: set) -> Failure | None:
+        cmd = command(task.args)
+        pinned = f"CUDA_VISIBLE_DEVICES={env['CUDA_VISIBLE_DEVICES']} " if "CUDA_VISIBLE_DEVICES" in env else ""
+        _print(f"$ {pinned}{shlex.join(cmd)}")
+        log = Path(self.logs, log_name(task.label)) if self.logs else None
+        status = self._run(cmd, env, task.label if prefixed else None, log, processes, entry.process)
+        return None if status == 0 else Failure(task.label, task.args, status, str(log) if log else None)
+
     @staticmethod
-    def _run(cmd, env, prefix: str | None, log: Path | None, running: set) -> int:
+    def _run(cmd, env, prefix: str | None, log: Path | None, running: set, started: list | None = None) -> int:
         """Run one child to its end, its output to this terminal (prefixed) and ``log``; its exit status."""
         if log is not None:
             log.parent.mkdir(parents=True, exist_ok=True)
@@ -164,6 +259,8 @@ class Local:
                 cmd, env=env, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True, errors="replace"
             )
             running.add(process)
+            if started is not None:
+                started.append(process)
             try:
                 for line in process.stdout:
                     _print(f"[{prefix}] {line.rstrip()}" if prefix else line.rstrip())

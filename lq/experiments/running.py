@@ -12,8 +12,8 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from lq.conf.resolver import Profile
-from lq.data.outputs import finished
-from lq.experiments.launchers import JobFailed, shown
+from lq.data.outputs import finished, trained
+from lq.experiments.launchers import JobFailed, Local, Task, shown
 from lq.experiments.parents import end_dead_runs, open_parent, parents_to_resume, peek_parent
 from lq.experiments.reporting import _client, _print, build_tables, children
 from lq.experiments.setup import Setup
@@ -90,6 +90,12 @@ class Step:
     seed: int | None = None  # a child's
     check: Callable[[], str | None] | None = None  # in place of output: the file once done, found when asked
     run: Run | None = None  # the run it launches, whose resolved config it writes before it starts (Stage.write)
+    # the labels of the steps it waits for, where known (an experiment's children: :func:`child_waves`); None: every
+    # step of the waves before
+    after: Sequence[str] | None = None
+    # given the time it started, whether what the steps after it read is made while it goes on (a BC child's final
+    # weights, before its evaluation: :func:`lq.data.outputs.trained`); None: once it has ended
+    released: Callable[[float], bool] | None = None
 
     def write(self) -> None:
         """What the step's run reads, written before it starts (a trained run's resolved config)."""
@@ -199,22 +205,52 @@ def prepare(configs: Sequence[Config], setup: Setup, experiment: str = "") -> No
 
 
 def _run_waves(waves: Sequence[Wave], setup: Setup) -> None:
-    """Run the steps of ``waves`` that are not done (a child always runs), a wave at a time, through the setup's
-    launcher."""
+    """Run the steps of ``waves`` that are not done (a child always runs) through the setup's launcher: the local one
+    as one graph (:func:`_tasks`: a step starts once those it waits for are done and a slot is free), any other a
+    wave at a time."""
+    if isinstance(setup.launcher, Local):
+        _launch(setup, lambda: setup.launcher.run_graph(_tasks(waves, setup), setup.jobs))
+        return
     for steps, parallel in waves:
         todo = [s for s in steps if not s.done]
         if todo and todo[0].label != "data":
             _client(setup.tracking_uri).search_experiments(max_results=1)  # a new store's tables, made once
         for step in todo:
             step.write()
-        _launch(setup, [(s.label, s.args) for s in todo], parallel)
+        _launch(setup, functools.partial(setup.launcher.run, [(s.label, s.args) for s in todo], parallel))
 
 
-def _launch(setup: Setup, jobs: Sequence[tuple[str, Sequence[str]]], parallel: int) -> None:
-    """Run ``jobs`` through the setup's launcher; where one is killed or fails, or on Ctrl-C, the store's runs whose
-    process is gone are marked KILLED (a run killed with SIGKILL cannot end itself) before the error goes on."""
+def _tasks(waves: Sequence[Wave], setup: Setup) -> list[Task]:
+    """The steps of ``waves`` as the local launcher's graph, in their order: each after the steps it names
+    (:attr:`Step.after`), else after every step of the wave before; each holding the share of the setup's jobs its
+    wave allows (a pretraining run, every one); whether it is done asked only as it could start (the models a keyed
+    file is named by exist by then), and what it reads written then."""
+    store = functools.cache(lambda: _client(setup.tracking_uri).search_experiments(max_results=1))  # a new store's
+
+    def due(step: Step) -> bool:
+        if step.done:
+            return False
+        if step.label != "data":
+            store()  # its tables, made once before any child opens it
+        step.write()
+        return True
+
+    tasks: list[Task] = []
+    before: tuple[str, ...] = ()
+    for steps, parallel in waves:
+        for step in steps:
+            after = before if step.after is None else tuple(step.after)
+            slots = -(-setup.jobs // max(1, parallel))
+            tasks.append(Task(step.label, step.args, after, slots, functools.partial(due, step), step.released))
+        before = tuple(s.label for s in steps) or before
+    return tasks
+
+
+def _launch(setup: Setup, run: Callable[[], None]) -> None:
+    """Run jobs through the setup's launcher (``run``); where one is killed or fails, or on Ctrl-C, the store's runs
+    whose process is gone are marked KILLED (a run killed with SIGKILL cannot end itself) before the error goes on."""
     try:
-        setup.launcher.run(jobs, parallel)
+        run()
     except (JobFailed, KeyboardInterrupt):
         client = _client(setup.tracking_uri)
         ids = [e.experiment_id for e in client.search_experiments()]
@@ -375,7 +411,9 @@ def child_waves(experiment: Experiment, setup: Setup, pid: str, done: set[tuple[
     seed's folder) and waves of them (:func:`waves_of`: pretraining one at a time on every core, the agents and the
     baselines ``setup.jobs`` at a time). Within a wave, every configuration's first seed before any configuration's
     second (a table cut short has every row), and within a seed the longest first, so that the slots end together (a
-    pretrained encoder's agents before scratch's, the baselines last)."""
+    pretrained encoder's agents before scratch's, the baselines last). Each step names the children it needs
+    (:attr:`Step.after`) and, for an agent, when its weights are final (:attr:`Step.released`): the local launcher
+    starts an RL child as soon as its BC agent has trained, while that agent's evaluation goes on beside it."""
     children: dict[Run, tuple[Config, int]] = {}
     for seed in setup.seeds:  # seed-major: a table cut short (a session's end, a killed job) has every row
         for config in experiment.configs:
@@ -394,7 +432,14 @@ def child_waves(experiment: Experiment, setup: Setup, pid: str, done: set[tuple[
         # would depend on where a run was stopped)
         if run.stage == "rl" and (last := resumable(run)):
             args += ["--ckpt_path", last]
-        return Step(f"{config.key} s{seed}", args, config=config, seed=seed, run=child)
+        # after the children it needs; an agent's slot is free once its weights are final (its evaluation goes on)
+        after = [label(n) for n in run.needs() if n in children]
+        released = functools.partial(trained, run.checkpoint) if run.kind.agent else None
+        return Step(label(run), args, config=config, seed=seed, run=child, after=after, released=released)
+
+    def label(run: Run) -> str:
+        config, seed = children[run]
+        return f"{config.key} s{seed}"
 
     layers = layered(list(children), lambda run: [n for n in run.needs() if n in children])
     waves = waves_of(layers, step, setup.jobs)

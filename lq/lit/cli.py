@@ -21,7 +21,7 @@ from lightning.pytorch.loggers import MLFlowLogger
 
 from lq.conf.lengths import length_problems
 from lq.conf.resolver import DEFAULT_THREADS
-from lq.data.outputs import mark_finished, unfinished
+from lq.data.outputs import mark_finished, mark_trained, unfinished
 from lq.conf.resolver import config_names
 from lq.stages import KINDS
 from lq.data.dataset import dataset_id
@@ -176,6 +176,13 @@ class StageCLI(LightningCLI):
         run = next((lg.run_id for lg in self.trainer.loggers if isinstance(lg, MLFlowLogger) and lg._initialized), None)
         mark_finished(callback.best_model_path, stage=self.stage, run_id=run)
 
+    def mark_trained(self) -> None:
+        """The marker that the kept checkpoint holds the run's final weights (:func:`lq.data.outputs.mark_trained`),
+        written as its training has ended and before its evaluation, so that a run starting from it need not wait."""
+        callback = self.trainer.checkpoint_callback
+        if callback is not None and callback.best_model_path and self.trainer.is_global_zero:
+            mark_trained(callback.best_model_path, stage=self.stage)
+
     @property
     def data_dir(self) -> str:
         return self.stage_config.data.data_dir
@@ -265,6 +272,7 @@ class StageCLI(LightningCLI):
 
     def finish(self) -> dict[str, float]:
         """Test the best checkpoint in the same run, so the MLflow run holds val and test figures."""
+        self.mark_trained()
         callback = self.trainer.checkpoint_callback
         ckpt = "best" if callback is not None and callback.best_model_path else None
         # one line of figures, not Lightning's table per test set (their names cut to its column's width)
@@ -392,6 +400,7 @@ class AgentCLI(StageCLI):
         return f"{self.stage}-{model.encoder.name}-{model.ability}-{model.switch}-s{model.seed}"
 
     def finish(self) -> dict[str, float]:
+        self.mark_trained()  # RL's after it kept the weights chosen on validation (RLCLI.finish)
         with self.timer.timed("evaluation"):
             metrics = self.evaluate()
         if self.stage == "rl":

@@ -19,7 +19,7 @@ import torch
 from torch.utils.data import DataLoader
 
 from lq.data.dataset import load_dataset
-from lq.data.outputs import DONE, finished
+from lq.data.outputs import DONE, TRAINED, trained
 from lq.eval import evaluate_agent, zero_shot
 from lq.lit.agent import DEMONSTRATIONS_READ, VOCABULARY, AgentModule, read_checkpoint, start_differences
 from lq.rl.a2c import RolloutState, a2c_losses, collect
@@ -165,10 +165,11 @@ class RLModule(AgentModule):
                 "names that agent), name it (--model.bc_checkpoint PATH) or another checkpoint (--model.init_from "
                 "PATH), or start from the encoder (--model.init_from null, the paper's)"
             )
-        if Path(h.bc_checkpoint).is_file() and not finished(h.bc_checkpoint):
+        if Path(h.bc_checkpoint).is_file() and not trained(h.bc_checkpoint):
             raise ValueError(
-                f"model.init_from: bc: the BC agent {h.bc_checkpoint} is a run's that did not finish (killed or "
-                f"interrupted: no {DONE} beside it); train it again (make bc, lq stage bc) before RL starts from it"
+                f"model.init_from: bc: the BC agent {h.bc_checkpoint} is a run's that did not finish its training "
+                f"(killed or interrupted: neither {DONE} nor {TRAINED} beside it); train it again (make bc, lq stage "
+                "bc) before RL starts from it"
             )
         return h.bc_checkpoint
 

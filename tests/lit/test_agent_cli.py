@@ -13,8 +13,9 @@ import torch
 
 from lq.cli import main
 from lq.conf.resolver import DONE, finished
+from lq.data.outputs import TRAINED, trained
 from lq.data.dataset import dataset_id
-from lq.lit.checkpoints import load_agent
+from lq.lit.checkpoints import PLAYED, load_agent
 from lq.lit.entry import fit_rl
 from tests.lit.stopping import stop_once
 
@@ -112,6 +113,11 @@ def test_bc_and_rl_fit_evaluate_and_compare(setup_dir, tmp_path, capsys):
         assert json.loads((kept.parent / DONE).read_text()) == {
             "checkpoint": kept.name, "stage": kept.parts[-5], "run_id": run.info.run_id
         }  # fmt: skip
+        # and trained.json, written once its weights were final, before its evaluation recorded the test episodes:
+        # an experiment's RL child starts from a BC agent then (lq.experiments.launchers.Local.run_graph)
+        trained_marker = kept.parent / TRAINED
+        assert json.loads(trained_marker.read_text()) == {"checkpoint": kept.name, "stage": kept.parts[-5]}
+        assert trained_marker.stat().st_mtime_ns <= (kept.parent / PLAYED).stat().st_mtime_ns
         assert run.data.tags["lq.protocol"] == "paper" and run.data.params["env/protocol/choice"] == "whole"
         assert run.data.params["env/objects"] == "True" and run.data.params["env/context_length"] == "256"
         # who it is, as searchable tags: what tables and --resume select parents and runs by
@@ -223,7 +229,7 @@ def test_ctrl_c_stops_a_stage_cleanly_its_run_killed_its_checkpoint_not_done(set
     last = stopped.stderr.strip().splitlines()[-1]
     assert last.startswith("interrupted: the run is marked KILLED; train it again with: lq bc fit --config ")
     checkpoint = tmp_path / "bc/scratch/act_speech-hardcoded/seed-0/best.ckpt"
-    assert checkpoint.is_file() and not finished(checkpoint)
+    assert checkpoint.is_file() and not finished(checkpoint) and not trained(checkpoint)  # stopped in its training
     client = mlflow.tracking.MlflowClient(f"sqlite:///{tmp_path / 'mlflow.db'}")
     [run] = client.search_runs([client.get_experiment_by_name("lq-bc").experiment_id])
     assert run.info.status == "KILLED" and run.data.params["threads"] == "1"

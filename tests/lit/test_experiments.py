@@ -24,9 +24,9 @@ from lq import conf
 from lq import experiments as X
 from lq.cli import main
 from lq.commands.jobs import log_best_model
-from lq.data.outputs import finished, mark_finished
+from lq.data.outputs import TRAINED, finished, mark_finished, mark_trained
 from lq.experiments import launchers
-from lq.experiments.launchers import Local, Submitit
+from lq.experiments.launchers import Local, Submitit, Task
 from lq.lit.offline import build_module
 from lq.stages.calibrate import Calibrate
 from lq.stages.data import light_db
@@ -569,7 +569,7 @@ def test_lq_stage_refuses_a_mistyped_choice_in_one_line_before_any_child_starts(
     """make rl ABILITY=act_speach SWITCH=hardcode, make pretrain ENCODER=general_lihgt: refused at once, each with the
     choice it was likely meant to be and only the valid choices (no environment model among the encoders)."""
     started = []
-    monkeypatch.setattr(launchers.Local, "run", lambda self, jobs, parallel: started.extend(jobs))
+    monkeypatch.setattr(launchers.Local, "run_graph", lambda self, tasks, width: started.extend(tasks))
     monkeypatch.chdir(tmp_path)
     assert main(["stage", "rl", "--encoder", "scratch", "--ability", "act_speach", "--switch", "hardcode"]) == 2
     assert main(["stage", "pretrain", "--encoder", "general_lihgt"]) == 2
@@ -704,8 +704,12 @@ def test_a_bc_agent_whose_run_did_not_finish_is_trained_again_before_rl_starts_f
         Path(bc.checkpoint).touch()
     mark_finished(setup.agent_checkpoint("bc", "scratch", "act_speech", "hardcoded", 1))  # seed 0's was killed
     unfinished = setup.agent_checkpoint("bc", "scratch", "act_speech", "hardcoded", 0)
-    with pytest.raises(ValueError, match=r"did not finish \(killed or interrupted: no done.json beside it\)"):
+    refused = r"did not finish its training \(killed or interrupted: neither done.json nor trained.json beside it\)"
+    with pytest.raises(ValueError, match=refused):
         module.start_checkpoint  # noqa: B018 (the property checks)
+    mark_trained(unfinished)  # its training ended, its evaluation goes on: its weights are final, a start
+    assert module.start_checkpoint == unfinished
+    Path(unfinished).parent.joinpath(TRAINED).unlink()
     X.run_stage("rl", setup, "scratch")
     agents = [(i, args) for i, wave in enumerate(launcher.waves) for args in wave if args[0] in ("bc", "rl")]
     runs = [(i, args[:2], resolved(args)["model"]["seed"]) for i, args in agents]
@@ -809,6 +813,62 @@ def test_the_local_launcher_runs_jobs_side_by_side_with_their_output_prefixed_an
     assert str(failure).startswith(f"data failed (exit status 1) (its log: {logs / 'data.log'}), which ends:\n    ")
     assert "already exists" in (logs / "data.log").read_text()  # the child's own error, kept
     assert "already exists" in str(failure).splitlines()[-1]  # and shown where the failure is reported
+
+
+def test_the_local_launcher_starts_a_job_once_what_it_waits_for_released_its_slot(tmp_path, monkeypatch):
+    """On one slot: ``bc`` writes its marker (its weights final) and then waits for ``rl``, which starts after it; ``rl``
+    can start only if the launcher freed ``bc``'s slot at the marker, and ``bc`` goes on 10 nicer. A job after a failed
+    one never starts."""
+    script = (
+        "import os, sys, time\n"
+        "name, d = sys.argv[1], sys.argv[2]\n"
+        "open(f'{d}/{name}.started', 'w').close()\n"
+        "if name == 'bc':\n"
+        "    open(f'{d}/bc.marker', 'w').close()\n"
+        "    for _ in range(300):\n"
+        "        if os.path.exists(f'{d}/rl.started'):\n"
+        "            break\n"
+        "        time.sleep(0.05)\n"
+        "    open(f'{d}/bc.seen', 'w').write(f'{os.path.exists(d + \"/rl.started\")} {os.nice(0)}')\n"
+        "sys.exit(3 if name == 'broken' else 0)\n"
+    )
+    monkeypatch.setattr(launchers, "command", lambda args: [sys.executable, "-c", script, *args])
+    marker = tmp_path / "bc.marker"
+
+    def released(started: float) -> bool:
+        return marker.exists() and marker.stat().st_mtime >= started
+
+    base = os.nice(0)
+    tasks = [Task("bc", ["bc", str(tmp_path)], released=released), Task("rl", ["rl", str(tmp_path)], after=["bc"])]
+    Local(poll=0.05).run_graph(tasks, 1)
+    assert (tmp_path / "bc.seen").read_text() == f"True {min(19, base + launchers.RELEASED_NICENESS)}"
+
+    with pytest.raises(launchers.JobFailed) as failed:
+        Local(poll=0.05).run_graph([Task("broken", ["broken", str(tmp_path)]),
+                                    Task("after", ["after", str(tmp_path)], after=["broken"])], 2)  # fmt: skip
+    assert [f.label for f in failed.value.failures] == ["broken"] and not (tmp_path / "after.started").exists()
+    with pytest.raises(ValueError, match="jobs after nothing, which no job is"):
+        Local().run_graph([Task("a", ["a"], after=["nothing"])], 1)
+
+
+def test_an_rl_child_waits_for_its_bc_childs_final_weights_not_its_evaluation(tmp_path):
+    """The children's graph: each RL child after the BC child it starts from, the baselines after none; a BC child
+    releases its slot once trained.json beside its checkpoint is newer than its start (the run removed an older one
+    as it began, :func:`lq.data.outputs.unfinished`)."""
+    setup = X.Setup(seeds=(0,), tracking_uri=f"sqlite:///{tmp_path / 'm.db'}", outputs=str(tmp_path / "o"))
+    steps = {s.label: s for wave, _ in X.running.child_waves(X.table1(["scratch"]), setup, "pid") for s in wave}
+    bc, rl = steps["bc-scratch-act_speech-hardcoded s0"], steps["rl-scratch-act_speech-hardcoded s0"]
+    assert rl.after == [bc.label] and bc.after == [] and rl.released is not None
+    assert [label for label, s in steps.items() if s.released is None] == ["baselines-act_speech-hardcoded s0"]
+    checkpoint = Path(bc.run.checkpoint)
+    checkpoint.parent.mkdir(parents=True)
+    checkpoint.touch()
+    started = time.time()
+    assert not bc.released(started)
+    mark_trained(checkpoint)
+    assert bc.released(started) and not bc.released(time.time() + 60)
+    tasks = X.running._tasks(X.running.child_waves(X.table1(["scratch"]), setup, "pid"), setup)
+    assert {t.label: list(t.after) for t in tasks}["rl-scratch-act_speech-hardcoded s0"] == [bc.label]
 
 
 def test_the_local_launcher_says_which_child_was_killed_and_by_what(tmp_path, monkeypatch):
@@ -1149,9 +1209,17 @@ class RecordingLocal(Local):
         super().__init__(logs)
         self.ran: list[tuple[str, list[str]]] = []
 
-    def run(self, jobs, parallel):
-        self.ran += [(label, list(args)) for label, args in jobs]
-        super().run(jobs, parallel)
+    def run_graph(self, tasks, width):
+        def recorded(task):
+            def due():
+                if task.due is None or task.due():
+                    self.ran.append((task.label, list(task.args)))
+                    return True
+                return False
+
+            return dataclasses.replace(task, due=due)
+
+        super().run_graph([recorded(task) for task in tasks], width)
 
 
 @pytest.mark.slow
