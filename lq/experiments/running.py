@@ -172,7 +172,13 @@ def _preparation(runs: Sequence[Run], setup: Setup) -> list[Wave]:
     """The waves of what ``runs`` need, less ``runs`` themselves (an RL child's BC start that is a child too)."""
     asked = set(runs)
     needed = [setup.run("data"), *(n for r in runs for n in r.needs() if n not in asked)]
-    return waves_of(layered(needed), lambda run: _prep_step(run, setup), setup.jobs)
+    layers = layered(needed)
+    present = {run for layer in layers for run in layer}
+
+    def step(run: Run) -> Step:  # after what it needs (the partner's calibration need not wait for the encoders)
+        return dataclasses.replace(_prep_step(run, setup), after=[n.label for n in run.needs() if n in present])
+
+    return waves_of(layers, step, setup.jobs)
 
 
 def _prep_step(run: Run, setup: Setup, label: str = "") -> Step:
@@ -222,7 +228,7 @@ def _run_waves(waves: Sequence[Wave], setup: Setup) -> None:
 
 def _tasks(waves: Sequence[Wave], setup: Setup) -> list[Task]:
     """The steps of ``waves`` as the local launcher's graph, in their order: each after the steps it names
-    (:attr:`Step.after`), else after every step of the wave before; each holding the share of the setup's jobs its
+    (:attr:`Step.after`), else after every step of the waves before; each holding the share of the setup's jobs its
     wave allows (a pretraining run, every one); whether it is done asked only as it could start (the models a keyed
     file is named by exist by then), and what it reads written then."""
     store = functools.cache(lambda: _client(setup.tracking_uri).search_experiments(max_results=1))  # a new store's
@@ -236,13 +242,12 @@ def _tasks(waves: Sequence[Wave], setup: Setup) -> list[Task]:
         return True
 
     tasks: list[Task] = []
-    before: tuple[str, ...] = ()
     for steps, parallel in waves:
+        before = tuple(dict.fromkeys(t.label for t in tasks))
         for step in steps:
             after = before if step.after is None else tuple(step.after)
             slots = -(-setup.jobs // max(1, parallel))
             tasks.append(Task(step.label, step.args, after, slots, functools.partial(due, step), step.released))
-        before = tuple(s.label for s in steps) or before
     return tasks
 
 
@@ -412,8 +417,9 @@ def child_waves(experiment: Experiment, setup: Setup, pid: str, done: set[tuple[
     baselines ``setup.jobs`` at a time). Within a wave, every configuration's first seed before any configuration's
     second (a table cut short has every row), and within a seed the longest first, so that the slots end together (a
     pretrained encoder's agents before scratch's, the baselines last). Each step names the children it needs
-    (:attr:`Step.after`) and, for an agent, when its weights are final (:attr:`Step.released`): the local launcher
-    starts an RL child as soon as its BC agent has trained, while that agent's evaluation goes on beside it."""
+    (:attr:`Step.after`) and, for a child others need, when its weights are final (:attr:`Step.released`): the local
+    launcher starts an RL child as soon as its BC agent has trained, while that agent's evaluation goes on beside
+    it."""
     children: dict[Run, tuple[Config, int]] = {}
     for seed in setup.seeds:  # seed-major: a table cut short (a session's end, a killed job) has every row
         for config in experiment.configs:
@@ -432,14 +438,17 @@ def child_waves(experiment: Experiment, setup: Setup, pid: str, done: set[tuple[
         # would depend on where a run was stopped)
         if run.stage == "rl" and (last := resumable(run)):
             args += ["--ckpt_path", last]
-        # after the children it needs; an agent's slot is free once its weights are final (its evaluation goes on)
+        # after the children it needs; a child others need frees its slot once its weights are final (its evaluation
+        # goes on beside them); one nothing waits for keeps its slot to its end (its evaluation is no less urgent)
         after = [label(n) for n in run.needs() if n in children]
-        released = functools.partial(trained, run.checkpoint) if run.kind.agent else None
+        released = functools.partial(trained, run.checkpoint) if run in needed and run.kind.trains else None
         return Step(label(run), args, config=config, seed=seed, run=child, after=after, released=released)
 
     def label(run: Run) -> str:
         config, seed = children[run]
         return f"{config.key} s{seed}"
+
+    needed = {n for run in children for n in run.needs() if n in children}
 
     layers = layered(list(children), lambda run: [n for n in run.needs() if n in children])
     waves = waves_of(layers, step, setup.jobs)

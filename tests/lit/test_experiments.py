@@ -858,8 +858,9 @@ def test_an_rl_child_waits_for_its_bc_childs_final_weights_not_its_evaluation(tm
     setup = X.Setup(seeds=(0,), tracking_uri=f"sqlite:///{tmp_path / 'm.db'}", outputs=str(tmp_path / "o"))
     steps = {s.label: s for wave, _ in X.running.child_waves(X.table1(["scratch"]), setup, "pid") for s in wave}
     bc, rl = steps["bc-scratch-act_speech-hardcoded s0"], steps["rl-scratch-act_speech-hardcoded s0"]
-    assert rl.after == [bc.label] and bc.after == [] and rl.released is not None
-    assert [label for label, s in steps.items() if s.released is None] == ["baselines-act_speech-hardcoded s0"]
+    assert rl.after == [bc.label] and bc.after == []
+    # only a child others wait for frees its slot early: the RL child and the baselines keep theirs to their end
+    assert [label for label, s in steps.items() if s.released is not None] == [bc.label]
     checkpoint = Path(bc.run.checkpoint)
     checkpoint.parent.mkdir(parents=True)
     checkpoint.touch()
@@ -869,6 +870,13 @@ def test_an_rl_child_waits_for_its_bc_childs_final_weights_not_its_evaluation(tm
     assert bc.released(started) and not bc.released(time.time() + 60)
     tasks = X.running._tasks(X.running.child_waves(X.table1(["scratch"]), setup, "pid"), setup)
     assert {t.label: list(t.after) for t in tasks}["rl-scratch-act_speech-hardcoded s0"] == [bc.label]
+    # the preparation's steps wait for what they need, not for the whole wave before: the partner's calibration for
+    # the environment's models (not the pretraining), the encoder's vectors for the pretraining (not the partner)
+    two = dataclasses.replace(setup, jobs=2)
+    prep = {t.label: t for t in X.running._tasks(X.running.preparation(X.table1(["general_light"]).configs, two), two)}
+    assert set(prep["the partner's calibration"].after) == {"data", "partner small", "dm small"}
+    assert set(prep["general_light vectors of the agents' spaces"].after) == {"data", "pretrain general_light"}
+    assert prep["pretrain general_light"].slots == 2 and prep["partner small"].slots == 1  # on every core; one
 
 
 def test_the_local_launcher_says_which_child_was_killed_and_by_what(tmp_path, monkeypatch):
