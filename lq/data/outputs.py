@@ -58,7 +58,8 @@ def trained(checkpoint: str | Path, since: float | None = None) -> bool:
         try:
             if since is not None and marker.stat().st_mtime < since:
                 continue
-            if checkpoint.is_file() and json.loads(marker.read_text(encoding="utf-8")).get("checkpoint") == checkpoint.name:
+            named = json.loads(marker.read_text(encoding="utf-8")).get("checkpoint")
+            if checkpoint.is_file() and named == checkpoint.name:
                 return True
         except (OSError, ValueError, AttributeError):  # no marker, half a file, one from elsewhere: not this run's
             continue

@@ -203,13 +203,16 @@ class Local:
                     env["CUDA_VISIBLE_DEVICES"] = gpus[slots[0] % len(gpus)]
                 running[pool.submit(self._job, task, env, prefixed, entry, processes)] = entry
 
-        def release(entry: _Running) -> None:
+        def release(entry: _Running, met_too: bool = True) -> None:
+            """Its slots free; those after it may start (``met_too``); while it runs, at a lower priority."""
             entry.released = True
             free.extend(entry.slots)
             free.sort()
-            meet(entry.task.label)
+            if met_too:
+                meet(entry.task.label)
             for process in entry.process:
-                lower_priority(process.pid)
+                if process.poll() is None:
+                    lower_priority(process.pid)
 
         with ThreadPoolExecutor(len(tasks)) as pool:
             try:
@@ -224,10 +227,8 @@ class Local:
                         failure = future.result()
                         if failure is not None:
                             failures.append(failure)
-                        elif not entry.released:
-                            release(entry)
-                        if failure is not None and not entry.released:
-                            free.extend(entry.slots)
+                        if not entry.released:
+                            release(entry, met_too=failure is None)
                     for entry in running.values():
                         task = entry.task
                         if not entry.released and task.released is not None and task.released(entry.started):

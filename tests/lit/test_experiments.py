@@ -816,9 +816,9 @@ def test_the_local_launcher_runs_jobs_side_by_side_with_their_output_prefixed_an
 
 
 def test_the_local_launcher_starts_a_job_once_what_it_waits_for_released_its_slot(tmp_path, monkeypatch):
-    """On one slot: ``bc`` writes its marker (its weights final) and then waits for ``rl``, which starts after it; ``rl``
-    can start only if the launcher freed ``bc``'s slot at the marker, and ``bc`` goes on 10 nicer. A job after a failed
-    one never starts."""
+    """On one slot: ``bc`` writes its marker (its weights final) and then waits for ``rl``, which starts after it;
+    ``rl`` can start only if the launcher freed ``bc``'s slot at the marker, and ``bc`` goes on 10 nicer. A job after
+    a failed one never starts."""
     script = (
         "import os, sys, time\n"
         "name, d = sys.argv[1], sys.argv[2]\n"
