@@ -169,8 +169,10 @@ class Local:
         labels = {t.label for t in tasks}
         if unknown := sorted({a for t in tasks for a in t.after} - labels):
             raise ValueError(f"jobs after {', '.join(unknown)}, which no job is")
+        if selfish := sorted({t.label for t in tasks if t.label in t.after}):
+            raise ValueError(f"jobs after themselves: {', '.join(selfish)}")
         width = max(1, width)
-        prefixed = min(width, len(tasks)) > 1
+        prefixed = len(tasks) > 1  # side by side, or a released job beside the next
         gpus = visible_gpus()
         free = list(range(width))
         pending = list(tasks)
@@ -193,7 +195,12 @@ class Local:
                 if need > len(free) or len(running) >= 2 * width:
                     return  # the first that can start waits for slots: none after it goes first
                 pending.remove(task)
-                if task.due is not None and not task.due():
+                try:
+                    due = task.due is None or task.due()
+                except Exception as error:  # noqa: BLE001 (its step's own error, reported as its failure)
+                    failures.append(Failure(task.label, task.args, f"{type(error).__name__}: {error}"))
+                    return
+                if not due:
                     meet(task.label)
                     continue
                 slots = [free.pop(0) for _ in range(need)]
@@ -233,7 +240,7 @@ class Local:
                         task = entry.task
                         if not entry.released and task.released is not None and task.released(entry.started):
                             release(entry)
-            except KeyboardInterrupt:  # the children stop cleanly (a terminal's Ctrl-C reached them already)
+            except BaseException:  # Ctrl-C (it reached the children too) or an error here: the children stop cleanly
                 pending.clear()
                 for process in list(processes):
                     if process.poll() is None:
@@ -241,6 +248,8 @@ class Local:
                 raise
         if failures:
             raise JobFailed(failures)
+        if pending:  # what could never start (no failure stopped it): a graph that waits for itself
+            raise RuntimeError(f"jobs that could never start: {', '.join(t.label for t in pending)}")
 
     def _job(self, task: Task, env: dict, prefixed: bool, entry: _Running, processes: set) -> Failure | None:
         cmd = command(task.args)

@@ -215,7 +215,7 @@ def _run_waves(waves: Sequence[Wave], setup: Setup) -> None:
     as one graph (:func:`_tasks`: a step starts once those it waits for are done and a slot is free), any other a
     wave at a time."""
     if isinstance(setup.launcher, Local):
-        _launch(setup, lambda: setup.launcher.run_graph(_tasks(waves, setup), setup.jobs))
+        _launch(setup, lambda: setup.launcher.run_graph(_tasks(waves, setup), _width(waves, setup)))
         return
     for steps, parallel in waves:
         todo = [s for s in steps if not s.done]
@@ -241,14 +241,24 @@ def _tasks(waves: Sequence[Wave], setup: Setup) -> list[Task]:
         step.write()
         return True
 
+    width = _width(waves, setup)
     tasks: list[Task] = []
+    named: dict[str, list[str]] = {}  # a label, and the tasks' own (two steps of one label: "data", "data (2)")
     for steps, parallel in waves:
-        before = tuple(dict.fromkeys(t.label for t in tasks))
+        before = tuple(t.label for t in tasks)
         for step in steps:
-            after = before if step.after is None else tuple(step.after)
-            slots = -(-setup.jobs // max(1, parallel))
-            tasks.append(Task(step.label, step.args, after, slots, functools.partial(due, step), step.released))
+            after = before if step.after is None else tuple(n for label in step.after for n in named.get(label, ()))
+            own = step.label if step.label not in named else f"{step.label} ({len(named[step.label]) + 1})"
+            named.setdefault(step.label, []).append(own)
+            slots = max(1, width // max(1, parallel))
+            tasks.append(Task(own, step.args, after, slots, functools.partial(due, step), step.released))
     return tasks
+
+
+def _width(waves: Sequence[Wave], setup: Setup) -> int:
+    """The local launcher's slots: as many as the widest wave runs at once (the environment's models two at once even
+    at ``--jobs 1``); a step holds its wave's share of them (a pretraining run, every one)."""
+    return max([setup.jobs, *(parallel for _, parallel in waves)])
 
 
 def _launch(setup: Setup, run: Callable[[], None]) -> None:

@@ -849,6 +849,17 @@ def test_the_local_launcher_starts_a_job_once_what_it_waits_for_released_its_slo
     assert [f.label for f in failed.value.failures] == ["broken"] and not (tmp_path / "after.started").exists()
     with pytest.raises(ValueError, match="jobs after nothing, which no job is"):
         Local().run_graph([Task("a", ["a"], after=["nothing"])], 1)
+    with pytest.raises(ValueError, match="jobs after themselves: a"):
+        Local().run_graph([Task("a", ["a"], after=["a"])], 1)
+
+    def broken_step() -> bool:
+        raise OSError("its config cannot be written")
+
+    with pytest.raises(launchers.JobFailed) as failed:  # a step's error as it is due: its failure, no other starts
+        Local(poll=0.05).run_graph([Task("w", ["w", str(tmp_path)], due=broken_step),
+                                    Task("z", ["z", str(tmp_path)])], 1)  # fmt: skip
+    assert str(failed.value) == "w failed (OSError: its config cannot be written)"
+    assert not (tmp_path / "z.started").exists()
 
 
 def test_an_rl_child_waits_for_its_bc_childs_final_weights_not_its_evaluation(tmp_path):
@@ -864,7 +875,7 @@ def test_an_rl_child_waits_for_its_bc_childs_final_weights_not_its_evaluation(tm
     checkpoint = Path(bc.run.checkpoint)
     checkpoint.parent.mkdir(parents=True)
     checkpoint.touch()
-    started = time.time()
+    started = time.time() - 1  # (a file's time may trail the clock by a tick)
     assert not bc.released(started)
     mark_trained(checkpoint)
     assert bc.released(started) and not bc.released(time.time() + 60)
@@ -877,6 +888,20 @@ def test_an_rl_child_waits_for_its_bc_childs_final_weights_not_its_evaluation(tm
     assert set(prep["the partner's calibration"].after) == {"data", "partner small", "dm small"}
     assert set(prep["general_light vectors of the agents' spaces"].after) == {"data", "pretrain general_light"}
     assert prep["pretrain general_light"].slots == 2 and prep["partner small"].slots == 1  # on every core; one
+    for jobs, width, pretraining in ((1, 2, 2), (3, 3, 3)):  # the partner and the DM two at once whatever the jobs
+        at = dataclasses.replace(setup, jobs=jobs)
+        waves = X.running.preparation(X.table1(["general_light"]).configs, at)
+        slots = {t.label: t.slots for t in X.running._tasks(waves, at)}
+        assert X.running._width(waves, at) == width and (slots["pretrain general_light"], slots["dm small"]) == (
+            pretraining, 1
+        )  # fmt: skip
+    # two steps of one label (a table's worlds have their own data and partner) are two tasks, each waited for
+    step = X.running.Step("data", ["data", "generate"])
+    tasks = X.running._tasks([([step], 1), ([dataclasses.replace(step, args=["w"])], 1),
+                              ([dataclasses.replace(step, label="p", after=["data"])], 1)], setup)  # fmt: skip
+    assert [(t.label, list(t.after)) for t in tasks] == [
+        ("data", []), ("data (2)", ["data"]), ("p", ["data", "data (2)"])
+    ]  # fmt: skip
 
 
 def test_the_local_launcher_says_which_child_was_killed_and_by_what(tmp_path, monkeypatch):
