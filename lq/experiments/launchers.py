@@ -205,10 +205,8 @@ class Local:
                     continue
                 slots = [free.pop(0) for _ in range(need)]
                 entry = _Running(task, slots, time.time())
-                env = dict(os.environ)
-                if gpus:
-                    env["CUDA_VISIBLE_DEVICES"] = gpus[slots[0] % len(gpus)]
-                running[pool.submit(self._job, task, env, prefixed, entry, processes)] = entry
+                gpu = gpus[slots[0] % len(gpus)] if gpus else None
+                running[pool.submit(self._job, task, gpu, prefixed, entry, processes)] = entry
 
         def release(entry: _Running, met_too: bool = True) -> None:
             """Its slots free; those after it may start (``met_too``); while it runs, at a lower priority."""
@@ -251,9 +249,13 @@ class Local:
         if pending:  # what could never start (no failure stopped it): a graph that waits for itself
             raise RuntimeError(f"jobs that could never start: {', '.join(t.label for t in pending)}")
 
-    def _job(self, task: Task, env: dict, prefixed: bool, entry: _Running, processes: set) -> Failure | None:
+    def _job(self, task: Task, gpu: str | None, prefixed: bool, entry: _Running, processes: set) -> Failure | None:
+        """Run ``task``'s process to its end on ``gpu`` (None: as this process sees them); its failure, if any."""
+        env = dict(os.environ)
+        if gpu is not None:
+            env["CUDA_VISIBLE_DEVICES"] = gpu
         cmd = command(task.args)
-        pinned = f"CUDA_VISIBLE_DEVICES={env['CUDA_VISIBLE_DEVICES']} " if "CUDA_VISIBLE_DEVICES" in env else ""
+        pinned = f"CUDA_VISIBLE_DEVICES={gpu} " if gpu is not None else ""
         _print(f"$ {pinned}{shlex.join(cmd)}")
         log = Path(self.logs, log_name(task.label)) if self.logs else None
         status = self._run(cmd, env, task.label if prefixed else None, log, processes, entry.process)
