@@ -15,55 +15,50 @@ DONE = "done.json"
 TRAINED = "trained.json"
 
 
+def _marked(checkpoint: str | Path, name: str, since: float | None = None) -> bool:
+    """Whether ``checkpoint`` is there and the marker ``name`` beside it names it (written at or after ``since``,
+    seconds since the epoch, where given)."""
+    checkpoint = Path(checkpoint)
+    marker = checkpoint.parent / name
+    try:
+        if not checkpoint.is_file() or (since is not None and marker.stat().st_mtime < since):
+            return False
+        return json.loads(marker.read_text(encoding="utf-8")).get("checkpoint") == checkpoint.name
+    except (OSError, ValueError, AttributeError):  # no marker, half a file, one from elsewhere: not this run's
+        return False
+
+
+def _mark(checkpoint: str | Path, name: str, about: dict[str, object]) -> Path:
+    """Write the marker ``name`` beside ``checkpoint`` (atomically), naming it and ``about``."""
+    from lq.data.io import write_json
+
+    checkpoint = Path(checkpoint)
+    marker = checkpoint.parent / name
+    write_json(marker, {"checkpoint": checkpoint.name, **about})
+    return marker
+
+
 def finished(checkpoint: str | Path) -> bool:
     """Whether ``checkpoint`` is there and the run that wrote it finished (:data:`DONE` beside it names it)."""
-    checkpoint = Path(checkpoint)
-    marker = checkpoint.parent / DONE
-    if not checkpoint.is_file() or not marker.is_file():
-        return False
-    try:
-        return json.loads(marker.read_text(encoding="utf-8")).get("checkpoint") == checkpoint.name
-    except (ValueError, AttributeError):  # a marker from elsewhere, half a file: not this run's
-        return False
+    return _marked(checkpoint, DONE)
 
 
 def mark_finished(checkpoint: str | Path, **about: object) -> Path:
     """Write :data:`DONE` beside ``checkpoint`` (atomically), naming it and ``about`` (the run id, the stage)."""
-    from lq.data.io import write_json
-
-    checkpoint = Path(checkpoint)
-    marker = checkpoint.parent / DONE
-    write_json(marker, {"checkpoint": checkpoint.name, **about})
-    return marker
+    return _mark(checkpoint, DONE, about)
 
 
 def mark_trained(checkpoint: str | Path, **about: object) -> Path:
     """Write :data:`TRAINED` beside ``checkpoint`` (atomically), naming it and ``about``: its training has ended and it
     holds the run's final weights, though the run goes on (its evaluation)."""
-    from lq.data.io import write_json
-
-    checkpoint = Path(checkpoint)
-    marker = checkpoint.parent / TRAINED
-    write_json(marker, {"checkpoint": checkpoint.name, **about})
-    return marker
+    return _mark(checkpoint, TRAINED, about)
 
 
 def trained(checkpoint: str | Path, since: float | None = None) -> bool:
     """Whether ``checkpoint`` holds its run's final weights: its run finished (:func:`finished`) or its training ended
     (:data:`TRAINED` beside it names it); with ``since`` (seconds since the epoch, as :func:`time.time`), only a marker
     written at or after it counts (a marker of an earlier run in the folder, before the new run removed it)."""
-    checkpoint = Path(checkpoint)
-    for name in (DONE, TRAINED):
-        marker = checkpoint.parent / name
-        try:
-            if since is not None and marker.stat().st_mtime < since:
-                continue
-            named = json.loads(marker.read_text(encoding="utf-8")).get("checkpoint")
-            if checkpoint.is_file() and named == checkpoint.name:
-                return True
-        except (OSError, ValueError, AttributeError):  # no marker, half a file, one from elsewhere: not this run's
-            continue
-    return False
+    return any(_marked(checkpoint, name, since) for name in (DONE, TRAINED))
 
 
 def unfinished(folder: str | Path) -> None:
