@@ -69,9 +69,10 @@ def main() -> int:
             args.keep = args.keep or where  # kept, to read
             return 1
         rate = (before + after) / 2
+        minutes, seconds = divmod(round(wall), 60)
         print(f"yardstick after: {after:.2f} passes/s (mean {rate:.2f})")
         print(
-            f"make quickstart of {commit} from a fresh clone: {wall / 60:.0f} min {wall % 60:02.0f} s wall "
+            f"make quickstart of {commit} from a fresh clone: {minutes} min {seconds:02d} s wall "
             f"({wall:.0f} s), CPU {cpu:.0f} s ({cpu / wall:.0%} of one core); at the reference {args.reference} "
             f"passes/s: {wall * rate / args.reference / 60:.1f} min"
         )
