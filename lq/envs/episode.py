@@ -13,7 +13,7 @@ from lq.data.context import Context, swap_sides
 from lq.data.demos import Demonstration
 from lq.data.quests import Quest
 from lq.envs.rewards import SpeechScore, act_reward
-from lq.world import ActGoal, GoalError, Node, World, step
+from lq.world import Action, ActGoal, GoalError, Node, World, step, valid_actions
 
 
 @dataclass
@@ -154,6 +154,9 @@ class Slot:
     goal_open_acts: int = 0  # of those, the turns the agent acted
     serial: int = -1  # the episode's place in the order its environment started episodes (QuestEnv.started)
     players: dict[str, str] = field(default_factory=lambda: dict(PLAYERS))  # who plays each side (transcripts credit)
+    # what a side sees and may do, kept until the next turn is played (:func:`play_turn` is all that changes the
+    # world; an ended episode is observed every step until its batch ends): key -> (turns played, value)
+    seen: dict[tuple, tuple[int, object]] = field(default_factory=dict, repr=False)
 
     @property
     def speech_score(self) -> float:
@@ -247,11 +250,33 @@ def seen_history(slot: Slot, side: str) -> list[tuple[str, str, str]]:
     return [turn for turn, seen in zip(slot.history, slot.witnessed, strict=True) if seen or turn[0] == side]
 
 
+def kept(slot: Slot, key: tuple, make):
+    """``make()``, made once per turn of ``slot``: kept under ``key`` until the next turn is played."""
+    turn = len(slot.history)
+    held = slot.seen.get(key)
+    if held is None or held[0] != turn:
+        held = slot.seen[key] = (turn, make())
+    return held[1]
+
+
+def slot_valid_actions(slot: Slot, side: str) -> dict[str, Action]:
+    """:func:`lq.world.valid_actions` of ``side``'s character ("self" or "partner") now, by canonical text; made once
+    per turn (the caller must not change it)."""
+    actor = slot.me if side == "self" else slot.partner
+    return kept(slot, ("valid", side), lambda: valid_actions(slot.world, actor))
+
+
 def slot_context(slot: Slot, side: str, motivations: Sequence[str], objects: bool = False) -> str:
     """What ``side`` ("self" or "partner") sees now, from the world's state after the last turn: its room's setting,
     its persona and what it carries, the other character only when it is in the same room, the dialogue and actions
     it saw or heard, and for the self character its motivations; with ``objects``, the self character also sees the
-    room's objects and what the partner carries (the partner's and the DM's models are trained without them)."""
+    room's objects and what the partner carries (the partner's and the DM's models are trained without them). Made
+    once per turn."""
+    key = ("context", side, tuple(motivations), objects)
+    return kept(slot, key, lambda: _context(slot, side, motivations, objects))
+
+
+def _context(slot: Slot, side: str, motivations: Sequence[str], objects: bool) -> str:
     me, other = (slot.me, slot.partner) if side == "self" else (slot.partner, slot.me)
     room = me.room
     present = together(slot)

@@ -27,11 +27,20 @@ import random
 from collections.abc import Callable, Sequence
 
 from lq.envs.dungeon_master import DungeonMaster
-from lq.envs.episode import PLAYERS, QuestInstance, Slot, new_slot, play_turn, slot_context, together
+from lq.envs.episode import (
+    PLAYERS,
+    QuestInstance,
+    Slot,
+    new_slot,
+    play_turn,
+    slot_context,
+    slot_valid_actions,
+    together,
+)
 from lq.envs.partner import Partner, Turn
 from lq.envs.protocol import PROTOCOLS, Protocol
 from lq.envs.rewards import speech_reward
-from lq.world import parse, valid_actions
+from lq.world import parse
 
 Command = str | tuple[str, str]  # text (an action if the engine can parse it), or ("speech" | "action", text)
 
@@ -145,7 +154,7 @@ class QuestEnv:
         sturdy tunic``, ``get golden scarf``) or where it is one of the action space (played, and refused by the engine
         if not possible now); speech otherwise. A text meant as speech that would parse is sent as
         ``("speech", text)``."""
-        valid = valid_actions(slot.world, slot.me)
+        valid = slot_valid_actions(slot, "self")
         if text in self.action_index or text in valid:
             return ("action", text)
         action, _ = parse(slot.world, slot.me, text)
@@ -162,7 +171,7 @@ class QuestEnv:
         if hasattr(self.partner, "slot_order"):
             self.partner.slot_order = which
         turns = self.partner.act(
-            [self.context(s, "partner") for s in slots], [list(valid_actions(s.world, s.partner)) for s in slots]
+            [self.context(s, "partner") for s in slots], [list(slot_valid_actions(s, "partner")) for s in slots]
         )
         return [play_turn(slot, "partner", kind, text) for slot, (kind, text) in zip(slots, turns, strict=True)]
 
@@ -273,7 +282,7 @@ class QuestEnv:
         observation."""
         obs = [self.context(s) for s in self.slots]
         for slot, info in zip(self.slots, infos, strict=True):
-            engine_valid = list(valid_actions(slot.world, slot.me))
+            engine_valid = list(slot_valid_actions(slot, "self"))
             goal = slot.instance.quest.goal
             slot.goal_open = goal in self.action_index and goal in engine_valid  # the agent could take it now
             info.update(

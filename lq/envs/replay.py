@@ -8,10 +8,9 @@ from __future__ import annotations
 from collections.abc import Sequence
 
 from lq.data.demos import PARTNER, SELF
-from lq.envs.episode import DemoTurn, QuestInstance, new_slot, play_turn, slot_context
+from lq.envs.episode import DemoTurn, QuestInstance, new_slot, play_turn, slot_context, slot_valid_actions
 from lq.envs.partner import ScriptedPartner, Turn
 from lq.envs.quest_env import QuestEnv
-from lq.world import valid_actions
 
 
 def demonstration_turns(
@@ -31,9 +30,8 @@ def demonstration_turns(
         kind = "action" if act.type == "action" else "speech"
         who = instance.demo.speaker(i)  # PARTNER or SELF: the sides QuestEnv plays
         if who == side:
-            actor = slot.me if side == SELF else slot.partner
             context = slot_context(slot, side, motivations, objects)
-            turns.append(DemoTurn(context, kind, act.text, list(valid_actions(slot.world, actor))))
+            turns.append(DemoTurn(context, kind, act.text, list(slot_valid_actions(slot, side))))
         play_turn(slot, who, kind, act.text)
         if slot.act_goal is not None:
             break

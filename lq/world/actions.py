@@ -220,7 +220,10 @@ def scope_names(nodes: Sequence[Node], exits: dict[str, str] | None = None) -> d
     visit them) that shares its name with another of them, up to case and punctuation (node id -> name): a place by its
     path label where ``exits`` tells them apart (``east lane``), else by the name and its place among those of that
     name (``sword 1``, ``sword 2``); a name no other shares is its key, and left out."""
-    count = Counter(n.key for n in nodes)
+    keys = [n.key for n in nodes]
+    if len(set(keys)) == len(keys):  # no shared name (most listings): nothing to tell apart
+        return {}
+    count = Counter(keys)
     labels = Counter((exits or {}).get(n.id) for n in nodes)
     seen: Counter = Counter()
     out: dict[str, str] = {}

@@ -434,3 +434,27 @@ def test_a_goal_is_credited_on_the_turn_that_makes_it_true_and_quests_it_cannot_
     quest.goal = "get golden dragon egg"
     fixed = QuestInstance(quest, None, "dragon_1", "knight_2")
     assert "'golden dragon egg' is not gettable in its graph" in goal_problem(fixed)
+
+
+def test_what_a_side_sees_and_may_do_is_made_once_a_turn_and_anew_after_each(batcher):
+    """The valid actions and the context of a side are kept between turns (an ended episode is observed every step
+    until its batch ends) and made anew once any turn is played, speech included: never a stale listing."""
+    from lq.envs.episode import new_slot, play_turn, slot_context, slot_valid_actions
+    from lq.world import valid_actions
+
+    _, inst, _ = _two_rooms_env(batcher, [("speech", "hello")] * 3)
+    slot = new_slot(inst)
+    first = slot_valid_actions(slot, "self")
+    assert slot_valid_actions(slot, "self") is first  # kept: no turn played
+    assert "give golden dragon egg to dragon" in slot_valid_actions(slot, "partner")
+    context = slot_context(slot, "self", ("short",))
+    play_turn(slot, "partner", "action", "give golden dragon egg to dragon")
+    now = slot_valid_actions(slot, "self")
+    assert now is not first and now == valid_actions(slot.world, slot.me)
+    assert "drop golden dragon egg" in now and "drop golden dragon egg" not in first
+    assert "give golden dragon egg to dragon" not in slot_valid_actions(slot, "partner")
+    assert slot_context(slot, "self", ("short",)) != context
+    said = slot_context(slot, "self", ("short",))
+    play_turn(slot, "self", "speech", "thank you")  # the world is the same; what the self character heard is not
+    assert "thank you" in slot_context(slot, "self", ("short",)) and "thank you" not in said
+    assert slot_context(slot, "self", ("short", "mid")) != slot_context(slot, "self", ("short",))
