@@ -2,7 +2,8 @@
 (``calibrate``, ``spaces``: its kind's ``compute``, from its own inputs), the baselines' children
 (:func:`run_baselines`: an RL run's environment, spaces and switch, no network) and the best agent logged on its parent
 (:func:`log_best_model`). Here, above the scheduler, so that it plans and launches them without importing the trainer
-(lq.lit) or the evaluation (lq.eval)."""
+(lq.lit) or the evaluation (lq.eval); the trainer is imported only by the jobs that use it, so that a preparation job
+starts without Lightning (about 3 s of each such process)."""
 
 from __future__ import annotations
 
@@ -17,9 +18,6 @@ from lq.eval import agent_baselines
 from lq.experiments.reporting import best_agent, children, experiment_id
 from lq.experiments.setup import Setup
 from lq.experiments.specs import Config, Experiment
-from lq.lit.checkpoints import export_agent
-from lq.lit.mlflow_model import log_agent_model
-from lq.lit.offline import build_module
 from lq.stages import Run
 from lq.tracking import commit_tag, log_dataset, model_tags, run_tags
 
@@ -31,6 +29,8 @@ def baselines_module(run: Run):
     """The RL agent module of a ``baselines`` run (:attr:`Run.module`), built from its one configuration
     (:func:`lq.lit.offline.build_module`) and never set up: its environment, spaces and switch are built where played
     (:meth:`lq.lit.agent.AgentModule.build_spaces`), its networks never."""
+    from lq.lit.offline import build_module  # the trainer (Lightning) here only: the preparation jobs never load it
+
     return build_module(run.module)
 
 
@@ -118,6 +118,9 @@ def log_identity(client, run_id: str, params: Mapping[str, object], data_dir: st
 def log_best_model(client, experiment: Experiment, pid: str, setup: Setup, log: Callable[[str], None]) -> str | None:
     """The parent's best agent child (:func:`best_agent`) exported as a bundle under ``OUTPUTS/bundles/`` and logged
     on the parent as the MLflow logged model ``best_agent``; returns its model URI (None without an agent child)."""
+    from lq.lit.checkpoints import export_agent
+    from lq.lit.mlflow_model import log_agent_model
+
     best = best_agent(client, children(client, pid))
     checkpoint = best.data.tags.get("lq.checkpoint") if best is not None else None
     if checkpoint is None:

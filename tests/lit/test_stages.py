@@ -95,6 +95,21 @@ def test_lqs_parser_is_the_registrys_and_reading_it_imports_no_torch():
     assert tuple(actions[-len(stages.JOBS) :]) == stages.JOBS
 
 
+def test_a_preparation_job_imports_neither_lightning_nor_mlflow():
+    """``lq experiment calibrate`` and ``spaces`` run :func:`lq.commands.jobs.run_preparation` in a process of their
+    own, the partner's calibration on the critical path of every table: the module they load imports the trainer
+    (Lightning) and the tracking client (MLflow) only where a job uses them (about 3 s of each process)."""
+    import subprocess
+    import sys
+
+    code = (
+        "import sys; import lq.commands.jobs, lq.stages.calibrate, lq.envs.spec; "
+        "print(*(m in sys.modules for m in ('torch', 'lightning', 'mlflow')))"
+    )
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True).stdout
+    assert out.split() == ["True", "False", "False"]
+
+
 def test_lq_experiment_graph_draws_each_run_and_what_it_needs_from_the_stage_kinds(capsys, tmp_path, monkeypatch):
     from lq.cli import main
 
