@@ -4,7 +4,7 @@ models and encoders; child runs), each run's own line, and this machine's yardst
 time at the reference speed of 3.6 passes/s (wall time x the yardstick's mean / 3.6: the quickstart's 15-minute
 bar is stated at that speed).
 
-    python benchmarks/quickstart.py [--commit REV] [--keep DIR] [--reference 3.6]
+    python benchmarks/quickstart.py [--commit REV] [--keep DIR] [--reference 3.6] [--jobs N]
 
 The clone is made from this repository's commit ``REV`` (default ``HEAD``: commit first) in a temporary folder,
 removed at the end unless ``--keep DIR`` names where to make it (its ``quickstart.log`` kept there). Run it on an
@@ -44,6 +44,7 @@ def main() -> int:
     parser.add_argument("--commit", default="HEAD", help="the commit of this repository to clone (default: HEAD)")
     parser.add_argument("--keep", type=Path, help="make the clone here and keep it (default: a temporary folder)")
     parser.add_argument("--reference", type=float, default=3.6, help="the yardstick the bar is stated at (passes/s)")
+    parser.add_argument("--jobs", type=int, help="make quickstart's JOBS (default: the Makefile's, 2)")
     args = parser.parse_args()
     commit = subprocess.run(["git", "-C", str(ROOT), "rev-parse", "--short", args.commit], check=True,
                             capture_output=True, text=True).stdout.strip()  # fmt: skip
@@ -59,7 +60,8 @@ def main() -> int:
         log = clone / "quickstart.log"
         cpu, start = cpu_seconds(), time.perf_counter()
         with open(log, "w", encoding="utf-8") as out:
-            status = subprocess.run(["make", "quickstart"], cwd=clone, stdout=out, stderr=subprocess.STDOUT).returncode
+            target = ["make", "quickstart", *([f"JOBS={args.jobs}"] if args.jobs else [])]
+            status = subprocess.run(target, cwd=clone, stdout=out, stderr=subprocess.STDOUT).returncode
         wall, cpu = time.perf_counter() - start, cpu_seconds() - cpu
         after = yardstick()
         text = log.read_text(encoding="utf-8", errors="replace")
@@ -72,7 +74,7 @@ def main() -> int:
         minutes, seconds = divmod(round(wall), 60)
         print(f"yardstick after: {after:.2f} passes/s (mean {rate:.2f})")
         print(
-            f"make quickstart of {commit} from a fresh clone: {minutes} min {seconds:02d} s wall "
+            f"{' '.join(target)} of {commit} from a fresh clone: {minutes} min {seconds:02d} s wall "
             f"({wall:.0f} s), CPU {cpu:.0f} s ({cpu / wall:.0%} of one core); at the reference {args.reference} "
             f"passes/s: {wall * rate / args.reference / 60:.1f} min"
         )
