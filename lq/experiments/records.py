@@ -77,15 +77,35 @@ def write_record(client, parent_id: str, path: str | Path) -> Path:
     return Path(path)
 
 
+def parent_here(client, parent_id: str, tracking_uri: str) -> str:
+    """The id in this store of the parent run ``parent_id``: that run, or the one an import made of it (its
+    :data:`ORIGIN` tag: a record keeps the id the parent had where it ran). A ValueError that says where it looked
+    where neither is there."""
+    from mlflow.exceptions import MlflowException
+
+    try:
+        return client.get_run(parent_id).info.run_id
+    except MlflowException:
+        pass
+    ids = [e.experiment_id for e in client.search_experiments()]
+    imported = client.search_runs(ids, f"tags.`{ORIGIN}` = '{parent_id}'", max_results=1) if ids else []
+    if not imported:
+        raise ValueError(
+            f"--parent {parent_id}: no run of that id in {tracking_uri}, nor one imported from it (tag {ORIGIN}); "
+            f"a campaign's store is named with --tracking-uri, its records are imported with lq experiment import"
+        )
+    return imported[0].info.run_id
+
+
 def export_parent(tracking_uri: str, parent_id: str, out_dir: str | Path) -> Path:
     """Write the record of one parent, finished or not (``EXPERIMENT-PARENT_ID.json.gz``): an unfinished parent's
     record, imported on another machine, is resumed there (``--resume``: its finished children are not trained
     again). The file is named by the id the parent had where it ran (:func:`origin`): written from the store it ran in
     or from one it was imported into (a campaign moved to another machine), it replaces the same file."""
     client = _client(tracking_uri)
-    parent = client.get_run(parent_id)
+    parent = client.get_run(parent_here(client, parent_id, tracking_uri))
     name = f"{parent.data.tags.get('lq.experiment')}-{origin(parent)}.json.gz"
-    return write_record(client, parent_id, Path(out_dir) / name)
+    return write_record(client, parent.info.run_id, Path(out_dir) / name)
 
 
 def read_record(path: str | Path) -> dict:

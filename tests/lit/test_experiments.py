@@ -1898,6 +1898,16 @@ def test_a_tables_records_rebuild_the_same_page_in_a_new_store_once(tmp_path, ca
     assert main(["experiment", "import", "--tracking-uri", empty, "--records", str(broken)]) == 1
     err = capsys.readouterr().err
     assert str(broken / "x.json.gz") in err and "children[3]" in err and "'status'" in err
+
+    # a parent's id where it ran names it where it was imported too (tables, export); an id neither holds is refused
+    tables = ["experiment", "tables", "table1", "--tracking-uri", other, "--out", str(tmp_path / "tables")]
+    [here] = X.parent_runs(MlflowClient(other), "table1")  # the runs the second import made
+    assert main([*tables, "--parent", pid]) == 0
+    assert f"from parent run {here.info.run_id}" in capsys.readouterr().out
+    assert main(["experiment", "export", "--tracking-uri", other, "--parent", pid, "--records", str(again)]) == 0
+    assert f"{again / f'table1-{pid}.json.gz'}" in capsys.readouterr().out
+    assert main([*tables, "--parent", "0" * 32]) == 1
+    assert f"--parent {'0' * 32}: no run of that id in {other}, nor one imported from it" in capsys.readouterr().err
     assert X.parent_runs(MlflowClient(empty), "table1") == []
 
 
