@@ -26,9 +26,12 @@ def _cmd_data_download(args: argparse.Namespace) -> int:
 
 
 def _cmd_data_stats(args: argparse.Namespace) -> int:
-    from lq.data.stats import dataset_stats, format_stats, link_reports
+    from lq.data.stats import dataset_stats, format_stats, link_reports, space_stats
 
     print(format_stats(dataset_stats(args.path)))
+    if args.spaces:
+        print(f"\nIn the action and utterance spaces of {args.spaces} (what a speech goal and an act goal can be won with):")
+        print(format_stats(space_stats(args.path, args.spaces)))
     reports = link_reports(args.path)
     if reports:
         from lq.data.dataset import load_dataset
@@ -136,6 +139,14 @@ def add_parsers(sub) -> None:
 
     st = data_sub.add_parser("stats", help="counts and averages of a dataset beside the paper's")
     st.add_argument("path", type=Path, help="dataset folder, quest folder, or demonstrations file/folder")
+    st.add_argument(
+        "--spaces",
+        type=Path,
+        metavar="DATA",
+        help="also count how many of PATH's demonstrations' self utterances and goal actions lie in the spaces of the "
+        "dataset DATA (e.g. a training pool against its dataset: a pool quest's speech goal has only those to be won "
+        "with)",
+    )
     st.set_defaults(func=_cmd_data_stats)
 
     ln = data_sub.add_parser(

@@ -6,7 +6,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from lq.data.dataset import load_dataset
-from lq.data.demos import Demonstration, load_demos
+from lq.data.demos import Demonstration, demonstration_spaces, load_demos
 from lq.data.errors import DataFormatError
 from lq.data.quests import Quest, load_quests
 from lq.data.release import PROCESSED, RAW_LOGS, LinkReport, is_release
@@ -89,6 +89,30 @@ def dataset_stats(path: str | Path) -> dict[str, float]:
     )
 
 
+def space_stats(path: str | Path, spaces: str | Path) -> dict[str, float]:
+    """What the action and utterance spaces of the dataset at ``spaces`` (every split's demonstrations:
+    :func:`lq.data.demos.demonstration_spaces`, the candidates an agent of that dataset chooses among) hold of the
+    linked demonstrations at ``path``, per split: their self utterances in the utterance space (the speech goal, a
+    demonstration utterance said, has only those to be won with) and their quests' goal actions in the action space.
+    A training pool (``lq data pool``) is drawn so that each of its quests has at least one of each
+    (docs/deviations.md)."""
+    actions, utterances = (set(space) for space in demonstration_spaces(load_dataset(spaces).demos.all()))
+    dataset = load_dataset(path)
+    quests = dataset.quests_by_id()
+    out: dict[str, float] = {}
+    for split, demos in dataset.demos.items():
+        if not demos:
+            continue
+        said = [{a.text for a in d.self_acts("speech")} for d in demos]
+        held = [len(texts & utterances) for texts in said]
+        out[f"{split}: mean self utterances per demo"] = sum(map(len, said)) / len(demos)
+        out[f"{split}: mean of them in the utterance space"] = sum(held) / len(demos)
+        out[f"{split}: share of demos with one in it"] = sum(n > 0 for n in held) / len(demos)
+        goals = [quests[d.conv_extra["quest_id"]].goal in actions for d in demos]
+        out[f"{split}: share of goals in the action space"] = sum(goals) / len(demos)
+    return out
+
+
 def link_reports(path: str | Path) -> list[LinkReport]:
     """How the demonstrations of a dataset root link to its quests: one report per demonstrations file (for the
     release both the raw game logs and the processed file, where present); none for a single file or folder."""
@@ -102,7 +126,7 @@ def link_reports(path: str | Path) -> list[LinkReport]:
 
 
 def _fmt(key: str, value: float) -> str:
-    return f"{value:.2f}" if key.startswith(("mean", "share")) else str(int(value))
+    return f"{value:.2f}" if key.split(": ")[-1].startswith(("mean", "share")) else str(int(value))
 
 
 def format_stats(stats: dict[str, float]) -> str:

@@ -53,6 +53,25 @@ def test_a_pool_is_drawn_for_its_dataset_winnable_within_its_spaces(scale, tmp_p
     assert json.loads((scale / "pool/manifest.json").read_text())["seed"] == 3
 
 
+def test_data_stats_counts_what_a_pool_quest_can_be_won_with_in_its_datasets_spaces(scale, capsys):
+    """``lq data stats POOL --spaces DATA``: a dataset's own demonstrations lie wholly in its spaces, and a pool's
+    have one of their self utterances there, seldom more (its speech goal has that one target where the dataset's
+    quests have all of theirs), and every goal."""
+    from lq.data.stats import space_stats
+
+    own = space_stats(scale / "data", scale / "data")
+    assert own["train: mean of them in the utterance space"] == own["train: mean self utterances per demo"] > 2
+    assert own["test: share of demos with one in it"] == 1.0
+    pool = space_stats(scale / "pool", scale / "data")
+    assert set(pool) == {k for k in own if k.startswith("train: ")}  # a pool has training quests alone
+    assert pool["train: share of demos with one in it"] == pool["train: share of goals in the action space"] == 1.0
+    assert 1.0 <= pool["train: mean of them in the utterance space"] < pool["train: mean self utterances per demo"] / 2
+    assert main(["data", "stats", str(scale / "pool"), "--spaces", str(scale / "data")]) == 0
+    out = capsys.readouterr().out
+    assert f"In the action and utterance spaces of {scale / 'data'}" in out
+    assert "train: share of goals in the action space" in out
+
+
 @pytest.mark.slow
 def test_the_same_agent_is_evaluated_against_the_same_candidates_whatever_the_pool(scale):
     """An agent trained with a pool has the dataset's spaces, in the same order, and plays the same test quests: the
