@@ -30,7 +30,7 @@ def _cmd_data_stats(args: argparse.Namespace) -> int:
 
     print(format_stats(dataset_stats(args.path)))
     if args.spaces:
-        print(f"\nIn the action and utterance spaces of {args.spaces} (what a speech goal and an act goal can be won with):")
+        print(f"\nIn the action and utterance spaces of {args.spaces} (what a speech and an act goal can be won with):")
         print(format_stats(space_stats(args.path, args.spaces)))
     reports = link_reports(args.path)
     if reports:
