@@ -60,7 +60,7 @@ def main() -> int:
         log = clone / "quickstart.log"
         cpu, start = cpu_seconds(), time.perf_counter()
         with open(log, "w", encoding="utf-8") as out:
-            target = ["make", "quickstart", *([f"JOBS={args.jobs}"] if args.jobs else [])]
+            target = ["make", "quickstart", *([f"JOBS={args.jobs}"] if args.jobs is not None else [])]
             status = subprocess.run(target, cwd=clone, stdout=out, stderr=subprocess.STDOUT).returncode
         wall, cpu = time.perf_counter() - start, cpu_seconds() - cpu
         after = yardstick()

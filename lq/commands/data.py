@@ -28,10 +28,21 @@ def _cmd_data_download(args: argparse.Namespace) -> int:
 def _cmd_data_stats(args: argparse.Namespace) -> int:
     from lq.data.stats import dataset_stats, format_stats, link_reports, space_stats
 
+    from lq.data.errors import DataFormatError
+
+    try:  # before anything is printed
+        held = space_stats(args.path, args.spaces) if args.spaces else None
+    except DataFormatError as err:
+        if err.path != str(args.path):
+            raise  # the spaces' dataset
+        raise DataFormatError(
+            args.path, f"{err.problem}: --spaces counts the demonstrations of a dataset", fix="pass a dataset folder"
+            " (quests/ and demos/, e.g. a training pool), or leave --spaces out"
+        ) from None
     print(format_stats(dataset_stats(args.path)))
-    if args.spaces:
+    if held is not None:
         print(f"\nIn the action and utterance spaces of {args.spaces} (what a speech and an act goal can be won with):")
-        print(format_stats(space_stats(args.path, args.spaces)))
+        print(format_stats(held))
     reports = link_reports(args.path)
     if reports:
         from lq.data.dataset import load_dataset

@@ -176,8 +176,10 @@ def _cmd_experiment(args: argparse.Namespace) -> int:
         client = MlflowClient(setup.tracking_uri)
         for name in names:
             identity = {"profile": args.profile, "protocol": args.protocol, "objective": args.objective}
-            parent = args.parent and parent_here(client, args.parent, setup.tracking_uri)
-            parent = parent or X.latest_parent(setup.tracking_uri, name, **identity)
+            if args.parent:
+                parent = parent_here(client, args.parent, setup.tracking_uri)
+            else:
+                parent = X.latest_parent(setup.tracking_uri, name, **identity)
             if parent is None:
                 of = ", ".join(f"{k} {v}" for k, v in identity.items() if v)
                 print(

@@ -29,7 +29,7 @@ def baselines_module(run: Run):
     """The RL agent module of a ``baselines`` run (:attr:`Run.module`), built from its one configuration
     (:func:`lq.lit.offline.build_module`) and never set up: its environment, spaces and switch are built where played
     (:meth:`lq.lit.agent.AgentModule.build_spaces`), its networks never."""
-    from lq.lit.offline import build_module  # the trainer (Lightning) here only: the preparation jobs never load it
+    from lq.lit.offline import build_module  # the trainer (Lightning) where a job uses it: a preparation job never
 
     return build_module(run.module)
 

@@ -105,7 +105,7 @@ def space_stats(path: str | Path, spaces: str | Path) -> dict[str, float]:
             continue
         said = [{a.text for a in d.self_acts("speech")} for d in demos]
         held = [len(texts & utterances) for texts in said]
-        out[f"{split}: mean self utterances per demo"] = sum(map(len, said)) / len(demos)
+        out[f"{split}: mean distinct self utterances per demo"] = sum(map(len, said)) / len(demos)
         out[f"{split}: mean of them in the utterance space"] = sum(held) / len(demos)
         out[f"{split}: share of demos with one in it"] = sum(n > 0 for n in held) / len(demos)
         goals = [quests[d.conv_extra["quest_id"]].goal in actions for d in demos]

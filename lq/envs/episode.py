@@ -156,11 +156,19 @@ class Slot:
     players: dict[str, str] = field(default_factory=lambda: dict(PLAYERS))  # who plays each side (transcripts credit)
     # what a side sees and may do, kept until the next turn is played (:func:`play_turn` is all that changes the
     # world; an ended episode is observed every step until its batch ends): key -> (turns played, value)
-    seen: dict[tuple, tuple[int, object]] = field(default_factory=dict, repr=False)
+    seen: dict[tuple, tuple[int, object]] = field(default_factory=dict, repr=False, compare=False)
 
     @property
     def speech_score(self) -> float:
         return self.speech.score
+
+    def __getstate__(self) -> dict:
+        """Pickled (an RL checkpoint's rollout) without what :func:`kept` holds: made again where it is read."""
+        return {k: v for k, v in self.__dict__.items() if k != "seen"}
+
+    def __setstate__(self, state: dict) -> None:
+        self.__dict__.update(state)
+        self.seen = {}  # a slot pickled before the cache existed has none either
 
 
 def new_slot(instance: QuestInstance, index: int = -1) -> Slot:
@@ -251,7 +259,8 @@ def seen_history(slot: Slot, side: str) -> list[tuple[str, str, str]]:
 
 
 def kept(slot: Slot, key: tuple, make):
-    """``make()``, made once per turn of ``slot``: kept under ``key`` until the next turn is played."""
+    """``make()``, made once per turn of ``slot``: kept under ``key`` until the next turn is played (by
+    :func:`play_turn`, which adds to the history: the number of turns played is the key's age)."""
     turn = len(slot.history)
     held = slot.seen.get(key)
     if held is None or held[0] != turn:
@@ -299,7 +308,8 @@ def _context(slot: Slot, side: str, motivations: Sequence[str], objects: bool) -
 
 def play_turn(slot: Slot, side: str, kind: str, text: str) -> float:
     """Play one turn of ``side``: an action goes through the engine, an utterance into the history. Returns the
-    act reward (1 when this turn reaches the act goal)."""
+    act reward (1 when this turn reaches the act goal). The only change to a slot's world and history: what
+    :func:`kept` holds is made again after it (a world changed elsewhere would be seen stale)."""
     actor = slot.me if side == "self" else slot.partner
     indent = SELF_INDENT if side == "self" else ""
     slot.history.append((side, kind, text))

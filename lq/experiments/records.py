@@ -87,14 +87,13 @@ def parent_here(client, parent_id: str, tracking_uri: str) -> str:
         return client.get_run(parent_id).info.run_id
     except MlflowException:
         pass
-    ids = [e.experiment_id for e in client.search_experiments()]
-    imported = client.search_runs(ids, f"tags.`{ORIGIN}` = '{parent_id}'", max_results=1) if ids else []
-    if not imported:
+    imported = _imported(client, [e.experiment_id for e in client.search_experiments()], parent_id)
+    if imported is None:
         raise ValueError(
             f"--parent {parent_id}: no run of that id in {tracking_uri}, nor one imported from it (tag {ORIGIN}); "
             f"a campaign's store is named with --tracking-uri, its records are imported with lq experiment import"
         )
-    return imported[0].info.run_id
+    return imported.info.run_id
 
 
 def export_parent(tracking_uri: str, parent_id: str, out_dir: str | Path) -> Path:
@@ -132,14 +131,19 @@ def read_record(path: str | Path) -> dict:
     return data
 
 
+def _imported(client, exp_ids: list[str], run_id: str):
+    """The run an import made of the run of id ``run_id`` (its id where it ran), in ``exp_ids``; None if none."""
+    runs = client.search_runs(exp_ids, filter_string=f"tags.`{ORIGIN}` = '{run_id}'", max_results=1) if exp_ids else []
+    return runs[0] if runs else None
+
+
 def _held(client, exp_id: str, run_id: str):
     """What the store holds of the parent of id ``run_id`` (where it ran): the parent an import made of it, True
     where it ran in this store, None where it holds neither."""
     from mlflow.exceptions import MlflowException
 
-    imported = client.search_runs([exp_id], filter_string=f"tags.`{ORIGIN}` = '{run_id}'", max_results=1)
-    if imported:
-        return imported[0]
+    if (imported := _imported(client, [exp_id], run_id)) is not None:
+        return imported
     try:
         client.get_run(run_id)
     except MlflowException:

@@ -458,3 +458,11 @@ def test_what_a_side_sees_and_may_do_is_made_once_a_turn_and_anew_after_each(bat
     play_turn(slot, "self", "speech", "thank you")  # the world is the same; what the self character heard is not
     assert "thank you" in slot_context(slot, "self", ("short",)) and "thank you" not in said
     assert slot_context(slot, "self", ("short", "mid")) != slot_context(slot, "self", ("short",))
+    import pickle
+
+    again = pickle.loads(pickle.dumps(slot))  # an RL checkpoint's rollout keeps the slot, not what it holds
+    assert again.seen == {} and slot.seen and list(slot_valid_actions(again, "self")) == list(now)
+    state = {k: v for k, v in slot.__dict__.items() if k != "seen"}  # a slot pickled before the cache was
+    old = object.__new__(type(slot))
+    old.__setstate__(state)
+    assert slot_context(old, "self", ("short",)) == slot_context(slot, "self", ("short",))

@@ -60,16 +60,22 @@ def test_data_stats_counts_what_a_pool_quest_can_be_won_with_in_its_datasets_spa
     from lq.data.stats import space_stats
 
     own = space_stats(scale / "data", scale / "data")
-    assert own["train: mean of them in the utterance space"] == own["train: mean self utterances per demo"] > 2
+    assert own["train: mean of them in the utterance space"] == own["train: mean distinct self utterances per demo"] > 2
     assert own["test: share of demos with one in it"] == 1.0
     pool = space_stats(scale / "pool", scale / "data")
     assert set(pool) == {k for k in own if k.startswith("train: ")}  # a pool has training quests alone
     assert pool["train: share of demos with one in it"] == pool["train: share of goals in the action space"] == 1.0
-    assert 1.0 <= pool["train: mean of them in the utterance space"] < pool["train: mean self utterances per demo"] / 2
+    kinds = ("of them in the utterance space", "distinct self utterances per demo")
+    in_space, per_demo = (pool[f"train: mean {k}"] for k in kinds)
+    assert 1.0 <= in_space < per_demo / 2
     assert main(["data", "stats", str(scale / "pool"), "--spaces", str(scale / "data")]) == 0
     out = capsys.readouterr().out
     assert f"In the action and utterance spaces of {scale / 'data'}" in out
     assert "train: share of goals in the action space" in out
+    assert main(["data", "stats", str(scale / "data/demos/train.json"), "--spaces", str(scale / "data")]) == 1
+    err = capsys.readouterr()
+    assert not err.out and "--spaces counts the demonstrations of a dataset" in err.err
+    assert "Fix: pass a dataset folder" in err.err
 
 
 @pytest.mark.slow
