@@ -26,9 +26,8 @@ def _cmd_data_download(args: argparse.Namespace) -> int:
 
 
 def _cmd_data_stats(args: argparse.Namespace) -> int:
-    from lq.data.stats import dataset_stats, format_stats, link_reports, space_stats
-
     from lq.data.errors import DataFormatError
+    from lq.data.stats import dataset_stats, format_stats, link_reports, space_stats
 
     try:  # before anything is printed
         held = space_stats(args.path, args.spaces) if args.spaces else None
