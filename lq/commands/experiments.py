@@ -294,7 +294,8 @@ def _experiment_parser(sub) -> None:
     xp.add_argument(
         "--parent",
         help="tables: this parent run instead of the latest; run, plan with --resume: this unfinished parent run "
-        "instead of the newest; export: this parent run's record alone, finished or not (to resume elsewhere)",
+        "instead of the newest; export: this parent run's record alone, finished or not (to resume elsewhere); an "
+        "imported parent is named by its id here or the id it had where it ran",
     )
     xp.add_argument(
         "--resume",

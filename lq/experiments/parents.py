@@ -7,6 +7,7 @@ import os
 import socket
 from collections.abc import Callable
 
+from lq.experiments.records import origin
 from lq.experiments.reporting import children, experiment_id, parent_runs, parent_view
 from lq.experiments.setup import Setup
 from lq.experiments.specs import Experiment
@@ -102,9 +103,10 @@ def _finished_pairs(kids: list) -> set[tuple[str, str]]:
 
 def parents_to_resume(client, experiment: Experiment, setup: Setup, resume: bool, parent: str | None = None) -> list:
     """With ``resume``, the unfinished parents of ``setup``'s identity (:func:`unfinished_parents`); refuses a
-    ``parent`` that is not one of them (checked before an experiment prepares, which can take long)."""
+    ``parent`` that is not one of them, by its id here or by the id it had where it ran (an imported record's,
+    :func:`lq.experiments.records.origin`), checked before an experiment prepares, which can take long."""
     unfinished = unfinished_parents(client, experiment, setup) if resume else []
-    if parent is not None and parent not in [r.info.run_id for r in unfinished]:
+    if parent is not None and _named(unfinished, parent) is None:
         raise ValueError(
             f"--parent {parent}: not an unfinished {experiment.name} parent run of profile {setup.profile}, protocol "
             f"{setup.protocol}, objective {setup.objective} and data {setup.data_dir} in {setup.tracking_uri}"
@@ -124,9 +126,18 @@ def peek_parent(client, experiment: Experiment, setup: Setup, resume: bool, pare
     return pid, _finished_pairs(_checked_children(client, pid, experiment, setup))
 
 
+def _named(unfinished: list, parent: str):
+    """The run of ``unfinished`` whose id, here or where it ran (:func:`lq.experiments.records.origin`), is
+    ``parent``; None if none is."""
+    return next((r for r in unfinished if parent in (r.info.run_id, origin(r))), None)
+
+
 def _chosen(unfinished: list, parent: str | None) -> str | None:
-    """The parent a resume takes: ``parent`` where given, else the newest of ``unfinished`` (None: a new one)."""
-    return parent or (unfinished[0].info.run_id if unfinished else None)
+    """The id here of the parent a resume takes: ``parent`` where given (:func:`_named`), else the newest of
+    ``unfinished`` (None: a new one)."""
+    if parent is not None:
+        return _named(unfinished, parent).info.run_id
+    return unfinished[0].info.run_id if unfinished else None
 
 
 def open_parent(

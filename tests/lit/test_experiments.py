@@ -656,6 +656,33 @@ def test_resume_names_the_other_unfinished_parents_and_resumes_the_one_parent_na
     assert not (tmp_path / "data").exists()
 
 
+def test_a_campaign_imported_on_a_new_machine_resumes_by_the_id_its_parent_had_where_it_ran(tmp_path, capsys):
+    """An unfinished parent's record imported into a new store (a machine given back): --resume --parent takes the id
+    it had where it ran as well as its id here, reopens the imported parent and trains none of its finished children
+    again; an id of neither kind is refused."""
+    uri, other = (f"sqlite:///{tmp_path / name}" for name in ("ran.db", "new.db"))
+    client = MlflowClient(uri)
+    experiment = X.table1(["scratch"])
+    setup = X.Setup(seeds=(0, 1), tracking_uri=uri, outputs=str(tmp_path / "o"))
+    ran, _ = X.parents.open_parent(client, experiment, setup, False, print)
+    _log_children(client, ran, experiment, {"test/act_goal_rate": [0.1, 0.2]})
+    client.set_terminated(ran, "KILLED")
+    records = tmp_path / "records"
+    assert main(["experiment", "export", "--tracking-uri", uri, "--parent", ran, "--records", str(records)]) == 0
+    assert main(["experiment", "import", "--tracking-uri", other, "--records", str(records)]) == 0
+    moved = dataclasses.replace(setup, tracking_uri=other)
+    store = MlflowClient(other)
+    [here] = [r.info.run_id for r in X.parent_runs(store, "table1")]
+    assert here != ran
+    for named in (ran, here):
+        pid, done = X.parents.open_parent(store, experiment, moved, True, print, parent=named)
+        assert pid == here and len(done) == 2 * len(experiment.configs)
+        assert X.parents.peek_parent(store, experiment, moved, True, named) == (here, done)
+    with pytest.raises(ValueError, match=f"--parent {'1' * 32}: not an unfinished table1 parent run .* those there: "
+                                         f"{here}"):  # fmt: skip
+        X.parents.open_parent(store, experiment, moved, True, print, parent="1" * 32)
+
+
 def test_a_run_whose_process_is_gone_is_marked_killed_and_one_still_running_blocks_a_resume(tmp_path):
     client = MlflowClient(f"sqlite:///{tmp_path / 'm.db'}")
     exp_id = X.experiment_id(client, "table1")
