@@ -49,13 +49,18 @@ def evaluate_agent(
     return evaluate(env, agent.make_actor(policy=policy, restrict=restrict), seed=seed, greedy=greedy)
 
 
-def zero_shot(agent: Playable, seed: int = 0) -> dict[str, EvalResult]:
+def zero_shot(agent: Playable, seed: int = 0, reported: bool = False) -> dict[str, EvalResult]:
     """The zero-shot evaluation every agent run reports, by metric prefix: ``val``, the validation quests under the
     protocol's decoding (what defaults are chosen by); ``test``, the test quests under it (what is reported);
     ``test_greedy`` or ``test_sampled``, the test quests under the other decoding, beside it; and where the agent has
     worlds it never saw to play (``agent.worlds_agent()``: :meth:`lq.lit.agent.AgentModule.on_worlds`), ``worlds``,
-    their test quests under the protocol's decoding."""
+    their test quests under the protocol's decoding. ``reported``: ``test`` alone, what a table reports (the quick
+    profile's runs, which choose nothing on validation); a frozen pretrained encoder then reads the test quests' lines
+    in other batches than after the validation quests (:class:`lq.models.encoder.StateEncoder`'s cache), so its
+    figures can differ from the full evaluation's in the last digits, a scratch encoder's cannot."""
     protocol = agent.protocol
+    if reported:
+        return {"test": evaluate_agent(agent, "test", seed=seed)}
     other = other_decoding(protocol)
     validation = evaluate_agent(agent, "valid", seed=seed)
     played = decodings(agent.eval_env("test", seed), agent.make_actor(), seed, (protocol.decoding, other))
@@ -73,12 +78,11 @@ def other_decoding(protocol: Protocol) -> str:
 
 def zero_shot_lines(played: dict[str, EvalResult], protocol: Protocol, seed: int) -> list[str]:
     """What an agent run prints of its :func:`zero_shot` evaluation with evaluation seed ``seed``: each split and
-    decoding's goals."""
+    decoding's goals that it played."""
     other = other_decoding(protocol)
-    shown = (("validation", protocol.decoding, played["val"]), ("test", protocol.decoding, played["test"]),
-             ("test", other, played[f"test_{other}"]))  # fmt: skip
-    if "worlds" in played:
-        shown += (("worlds' test", protocol.decoding, played["worlds"]),)
+    named = {"val": ("validation", protocol.decoding), "test": ("test", protocol.decoding),
+             f"test_{other}": ("test", other), "worlds": ("worlds' test", protocol.decoding)}  # fmt: skip
+    shown = [(*where, played[key]) for key, where in named.items() if key in played]
     return [
         f"zero-shot {split} (seed {seed}, {protocol.name} protocol, {decoding}): act goals {r.act_goal_rate:.3f}, "
         f"speech goals {r.speech_goal_rate:.3f}, both {r.act_and_speech_rate:.3f}, by the partner "

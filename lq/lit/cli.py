@@ -356,6 +356,14 @@ class AgentCLI(StageCLI):
     def add_arguments_to_parser(self, parser: LightningArgumentParser) -> None:
         super().add_arguments_to_parser(parser)
         parser.add_argument("--eval_seeds", type=int, default=1, help="zero-shot evaluations after fitting")
+        parser.add_argument(
+            "--zero_shot",
+            choices=["all", "reported"],
+            default="all",
+            help="all: the validation quests, the test quests under both decodings and the demonstrations read "
+            "teacher-forced; reported: the test quests under the protocol's decoding alone, what a table reports (the "
+            "quick profile)",
+        )
 
     @property
     def data_dir(self) -> str:
@@ -411,7 +419,8 @@ class AgentCLI(StageCLI):
         """Zero-shot episodes of the kept checkpoint under its protocol, once per evaluation seed: on the validation
         quests (``val/...``: the protocol's decoding; what defaults are chosen by) and on the test quests (``test/...``,
         and ``test_greedy/...`` or ``test_sampled/...``: the other decoding beside it: what is reported), and the test
-        transcripts; then the demonstrations read teacher-forced (``demos/...``); returns the rates' means over the
+        transcripts; then the demonstrations read teacher-forced (``demos/...``); with ``--zero_shot reported``, the
+        test quests under the protocol's decoding alone (:func:`lq.eval.zero_shot`); returns the rates' means over the
         evaluation seeds."""
         from lq.eval import other_decoding, transcripts_html, zero_shot, zero_shot_lines
 
@@ -428,11 +437,14 @@ class AgentCLI(StageCLI):
                     logger.experiment.set_tag(logger.run_id, "lq.checkpoint", path)
         rates: list[dict[str, float]] = []
         test_played = {}  # by evaluation seed and decoding: kept beside the checkpoint for lq eval (make rl's table)
+        reported = config.zero_shot == "reported"
         for seed in range(config.eval_seeds):
-            played = zero_shot(module, seed)
+            played = zero_shot(module, seed, reported)
             result = played["test"]
             other = other_decoding(module.protocol)
-            test_played[seed] = {module.protocol.decoding: result, other: played[f"test_{other}"]}
+            test_played[seed] = {module.protocol.decoding: result}
+            if f"test_{other}" in played:
+                test_played[seed][other] = played[f"test_{other}"]
             print("\n".join(zero_shot_lines(played, module.protocol, seed)))
             rates.append(result.metrics("test/"))
             for logger in self.trainer.loggers:
@@ -448,7 +460,7 @@ class AgentCLI(StageCLI):
             from lq.lit.checkpoints import record_played
 
             record_played(callback.best_model_path, module.protocol.name, test_played)
-        read = module.demonstration_metrics()  # teacher-forced: the same whatever the evaluation seed
+        read = {} if reported else module.demonstration_metrics()  # teacher-forced: the same whatever the seed
         for logger in self.trainer.loggers:
             logger.log_metrics(read, step=0)
         return {k: sum(r[k] for r in rates) / len(rates) for k in rates[0]} if rates else {}

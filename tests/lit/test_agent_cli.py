@@ -2,6 +2,7 @@
 
 import json
 import os
+import re
 import subprocess
 import sys
 import warnings
@@ -189,6 +190,32 @@ def test_bc_and_rl_fit_evaluate_and_compare(setup_dir, tmp_path, capsys):
     torch.save(saved, stopped)
     with pytest.warns(UserWarning, match=r"stopped.ckpt: saved after epoch 1 of the 3 its run meant to train"):
         assert main(["eval", str(stopped)]) == 0
+
+
+@pytest.mark.slow
+def test_a_run_evaluating_what_tables_report_plays_the_test_quests_alone_to_the_same_figures(setup_dir, tmp_path, capsys):
+    """--zero_shot reported (the quick profile's): the test quests under the protocol's decoding alone, no validation,
+    other decoding nor demonstrations read; a scratch agent's test figures the same, to the bit, as the full
+    evaluation's; what it played kept beside the checkpoint with that decoding alone."""
+    bc = ["--model.batch_size=8", "--trainer.limit_train_batches=2"]
+    figures = {}
+    for mode in ("all", "reported"):
+        out = tmp_path / mode
+        assert main(_args("bc", setup_dir, out, *bc, f"--zero_shot={mode}")) == 0
+        printed = [line for line in capsys.readouterr().out.splitlines() if re.match(r"zero-shot [a-z]+ \(seed", line)]
+        mlflow.set_tracking_uri(f"sqlite:///{out / 'mlflow.db'}")  # each run its own store
+        [run] = mlflow.search_runs(experiment_names=["lq-bc"], output_format="list")
+        figures[mode] = {k: v for k, v in run.data.metrics.items() if k.startswith("test/")}
+        played = json.loads((out / "bc" / AGENT / PLAYED).read_text())["seeds"]["0"]
+        if mode == "reported":
+            assert [line.split(":")[0] for line in printed] == ["zero-shot test (seed 0, paper protocol, sampled)"]
+            played_or_read = [k for k in run.data.metrics if k.split("/")[0] in ("test_greedy", "demos")]
+            assert played_or_read == [] and "val/act_goal_rate" not in run.data.metrics  # val/loss: BC's fit
+            assert set(played) == {"sampled"}
+        else:
+            assert len(printed) == 3 and set(played) == {"sampled", "greedy"}
+            assert {"val/act_goal_rate", "test_greedy/act_goal_rate", "demos/val/loss"} <= set(run.data.metrics)
+    assert figures["reported"] == figures["all"] and "test/act_and_speech_goal_rate" in figures["all"]
 
 
 @pytest.mark.slow
