@@ -54,7 +54,7 @@ def zero_shot(agent: Playable, seed: int = 0, reported: bool = False) -> dict[st
     protocol's decoding (what defaults are chosen by); ``test``, the test quests under it (what is reported);
     ``test_greedy`` or ``test_sampled``, the test quests under the other decoding, beside it; and where the agent has
     worlds it never saw to play (``agent.worlds_agent()``: :meth:`lq.lit.agent.AgentModule.on_worlds`), ``worlds``,
-    their test quests under the protocol's decoding. ``reported``: ``test`` alone, what a table reports (the quick
+    their test quests under the protocol's decoding. ``reported``: ``test`` alone, what Table 1 reads (the quick
     profile's runs, which choose nothing on validation); a frozen pretrained encoder then reads the test quests' lines
     in other batches than after the validation quests (:class:`lq.models.encoder.StateEncoder`'s cache), so its
     figures can differ from the full evaluation's in the last digits, a scratch encoder's cannot."""
@@ -133,7 +133,7 @@ def compare_agents(
     that an agent scores here what its run logged. ``quests``: play only the first that many quests of ``split``,
     agents and baselines alike (None: all). ``agents`` is read one at a time: a generator loads each when its turn
     comes. ``recorded``: where an agent came from to the results its own run recorded by decoding, or None (those
-    are read, not played again: the same episodes)."""
+    decodings it holds are read, not played again: the same episodes; a quick profile's run holds one)."""
     if temperature <= 0:
         raise ValueError(f"--temperature {temperature}: sample at a temperature above 0 (greedy is the argmax)")
     at = f" at temperature {temperature:g}" if temperature != 1 else ""
@@ -142,13 +142,16 @@ def compare_agents(
     for where, name, agent in agents:
         first = first or agent
         order = ("greedy", "sampled") if sampled else ("greedy",)
-        played = recorded(where) if recorded is not None else None
-        if played is not None and all(d in played for d in order):
-            log(f"{where}: the episodes its run played after fitting (seed {seed}), read, not played again")
-            played = {d: played[d] for d in order}
-        else:
+        kept = (recorded(where) if recorded is not None else None) or {}
+        played = {d: kept[d] for d in order if d in kept}
+        if played:
+            log(f"{where}: the episodes its run played after fitting (seed {seed}, {', '.join(played)}), read, not "
+                "played again")  # fmt: skip
+        missing = [d for d in order if d not in played]
+        if missing:  # each play seeds its own draws: the same episodes as beside the others
             env = first_quests(agent.eval_env(split, seed), quests, split)
-            played = decodings(env, agent.make_actor(temperature), seed, order)
+            played |= decodings(env, agent.make_actor(temperature), seed, missing)
+        played = {d: played[d] for d in order}
         for decoding, result in played.items():
             decoding += at if decoding == "sampled" else ""
             rates = f"act goals {result.act_goal_rate:.3f}, speech goals {result.speech_goal_rate:.3f}"

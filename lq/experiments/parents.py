@@ -111,7 +111,7 @@ def parents_to_resume(client, experiment: Experiment, setup: Setup, resume: bool
             f"--parent {parent}: not an unfinished {experiment.name} parent run of profile {setup.profile}, protocol "
             f"{setup.protocol}, objective {setup.objective} and data {setup.data_dir} in {setup.tracking_uri}"
             + (" (resume needs --resume)" if not resume else "")
-            + f"; those there: {', '.join(r.info.run_id for r in unfinished) or 'none'}"
+            + f"; those there: {', '.join(map(_shown, unfinished)) or 'none'}"
         )
     return unfinished
 
@@ -132,11 +132,20 @@ def _named(unfinished: list, parent: str):
     return next((r for r in unfinished if parent in (r.info.run_id, origin(r))), None)
 
 
+def _shown(run) -> str:
+    """A parent's id here, and the id it had where it ran where that is another (an imported record's)."""
+    ran = origin(run)
+    return run.info.run_id + (f" (ran as {ran})" if ran != run.info.run_id else "")
+
+
 def _chosen(unfinished: list, parent: str | None) -> str | None:
     """The id here of the parent a resume takes: ``parent`` where given (:func:`_named`), else the newest of
     ``unfinished`` (None: a new one)."""
     if parent is not None:
-        return _named(unfinished, parent).info.run_id
+        named = _named(unfinished, parent)
+        if named is None:  # parents_to_resume refuses it first, with the parents there
+            raise ValueError(f"--parent {parent}: not an unfinished parent run of this experiment and identity")
+        return named.info.run_id
     return unfinished[0].info.run_id if unfinished else None
 
 

@@ -448,6 +448,8 @@ def child_waves(experiment: Experiment, setup: Setup, pid: str, done: set[tuple[
         # would depend on where a run was stopped)
         if run.stage == "rl" and (last := resumable(run)):
             args += ["--ckpt_path", last]
+        if run.kind.agent and run.config.get("zero_shot") == "reported" and not tested_alone(experiment, config):
+            args += ["--zero_shot", "all"]  # a profile's (quick's) test-only evaluation, where its table reads more
         # after the children it needs; a child others need frees its slot once its weights are final (its evaluation
         # goes on beside them); one nothing waits for keeps its slot to its end (its evaluation is no less urgent)
         after = [label(n) for n in run.needs() if n in children]
@@ -466,6 +468,14 @@ def child_waves(experiment: Experiment, setup: Setup, pid: str, done: set[tuple[
     for steps, _ in waves:
         steps.sort(key=lambda s: (seeds[s.seed], not kind_of(s.config.stage).trains, s.config.encoder == "scratch"))
     return waves
+
+
+def tested_alone(experiment: Experiment, config: Config) -> bool:
+    """Whether every cell of ``config`` in ``experiment``'s tables reads a ``test/`` figure (the test quests under the
+    protocol's decoding), all that ``--zero_shot reported`` evaluates; not where one reads the validation quests, the
+    other decoding or the worlds never seen."""
+    metrics = [c.metric for t in experiment.tables for _, cells in t.rows for c in cells.values() if c.config == config]
+    return bool(metrics) and all(m.startswith("test/") for m in metrics)
 
 
 def resumable(run: Run) -> str | None:

@@ -370,7 +370,7 @@ class AgentModule(L.LightningModule):
 
     def demonstration_metrics(self, prefix: str = "") -> dict[str, float]:
         """:meth:`demonstration_figures` on the first :data:`DEMONSTRATIONS_READ` training and validation
-        demonstrations, as every agent run logs them beside its zero-shot figures (``demos/train/loss``,
+        demonstrations, as an agent run logs them beside its zero-shot figures (not under ``--zero_shot reported``) (``demos/train/loss``,
         ``demos/val/speech_accuracy``, ...; a budget's under ``budget/N/``)."""
         metrics = {}
         for split, name in (("train", "train"), ("valid", "val")):

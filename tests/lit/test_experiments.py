@@ -679,7 +679,7 @@ def test_a_campaign_imported_on_a_new_machine_resumes_by_the_id_its_parent_had_w
         assert pid == here and len(done) == 2 * len(experiment.configs)
         assert X.parents.peek_parent(store, experiment, moved, True, named) == (here, done)
     with pytest.raises(ValueError, match=f"--parent {'1' * 32}: not an unfinished table1 parent run .* those there: "
-                                         f"{here}"):  # fmt: skip
+                                         f"{here} \\(ran as {ran}\\)"):  # fmt: skip
         X.parents.open_parent(store, experiment, moved, True, print, parent="1" * 32)
 
 
@@ -887,6 +887,21 @@ def test_the_local_launcher_starts_a_job_once_what_it_waits_for_released_its_slo
                                     Task("z", ["z", str(tmp_path)])], 1)  # fmt: skip
     assert str(failed.value) == "w failed (OSError: its config cannot be written)"
     assert not (tmp_path / "z.started").exists()
+
+
+def test_the_quick_profiles_test_only_evaluation_is_kept_where_a_table_reads_test_figures_alone(tmp_path):
+    """The quick profile evaluates its agents on the test quests alone (``zero_shot: reported``): Table 1's children
+    so, an experiment whose tables read the validation quests or the worlds never seen evaluates all of it."""
+    setup = X.Setup(seeds=(0,), profile="quick", tracking_uri=f"sqlite:///{tmp_path / 'm.db'}",
+                    outputs=str(tmp_path / "o"))  # fmt: skip
+
+    def evaluations(experiment: X.Experiment) -> dict[str, str]:
+        steps = [s for wave, _ in X.running.child_waves(experiment, setup, "pid") for s in wave if s.run.kind.agent]
+        return {s.label: "all" if s.args[-2:] == ["--zero_shot", "all"] else s.run.config["zero_shot"] for s in steps}
+
+    assert set(evaluations(X.table1(["scratch"])).values()) == {"reported"}
+    generalisation = evaluations(X.EXPERIMENTS["generalisation"]())
+    assert len(generalisation) > 2 and set(generalisation.values()) == {"all"}
 
 
 def test_an_rl_child_waits_for_its_bc_childs_final_weights_not_its_evaluation(tmp_path):

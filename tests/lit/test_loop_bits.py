@@ -12,26 +12,31 @@ from lq.lit.rl import RLModule
 from tests.samples import env_spec, tiny_agent_config
 
 # losses/total of the first four updates, float.hex, as 160d725 gave them (`LQ_RECORD_BITS=1 pytest` prints them), by
-# torch's CPU capability and the CPU's vendor: Intel's and AMD's math libraries sum in other orders (2026-12-02: the
-# same commit, two machines, the third update's loss 4 ulps apart)
+# torch's CPU capability, the CPU's vendor and whether it has AMX units: the math libraries sum in other orders on
+# other CPUs (2026-12-02: the same commit on the two machines lq was measured on, the third update's loss 2 float32
+# ulps apart, the fourth's 1); a CPU of none of these kinds skips the test
 RECORDED = {
-    ("AVX512", "GenuineIntel"): [
+    ("AVX512", "GenuineIntel", "amx"): [
         "0x1.d7799a0000000p+3", "0x1.eae0c80000000p+3", "0x1.e6b3b80000000p+3", "0x1.fc5d4a0000000p+3"
     ],
-    ("AVX512", "AuthenticAMD"): [
+    ("AVX512", "AuthenticAMD", "no amx"): [
         "0x1.d7799a0000000p+3", "0x1.eae0c80000000p+3", "0x1.e6b3bc0000000p+3", "0x1.fc5d4c0000000p+3"
     ],
 }  # fmt: skip
 
 
-def _cpu() -> tuple[str, str]:
-    """torch's CPU capability and the CPU's vendor (``vendor_id`` in /proc/cpuinfo; "unknown" where there is none)."""
+def _cpu() -> tuple[str, str, str]:
+    """torch's CPU capability, the CPU's vendor (``vendor_id`` in /proc/cpuinfo) and "amx" where its flags name AMX
+    tiles ("no amx" else; "unknown" for what /proc/cpuinfo does not say)."""
     try:
         with open("/proc/cpuinfo", encoding="utf-8") as f:
-            vendor = next((line.split(":", 1)[1].strip() for line in f if line.startswith("vendor_id")), "unknown")
+            info = f.read()
     except OSError:
-        vendor = "unknown"
-    return torch.backends.cpu.get_cpu_capability(), vendor
+        info = ""
+    fields = dict(line.split(":", 1) for line in info.splitlines() if ":" in line)
+    fields = {k.strip(): v.strip() for k, v in fields.items()}
+    amx = "unknown" if "flags" not in fields else "amx" if "amx_tile" in fields["flags"].split() else "no amx"
+    return torch.backends.cpu.get_cpu_capability(), fields.get("vendor_id", "unknown"), amx
 
 
 class _Losses(L.Callback):
