@@ -370,8 +370,8 @@ class AgentModule(L.LightningModule):
 
     def demonstration_metrics(self, prefix: str = "") -> dict[str, float]:
         """:meth:`demonstration_figures` on the first :data:`DEMONSTRATIONS_READ` training and validation
-        demonstrations, as an agent run logs them beside its zero-shot figures (not under ``--zero_shot reported``) (``demos/train/loss``,
-        ``demos/val/speech_accuracy``, ...; a budget's under ``budget/N/``)."""
+        demonstrations, as an agent run logs them beside its zero-shot figures (``demos/train/loss``,
+        ``demos/val/speech_accuracy``, ...; a budget's under ``budget/N/``; none under ``--zero_shot reported``)."""
         metrics = {}
         for split, name in (("train", "train"), ("valid", "val")):
             figures = self.demonstration_figures(split, DEMONSTRATIONS_READ)

@@ -361,8 +361,8 @@ class AgentCLI(StageCLI):
             choices=["all", "reported"],
             default="all",
             help="all: the validation quests, the test quests under both decodings and the demonstrations read "
-            "teacher-forced; reported: the test quests under the protocol's decoding alone, what Table 1 reads (the quick "
-            "profile's; an experiment whose tables read more passes all; an RL run's budgets evaluate all)",
+            "teacher-forced; reported: the test quests under the protocol's decoding alone, what Table 1 reads (the "
+            "quick profile's; an experiment whose tables read more passes all; an RL run's budgets evaluate all)",
         )
 
     @property

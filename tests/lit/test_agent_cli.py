@@ -193,7 +193,7 @@ def test_bc_and_rl_fit_evaluate_and_compare(setup_dir, tmp_path, capsys):
 
 
 @pytest.mark.slow
-def test_a_run_evaluating_what_tables_report_plays_the_test_quests_alone_to_the_same_figures(setup_dir, tmp_path, capsys):
+def test_a_run_evaluating_what_table1_reads_plays_the_test_quests_alone_to_the_same_bits(setup_dir, tmp_path, capsys):
     """--zero_shot reported (the quick profile's): the test quests under the protocol's decoding alone, no validation,
     other decoding nor demonstrations read; a scratch agent's test figures the same, to the bit, as the full
     evaluation's; what it played kept beside the checkpoint with that decoding alone."""
