@@ -18,7 +18,10 @@ checkpoints when they exist (``make partner dm PROFILE=tiny``, ``make pretrain``
 same shapes stand in (the cost is the same; it says so). For a pretrained encoder, "of which the frozen base" is the
 part of the agent forward and the imitation term spent encoding the context lines its cache had not kept
 (``StateEncoder.frozen_states``); the lines and word pieces it encoded per timed update, and the cache's size and
-clears, are printed. The last lines print one figure per encoder.
+clears, are printed. Each encoder's arithmetic line gives one transition's FLOPs, the rate its matrix products run
+at replayed alone and so the loop's share of that limit; the line after it, torch's profiler over three more updates:
+the products' and attention kernels' share of the loop's wall time, the other operators', and the ceiling that share
+puts on any cut that keeps the arithmetic (CPU only). The last lines print one figure per encoder.
 
 ``--profile paper`` (a profile's name stands for its ``rl.yaml``) runs the paper's sizes; a profile whose context
 lengths its encoders have no positions for is refused as a stage would be (:mod:`lq.conf.lengths`). ``--device cuda``
@@ -48,7 +51,6 @@ from torch.utils._python_dispatch import TorchDispatchMode
 from torch.utils.flop_counter import FlopCounterMode, sdpa_backward_flop_count, sdpa_flop_count
 from timing import COUNTS, TIMES, Yardstick, timed
 
-import lq.envs.episode as episode
 import lq.envs.quest_env as quest_env
 import lq.models.agent as agent_model
 from lq.conf.lengths import length_problems
@@ -132,14 +134,16 @@ def run(encoder: str, protocol: str, args: argparse.Namespace, folder: Path) -> 
     module.imitation_loss = part("imitation term", module.imitation_loss)  # lq's objective (conf/objective/lq.yaml)
     state_encoder = module.agent.encoder
     with ExitStack() as patches:  # module functions, timed for this run only (a second run would time them twice)
-        for owner, name in ((episode, "step"), (quest_env, "valid_actions")):  # each turn through the engine
-            patches.enter_context(mock.patch.object(owner, name, part("engine", getattr(owner, name))))
+        for name in ("play_turn", "slot_valid_actions"):  # each turn through the engine, as the environment calls it
+            patches.enter_context(mock.patch.object(quest_env, name, part("engine", getattr(quest_env, name))))
         if module.hparams.pretrained_checkpoint:  # within the agent forward and the imitation term: the lines a
             encode = part(FROZEN, counted(agent_model.token_states))  # frozen base has not kept yet
             patches.enter_context(mock.patch.object(agent_model, "token_states", encode))
         figures = {"fit_transitions_per_s": lightning_updates(module, args)} if args.fit else {}
         figures |= timed_updates(module, args)
     figures |= arithmetic_limit(module, args, figures["transitions_per_s"])
+    if args.device == "cpu":  # a GPU's kernels run apart from the calls the profiler's CPU times see
+        figures |= operator_split(module, args, figures["transitions_per_s"])
     for line in note:
         print(f"  note: {line}")
     if args.fit:
@@ -387,6 +391,49 @@ def arithmetic_limit(module: RLModule, args: argparse.Namespace, reached: float)
     }
 
 
+PRODUCTS = {  # the operators that are the loop's arithmetic: matrix products and the fused attention kernels
+    "aten::mm",
+    "aten::addmm",
+    "aten::bmm",
+    "aten::_scaled_dot_product_flash_attention_for_cpu",
+    "aten::_scaled_dot_product_flash_attention_for_cpu_backward",
+}
+
+
+def operator_split(module: RLModule, args: argparse.Namespace, reached: float, updates: int = 3) -> dict:
+    """Where ``updates`` more updates spend their wall time, by torch's profiler: the matrix products' and attention
+    kernels' share (:data:`PRODUCTS`, their own time in the loop, not replayed alone), every other operator's
+    (elementwise, softmax, layer norm, copies, indexing, the optimiser), and the rest (Python between operators:
+    the engine, text, masks, sampling). ``ceiling_transitions_per_s``: the loop's rate were everything but the
+    products free, so the most any cut that leaves the arithmetic as it is can gain is ``ceiling / reached`` (the
+    profiler's own cost per operator makes it a little higher than it is: an upper bound)."""
+    from torch.profiler import ProfilerActivity, profile
+
+    env, actor, h = module.env, module.rollout_actor, module.hparams
+    optimizer = module.configure_optimizers()
+    sync = synchronizer(args.device)
+    with profile(activities=[ProfilerActivity.CPU]) as prof:
+        start = time.perf_counter()
+        for _ in range(updates):
+            with forward_context(args.device, args.precision):
+                losses = module.objective(collect(env, actor, module.rollout_state, h.rollout_steps))
+            optimizer.zero_grad()
+            losses.total.backward()
+            torch.nn.utils.clip_grad_norm_(module.parameters(), 1.0)
+            optimizer.step()
+        if sync is not None:
+            sync()
+        wall = time.perf_counter() - start
+    own = {event.key: event.self_cpu_time_total / 1e6 for event in prof.key_averages()}
+    products = sum(seconds for name, seconds in own.items() if name in PRODUCTS)
+    operators = sum(own.values())
+    return {
+        "products_share": products / wall,
+        "other_operators_share": (operators - products) / wall,
+        "ceiling_transitions_per_s": reached * wall / products,
+    }
+
+
 def print_limit(figures: dict) -> None:
     per = figures["flops_per_transition"]
     shown = ", ".join(f"{name} {flops / 1e6:.0f}" for name, flops in per.items())
@@ -397,6 +444,14 @@ def print_limit(figures: dict) -> None:
         f"{figures['limit_transitions_per_s']:.0f} transitions/s, of which the loop reaches "
         f"{figures['share_of_limit']:.0%}"
     )
+    if "products_share" in figures:
+        ceiling = figures["ceiling_transitions_per_s"]
+        print(
+            f"  in the loop (torch's profiler): matrix products and attention kernels {figures['products_share']:.0%} "
+            f"of the wall time, other operators {figures['other_operators_share']:.0%}, Python between them the "
+            f"rest; were all but the products free, {ceiling:.0f} transitions/s "
+            f"({ceiling / figures['transitions_per_s']:.2f}x: the most a cut that keeps the arithmetic gains)"
+        )
 
 
 def transitions_rate(updates: int, update, h, sync) -> float:
