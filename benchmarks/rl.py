@@ -134,7 +134,7 @@ def run(encoder: str, protocol: str, args: argparse.Namespace, folder: Path) -> 
     module.imitation_loss = part("imitation term", module.imitation_loss)  # lq's objective (conf/objective/lq.yaml)
     state_encoder = module.agent.encoder
     with ExitStack() as patches:  # module functions, timed for this run only (a second run would time them twice)
-        for name in ("play_turn", "slot_valid_actions"):  # each turn through the engine, as the environment calls it
+        for name in ("new_slot", "play_turn", "slot_valid_actions"):  # the engine, where the environment calls it
             patches.enter_context(mock.patch.object(quest_env, name, part("engine", getattr(quest_env, name))))
         if module.hparams.pretrained_checkpoint:  # within the agent forward and the imitation term: the lines a
             encode = part(FROZEN, counted(agent_model.token_states))  # frozen base has not kept yet
@@ -391,7 +391,8 @@ def arithmetic_limit(module: RLModule, args: argparse.Namespace, reached: float)
     }
 
 
-PRODUCTS = {  # the operators that are the loop's arithmetic: matrix products and the fused attention kernels
+PRODUCTS = {  # the loop's arithmetic: matrix products and the fused attention kernels (with dropout, as under the
+    # paper profile, the CPU's attention is its math path instead: its bmm are counted, its softmax is not)
     "aten::mm",
     "aten::addmm",
     "aten::bmm",
@@ -404,7 +405,9 @@ def operator_split(module: RLModule, args: argparse.Namespace, reached: float, u
     """Where ``updates`` more updates spend their wall time, by torch's profiler: the matrix products' and attention
     kernels' share (:data:`PRODUCTS`, their own time in the loop, not replayed alone), every other operator's
     (elementwise, softmax, layer norm, copies, indexing, the optimiser), and the rest (Python between operators:
-    the engine, text, masks, sampling). ``ceiling_transitions_per_s``: the loop's rate were everything but the
+    the engine, text, the tokenizer, masks, sampling; the optimiser's ``record_function`` range too, its own
+    operators apart). ``top_other``: the five other operators of most time, with their shares.
+    ``ceiling_transitions_per_s``: the loop's rate were everything but the
     products free, so the most any cut that leaves the arithmetic as it is can gain is ``ceiling / reached`` (the
     profiler's own cost per operator makes it a little higher than it is: an upper bound)."""
     from torch.profiler import ProfilerActivity, profile
@@ -424,12 +427,13 @@ def operator_split(module: RLModule, args: argparse.Namespace, reached: float, u
         if sync is not None:
             sync()
         wall = time.perf_counter() - start
-    own = {event.key: event.self_cpu_time_total / 1e6 for event in prof.key_averages()}
+    own = {e.key: e.self_cpu_time_total / 1e6 for e in prof.key_averages() if not e.key.startswith("Optimizer.")}
     products = sum(seconds for name, seconds in own.items() if name in PRODUCTS)
-    operators = sum(own.values())
+    other = sorted(((seconds, name) for name, seconds in own.items() if name not in PRODUCTS), reverse=True)
     return {
         "products_share": products / wall,
-        "other_operators_share": (operators - products) / wall,
+        "other_operators_share": sum(seconds for seconds, _ in other) / wall,
+        "top_other": {name: seconds / wall for seconds, name in other[:5]},
         "ceiling_transitions_per_s": reached * wall / products,
     }
 
@@ -448,10 +452,12 @@ def print_limit(figures: dict) -> None:
         ceiling = figures["ceiling_transitions_per_s"]
         print(
             f"  in the loop (torch's profiler): matrix products and attention kernels {figures['products_share']:.0%} "
-            f"of the wall time, other operators {figures['other_operators_share']:.0%}, Python between them the "
-            f"rest; were all but the products free, {ceiling:.0f} transitions/s "
+            f"of the wall time, other operators {figures['other_operators_share']:.0%}, outside the operators "
+            f"(Python, the tokenizer) the rest; were all but the products free, {ceiling:.0f} transitions/s "
             f"({ceiling / figures['transitions_per_s']:.2f}x: the most a cut that keeps the arithmetic gains)"
         )
+        top = ", ".join(f"{name.removeprefix('aten::')} {share:.1%}" for name, share in figures["top_other"].items())
+        print(f"  the other operators of most time: {top}")
 
 
 def transitions_rate(updates: int, update, h, sync) -> float:
