@@ -242,10 +242,9 @@ def lightning_updates(module: RLModule, args: argparse.Namespace) -> float:
     return args.fit * h.rollout_steps * h.num_envs / max(seconds, 1e-9)
 
 
-def timed_updates(module: RLModule, args: argparse.Namespace) -> dict:
-    """``args.warmup`` A2C updates, then ``args.updates`` timed (their forward under ``args.precision``): transitions
-    per second, each part's share of the timed updates, the warm-up's transitions per second and, on a GPU, the timed
-    updates' peak memory."""
+def updater(module: RLModule, args: argparse.Namespace):
+    """One A2C update of ``module`` as ``lq rl fit`` makes it (a rollout and the objective under ``args.precision``,
+    backward, clipping, an Adam step of a fresh optimiser), its backward and step timed apart in ``TIMES``."""
     env, actor, h = module.env, module.rollout_actor, module.hparams
     optimizer = module.configure_optimizers()
     sync = synchronizer(args.device)
@@ -265,6 +264,14 @@ def timed_updates(module: RLModule, args: argparse.Namespace) -> dict:
             sync()
         TIMES["agent backward and step"] += time.perf_counter() - start
 
+    return update
+
+
+def timed_updates(module: RLModule, args: argparse.Namespace) -> dict:
+    """``args.warmup`` A2C updates, then ``args.updates`` timed (their forward under ``args.precision``): transitions
+    per second, each part's share of the timed updates, the warm-up's transitions per second and, on a GPU, the timed
+    updates' peak memory."""
+    h, sync, update = module.hparams, synchronizer(args.device), updater(module, args)
     cold = transitions_rate(args.warmup, update, h, sync)
     TIMES.clear()
     COUNTS.clear()
@@ -412,20 +419,11 @@ def operator_split(module: RLModule, args: argparse.Namespace, reached: float, u
     profiler's own cost per operator makes it a little higher than it is: an upper bound)."""
     from torch.profiler import ProfilerActivity, profile
 
-    env, actor, h = module.env, module.rollout_actor, module.hparams
-    optimizer = module.configure_optimizers()
-    sync = synchronizer(args.device)
+    update = updater(module, args)
     with profile(activities=[ProfilerActivity.CPU]) as prof:
         start = time.perf_counter()
         for _ in range(updates):
-            with forward_context(args.device, args.precision):
-                losses = module.objective(collect(env, actor, module.rollout_state, h.rollout_steps))
-            optimizer.zero_grad()
-            losses.total.backward()
-            torch.nn.utils.clip_grad_norm_(module.parameters(), 1.0)
-            optimizer.step()
-        if sync is not None:
-            sync()
+            update()
         wall = time.perf_counter() - start
     own = {e.key: e.self_cpu_time_total / 1e6 for e in prof.key_averages() if not e.key.startswith("Optimizer.")}
     products = sum(seconds for name, seconds in own.items() if name in PRODUCTS)
