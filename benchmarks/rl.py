@@ -20,8 +20,8 @@ part of the agent forward and the imitation term spent encoding the context line
 (``StateEncoder.frozen_states``); the lines and word pieces it encoded per timed update, and the cache's size and
 clears, are printed. Each encoder's arithmetic line gives one transition's FLOPs, the rate its matrix products run
 at replayed alone and so the loop's share of that limit; the line after it, torch's profiler over three more updates:
-the products' and attention kernels' share of the loop's wall time, the other operators', and the ceiling that share
-puts on any cut that keeps the arithmetic (CPU only). The last lines print one figure per encoder.
+the products' and attention kernels' share of the loop's wall time, the other operators' (the five largest named),
+and the ceiling that share puts on any cut that keeps the arithmetic (CPU only). The last lines print one figure per encoder.
 
 ``--profile paper`` (a profile's name stands for its ``rl.yaml``) runs the paper's sizes; a profile whose context
 lengths its encoders have no positions for is refused as a stage would be (:mod:`lq.conf.lengths`). ``--device cuda``
@@ -414,9 +414,9 @@ def operator_split(module: RLModule, args: argparse.Namespace, reached: float, u
     (elementwise, softmax, layer norm, copies, indexing, the optimiser), and the rest (Python between operators:
     the engine, text, the tokenizer, masks, sampling; the optimiser's ``record_function`` range too, its own
     operators apart). ``top_other``: the five other operators of most time, with their shares.
-    ``ceiling_transitions_per_s``: the loop's rate were everything but the
-    products free, so the most any cut that leaves the arithmetic as it is can gain is ``ceiling / reached`` (the
-    profiler's own cost per operator makes it a little higher than it is: an upper bound)."""
+    ``ceiling_transitions_per_s``: the loop's rate were everything but the products free, so the most any cut that
+    leaves the arithmetic as it is can gain is ``ceiling / reached`` (the profiler's own cost per operator makes it a
+    little higher than it is: an upper bound)."""
     from torch.profiler import ProfilerActivity, profile
 
     update = updater(module, args)
