@@ -21,7 +21,8 @@ part of the agent forward and the imitation term spent encoding the context line
 clears, are printed. Each encoder's arithmetic line gives one transition's FLOPs, the rate its matrix products run
 at replayed alone and so the loop's share of that limit; the line after it, torch's profiler over three more updates:
 the products' and attention kernels' share of the loop's wall time, the other operators' (the five largest named),
-and the ceiling that share puts on any cut that keeps the arithmetic (CPU only). The last lines print one figure per encoder.
+and the ceiling that share puts on any cut that keeps the arithmetic (CPU only). The last lines print one figure per
+encoder.
 
 ``--profile paper`` (a profile's name stands for its ``rl.yaml``) runs the paper's sizes; a profile whose context
 lengths its encoders have no positions for is refused as a stage would be (:mod:`lq.conf.lengths`). ``--device cuda``
