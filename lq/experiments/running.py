@@ -189,7 +189,8 @@ def _prep_step(run: Run, setup: Setup, label: str = "") -> Step:
     run.kind.check(run)
     run = with_extras(run, setup, run.extra)  # its own after the setup's (a BC start's training pool and worlds)
     if run.kind.agent:  # a BC start stopped mid-training trains again from its start: the RL figures stay exact
-        return Step(label or run.label, run.args, check=lambda: _bc_start(run, setup), run=run)
+        released = functools.partial(trained, run.checkpoint)  # its weights final: its RL agent may start
+        return Step(label or run.label, run.args, check=lambda: _bc_start(run, setup), run=run, released=released)
     prepared = run.kind.prepared(run)
     return Step(label or run.label, prepared.args, check=lambda: run.done_as, run=prepared)
 
@@ -224,6 +225,24 @@ def _run_waves(waves: Sequence[Wave], setup: Setup) -> None:
         for step in todo:
             step.write()
         _launch(setup, functools.partial(setup.launcher.run, [(s.label, s.args) for s in todo], parallel))
+
+
+def resumed_waves(prep: Sequence[Wave], children: Sequence[Wave], setup: Setup) -> list[Wave]:
+    """A resumed parent's preparation (``prep``: what its finished children made and this machine lacks, such as an RL
+    child's BC start) and its ``children``, as the waves the setup's launcher runs. The local launcher runs them as
+    one graph in which each BC start comes just before the first child that waits for it (:attr:`Step.after`): a
+    child starts as soon as its own start is trained, while the others' train beside it (the starts of a large
+    training pool take an hour each). Any other launcher runs the preparation's waves, then the children's."""
+    if not isinstance(setup.launcher, Local):
+        return [*prep, *children]
+    starts = {s.label: (s, n) for steps, n in prep for s in steps if s.run is not None and s.run.kind.agent}
+    waves = [([s for s in steps if s.label not in starts], n) for steps, n in prep]
+    waves = [wave for wave in waves if wave[0]]
+    for steps, n in children:
+        for step in steps:
+            waves += [([starts[a][0]], starts.pop(a)[1]) for a in step.after or () if a in starts]
+            waves.append(([step], n))
+    return waves + [([s], n) for s, n in starts.values()]  # none waits for them
 
 
 def _tasks(waves: Sequence[Wave], setup: Setup) -> list[Task]:
@@ -452,7 +471,8 @@ def child_waves(experiment: Experiment, setup: Setup, pid: str, done: set[tuple[
             args += ["--zero_shot", "all"]  # a profile's (quick's) test-only evaluation, where its table reads more
         # after the children it needs; a child others need frees its slot once its weights are final (its evaluation
         # goes on beside them); one nothing waits for keeps its slot to its end (its evaluation is no less urgent)
-        after = [label(n) for n in run.needs() if n in children]
+        # (and the BC start it needs where that is no child: a resumed parent's, made again; :func:`resumed_waves`)
+        after = [label(n) if n in children else n.label for n in run.needs() if n in children or n.kind.agent]
         released = functools.partial(trained, run.checkpoint) if run in needed and run.kind.trains else None
         return Step(label(run), args, config=config, seed=seed, run=child, after=after, released=released)
 
@@ -557,10 +577,10 @@ def run_experiment(
     prepared = time.monotonic()
     pid, done = open_parent(client, experiment, setup, resume, log, parent)
     try:
-        if done:  # finished children's outputs that the others need and this machine lacks (a store imported here)
-            _run_waves(preparation(experiment.configs, setup, experiment.name, done), setup)
         waves = child_waves(experiment, setup, pid, done)
         log(f"[{experiment.name}] {sum(len(steps) for steps, _ in waves)} children")
+        if done:  # finished children's outputs that the others need and this machine lacks (a store imported here)
+            waves = resumed_waves(preparation(experiment.configs, setup, experiment.name, done), waves, setup)
         _run_waves(waves, setup)
         ran = time.monotonic()
         tables = build_tables(experiment, pid, setup.tracking_uri, log)

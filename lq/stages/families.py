@@ -229,7 +229,10 @@ class Agent(Trained):
         return merged(super().settings(run), {"model": model})
 
     def label(self, run: Run) -> str:
-        return f"{self.folder_name(run)} {run.encoder}-{run.ability}-{run.switch} s{run.seed}"
+        """``STAGE ENCODER-ABILITY-SWITCH sN``, and ``in FOLDER`` where its stage's folder is its own (an experiment's
+        variant: the agents of two training pools are two jobs, each waited for alone)."""
+        where = f" in {run.folder}" if run.folder else ""
+        return f"{self.folder_name(run)} {run.encoder}-{run.ability}-{run.switch} s{run.seed}{where}"
 
     def graph_label(self, run: Run) -> str:
         return f"{self.name} {run.encoder} {run.ability}-{run.switch} s{run.seed}"

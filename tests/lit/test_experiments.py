@@ -2216,3 +2216,36 @@ def test_the_generalisation_experiment_trains_each_variant_from_the_bc_agents_of
     without.kind.write(without)
     mark_finished(checkpoint, stage="bc")
     assert pooled_step.check() is None  # trained without the pool: trained again
+
+
+def test_a_resumed_parent_starts_each_rl_child_once_its_own_bc_start_is_trained_not_every_start(tmp_path):
+    """A parent resumed on a new machine whose BC children finished there: the local launcher runs the BC starts and
+    the RL children as one graph, each start just before the first RL child that waits for it, each RL child after
+    its own start alone (the starts of one seed and two pools are two jobs), so that an RL child runs beside the next
+    start rather than after every one (the 19,600 pool's take an hour each); another launcher runs the starts first."""
+    setup = X.Setup(seeds=(0,), outputs=str(tmp_path / "o"), tracking_uri=f"sqlite:///{tmp_path / 'm.db'}",
+                    launcher=Local())  # fmt: skip
+    experiment = X.EXPERIMENTS["generalisation"]()
+    done = {(c.key, "0") for c in experiment.configs if c.stage == "bc"}
+    prep = X.running.preparation(experiment.configs, setup, experiment.name, done)
+    children = X.running.child_waves(experiment, setup, "pid", done)
+    tasks = X.running._tasks(X.running.resumed_waves(prep, children, setup), setup)
+    order = [t.label for t in tasks]
+    starts = [t for t in tasks if t.args[:2] == ["bc", "fit"]]
+    assert len(starts) == 3 and len({t.label for t in starts}) == 3 and all(t.released for t in starts)
+    assert {t.label.split(" in ")[1].split(" ")[0] for t in starts} == {f"{tmp_path}/o/bc/{p}" for p in
+                                                                         ("own", "pool1400", "pool19600")}
+    rl = [t for t in tasks if t.label.startswith("rl-")]
+    assert len(rl) == 5
+    start_of = {}
+    for task in rl:
+        [start_of[task.label]] = [a for a in task.after if a in {s.label for s in starts}]
+        variant = task.label.split("-hardcoded-")[1].split(" ")[0]
+        own = {"held_out": "own", "pool19600_rarity": "pool19600"}.get(variant, variant)
+        assert start_of[task.label].endswith(f"/bc/{own} (the RL agent's start)")
+        assert order.index(start_of[task.label]) < order.index(task.label)
+    first = rl[0].label  # in the children's order: right after its start, before the last start
+    assert order.index(first) == order.index(start_of[first]) + 1 < max(order.index(s.label) for s in starts)
+    # another launcher: the preparation's waves, then the children's
+    other = dataclasses.replace(setup, launcher=Recorder())
+    assert X.running.resumed_waves(prep, children, other) == [*prep, *children]
