@@ -189,8 +189,7 @@ def _prep_step(run: Run, setup: Setup, label: str = "") -> Step:
     run.kind.check(run)
     run = with_extras(run, setup, run.extra)  # its own after the setup's (a BC start's training pool and worlds)
     if run.kind.agent:  # a BC start stopped mid-training trains again from its start: the RL figures stay exact
-        released = functools.partial(trained, run.checkpoint)  # its weights final: its RL agent may start
-        return Step(label or run.label, run.args, check=lambda: _bc_start(run, setup), run=run, released=released)
+        return Step(label or run.label, run.args, check=lambda: _bc_start(run, setup), run=run)
     prepared = run.kind.prepared(run)
     return Step(label or run.label, prepared.args, check=lambda: run.done_as, run=prepared)
 
@@ -230,18 +229,24 @@ def _run_waves(waves: Sequence[Wave], setup: Setup) -> None:
 def resumed_waves(prep: Sequence[Wave], children: Sequence[Wave], setup: Setup) -> list[Wave]:
     """A resumed parent's preparation (``prep``: what its finished children made and this machine lacks, such as an RL
     child's BC start) and its ``children``, as the waves the setup's launcher runs. The local launcher runs them as
-    one graph in which each BC start comes just before the first child that waits for it (:attr:`Step.after`): a
-    child starts as soon as its own start is trained, while the others' train beside it (the starts of a large
-    training pool take an hour each). Any other launcher runs the preparation's waves, then the children's."""
-    if not isinstance(setup.launcher, Local):
+    one graph: the preparation's other steps first, and each BC start just before the first child that waits for it
+    (:attr:`Step.after`), freeing its slot once its weights are final (:attr:`Step.released`), so that a child starts
+    as soon as its own start is trained rather than after every start (the starts of a large training pool take an
+    hour each); every child also waits for the preparation's other steps. Any other launcher, or starts whose labels
+    do not tell them apart, run the preparation's waves, then the children's."""
+    found = [s for steps, _ in prep for s in steps if s.run is not None and s.run.kind.agent]
+    if not isinstance(setup.launcher, Local) or len({s.label for s in found}) < len(found):
         return [*prep, *children]
-    starts = {s.label: (s, n) for steps, n in prep for s in steps if s.run is not None and s.run.kind.agent}
+    starts = {s.label: (s, n) for steps, n in prep for s in steps if s in found}
     waves = [([s for s in steps if s.label not in starts], n) for steps, n in prep]
     waves = [wave for wave in waves if wave[0]]
+    first = list(dict.fromkeys(s.label for steps, _ in waves for s in steps))
     for steps, n in children:
         for step in steps:
-            waves += [([starts[a][0]], starts.pop(a)[1]) for a in step.after or () if a in starts]
-            waves.append(([step], n))
+            for start, m in (starts.pop(a) for a in step.after or () if a in starts):
+                released = functools.partial(trained, start.run.checkpoint)  # its weights final: its child may start
+                waves.append(([dataclasses.replace(start, released=released)], m))
+            waves.append(([dataclasses.replace(step, after=[*first, *(step.after or ())])], n))
     return waves + [([s], n) for s, n in starts.values()]  # none waits for them
 
 
@@ -440,15 +445,15 @@ def rl_run(config: Config, setup: Setup, seed: int) -> Run:
 
 
 def child_waves(experiment: Experiment, setup: Setup, pid: str, done: set[tuple[str, str]] = frozenset()) -> list[Wave]:
-    """The parent's children that have not finished, in the layers of what they need of each other
-    (:func:`layered`: an RL agent after the BC agent it starts from, the adaptive encoder after the general one of its
-    seed's folder) and waves of them (:func:`waves_of`: pretraining one at a time on every core, the agents and the
-    baselines ``setup.jobs`` at a time). Within a wave, every configuration's first seed before any configuration's
-    second (a table cut short has every row), and within a seed the longest first, so that the slots end together (a
-    pretrained encoder's agents before scratch's, the baselines last). Each step names the children it needs
-    (:attr:`Step.after`) and, for a child others need, when its weights are final (:attr:`Step.released`): the local
-    launcher starts an RL child as soon as its BC agent has trained, while that agent's evaluation goes on beside
-    it."""
+    """The parent's children that have not finished, in the layers of what they need of each other (:func:`layered`: an
+    RL agent after the BC agent it starts from, the adaptive encoder after the general one of its seed's folder) and
+    waves of them (:func:`waves_of`: pretraining one at a time on every core, the agents and the baselines
+    ``setup.jobs`` at a time). Within a wave, every configuration's first seed before any configuration's second (a
+    table cut short has every row), and within a seed the longest first, so that the slots end together (a pretrained
+    encoder's agents before scratch's, the baselines last). Each step names the children it needs (:attr:`Step.after`;
+    and a BC start it needs that is no child: :func:`resumed_waves`) and, for a child others need, when its weights are
+    final (:attr:`Step.released`): the local launcher starts an RL child as soon as its BC agent has trained, while that
+    agent's evaluation goes on beside it."""
     children: dict[Run, tuple[Config, int]] = {}
     for seed in setup.seeds:  # seed-major: a table cut short (a session's end, a killed job) has every row
         for config in experiment.configs:

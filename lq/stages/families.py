@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import dataclasses
 import json
+import os
 from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
@@ -231,7 +232,7 @@ class Agent(Trained):
     def label(self, run: Run) -> str:
         """``STAGE ENCODER-ABILITY-SWITCH sN``, and ``in FOLDER`` where its stage's folder is its own (an experiment's
         variant: the agents of two training pools are two jobs, each waited for alone)."""
-        where = f" in {run.folder}" if run.folder else ""
+        where = f" in {os.path.relpath(run.folder, run.root)}" if run.folder else ""
         return f"{self.folder_name(run)} {run.encoder}-{run.ability}-{run.switch} s{run.seed}{where}"
 
     def graph_label(self, run: Run) -> str:

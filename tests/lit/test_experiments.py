@@ -2233,16 +2233,16 @@ def test_a_resumed_parent_starts_each_rl_child_once_its_own_bc_start_is_trained_
     order = [t.label for t in tasks]
     starts = [t for t in tasks if t.args[:2] == ["bc", "fit"]]
     assert len(starts) == 3 and len({t.label for t in starts}) == 3 and all(t.released for t in starts)
-    assert {t.label.split(" in ")[1].split(" ")[0] for t in starts} == {f"{tmp_path}/o/bc/{p}" for p in
-                                                                         ("own", "pool1400", "pool19600")}
+    assert {t.label.split(" in ")[1].split(" ")[0] for t in starts} == {"bc/own", "bc/pool1400", "bc/pool19600"}
+    assert not [s for steps, _ in prep for s in steps if s.released]  # a start frees its slot early in this graph only
     rl = [t for t in tasks if t.label.startswith("rl-")]
-    assert len(rl) == 5
+    assert len(rl) == 5 and all({"the partner's calibration", "data", "data (2)"} <= set(t.after) for t in rl)
     start_of = {}
     for task in rl:
         [start_of[task.label]] = [a for a in task.after if a in {s.label for s in starts}]
         variant = task.label.split("-hardcoded-")[1].split(" ")[0]
         own = {"held_out": "own", "pool19600_rarity": "pool19600"}.get(variant, variant)
-        assert start_of[task.label].endswith(f"/bc/{own} (the RL agent's start)")
+        assert start_of[task.label].endswith(f" in bc/{own} (the RL agent's start)")
         assert order.index(start_of[task.label]) < order.index(task.label)
     first = rl[0].label  # in the children's order: right after its start, before the last start
     assert order.index(first) == order.index(start_of[first]) + 1 < max(order.index(s.label) for s in starts)
