@@ -7,9 +7,13 @@ import argparse
 import shlex
 from collections.abc import Sequence
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 from lq.commands import Stopped, UsageError
 from lq.stages import JOBS, STAGES  # the registry: light (its kinds import torch only to compute)
+
+if TYPE_CHECKING:
+    from lq.experiments import Experiment, Setup
 
 
 def _setup(args: argparse.Namespace, stage: str, **fields):
@@ -147,7 +151,7 @@ def _cmd_experiment(args: argparse.Namespace) -> int:
         if args.parent and len(names) != 1:
             raise UsageError(f"experiment {args.action} --parent: name the one experiment the parent run belongs to")
         for name in names:
-            experiment = X.EXPERIMENTS[name](*([args.encoders] if args.encoders else []), objective=setup.objective)
+            experiment = _experiment(name, args, setup)
             if args.action == "plan":
                 lines = X.plan(experiment, setup, resume=args.resume, parent=args.parent, dry_run=args.dry_run)
                 print("\n".join(lines))
@@ -201,6 +205,26 @@ def _cmd_experiment(args: argparse.Namespace) -> int:
                     client.set_terminated(parent, "FINISHED")
     print(f"tables in {args.out}/ and on the parent runs; browse them with: make ui (http://127.0.0.1:5000)")
     return 0
+
+
+def _experiment(name: str, args: argparse.Namespace, setup: Setup) -> Experiment:
+    """The experiment ``name`` that ``run`` and ``plan`` train: ``generalisation_long`` with the generalisation
+    variant chosen on the validation quests (a resumed parent's: the one it recorded), every other as it is."""
+    from lq import experiments as X
+
+    encoders = [args.encoders] if args.encoders else []
+    if name != "generalisation_long":
+        return X.EXPERIMENTS[name](*encoders, objective=setup.objective)
+    if args.parent:
+        from mlflow.tracking import MlflowClient
+
+        return X.experiment_for(MlflowClient(setup.tracking_uri), args.parent)
+    try:
+        variant, line = X.reporting.chosen_generalisation_variant(setup.tracking_uri, setup.profile, setup.protocol)
+    except LookupError as e:
+        raise UsageError(str(e)) from None
+    print(f"generalisation_long: {line}")
+    return X.EXPERIMENTS[name](*encoders, objective=setup.objective, variants=[variant])
 
 
 def _experiment_job(args: argparse.Namespace, names: list[str]) -> int:

@@ -20,6 +20,7 @@ from lq.experiments.specs import (
     GENERALISATION_BUDGETS,
     GENERALISATION_RUNS,
     GOALS,
+    LONG_BUDGET,
     VALIDATION_GOALS,
     WORLDS_GOALS,
     Cell,
@@ -268,19 +269,21 @@ def curves_png(client, experiment: Experiment, runs: Sequence, stage: str, path:
 def budget_png(experiment: Experiment, values: dict[str, dict[tuple[str, str], list[float]]], path: Path) -> bool:
     """The figure of an experiment evaluated at budgets (:func:`lq.results.plot_budget`): the budget experiment's (each
     objective's goal rates against interactions, validation above and test below) or the generalisation experiment's
-    (each variant's, validation, test and the LIGHT worlds), BC (the generalisation experiment's on each pool of
-    training quests), the word-overlap rule and a random choice among the valid candidates as levels; ``values``: each
-    table's cells by (row, column). False where the experiment has no budgets or nothing to draw."""
+    and its longer run's (each variant's, validation, test and the LIGHT worlds), BC (the generalisation experiment's
+    on each pool of training quests), the word-overlap rule and a random choice among the valid candidates as levels;
+    ``values``: each table's cells by (row, column). False where the experiment has no budgets or nothing to draw."""
     if experiment.name == "budget":
         panels = [[t for t, _ in VALIDATION_GOALS], [t for t, _ in GOALS]]
         rows = {title: title for title in BUDGET_TITLES.values()}
         budgets, bcs, level_of = BUDGETS, ["BC"], {}
-    elif experiment.name == "generalisation":
+    elif experiment.name in ("generalisation", "generalisation_long"):
         panels = [[t for t, _ in VALIDATION_GOALS], [t for t, _ in GOALS], [t for t, _ in WORLDS_GOALS]]
-        rows = {title: f"RL, {title}" for *_, title in GENERALISATION_RUNS.values()}
-        pools = dict.fromkeys(map(generalisation_bc, GENERALISATION_RUNS))
+        variants = experiment.variants or tuple(GENERALISATION_RUNS)
+        rows = {GENERALISATION_RUNS[v][3]: f"RL, {GENERALISATION_RUNS[v][3]}" for v in variants}
+        pools = dict.fromkeys(map(generalisation_bc, variants))
         titles = [GENERALISATION_RUNS[variant][3] for variant in pools]
-        budgets, bcs, level_of = GENERALISATION_BUDGETS, [f"BC, {t}" for t in titles], {f"BC, {t}": t for t in titles}
+        budgets = (*GENERALISATION_BUDGETS, *([LONG_BUDGET] if experiment.name == "generalisation_long" else []))
+        bcs, level_of = [f"BC, {t}" for t in titles], {f"BC, {t}": t for t in titles}
     else:
         return False
     table, base = values[experiment.name], values[f"{experiment.name}_baselines"]
@@ -373,6 +376,37 @@ def experiment_for(client, parent_id: str) -> Experiment:
     recorded = {"variants": params["variants"].split()} if "variants" in params else {}
     objective = run.data.tags.get("lq.objective", "lq")
     return EXPERIMENTS[name](*([encoders.split()] if encoders else []), objective=objective, **recorded)
+
+
+def chosen_generalisation_variant(
+    tracking_uri: str, profile: str | None = None, protocol: str | None = None
+) -> tuple[str, str]:
+    """The generalisation variant (:data:`GENERALISATION_RUNS`) that :func:`lq.experiments.specs.generalisation_long`
+    takes on to 1M: of the newest finished generalisation parent (of ``profile`` and ``protocol``, where given), the
+    variant whose row "chosen on validation" has the best validation act & speech goals, mean over its seeds (the
+    first of the table's order on a tie), and a line saying so with every variant's figure and the parent. Raises
+    LookupError where no such parent is in the store or none of its variants has that figure."""
+    parent = latest_parent(tracking_uri, "generalisation", profile, protocol, "lq")
+    if parent is None:
+        raise LookupError(
+            f"generalisation_long trains the generalisation experiment's variant chosen on the validation quests: no "
+            f"finished generalisation parent run in {tracking_uri} (run first: lq experiment run generalisation)"
+        )
+    client = _client(tracking_uri)
+    table = experiment_for(client, parent).tables[0]
+    runs, unfinished = children_by_status(client, parent)
+    column = next(t for t, metric in VALIDATION_GOALS if metric == "val/act_and_speech_goal_rate")
+    means = {}
+    for variant, (*_, title) in GENERALISATION_RUNS.items():
+        cells = dict(table.rows).get(f"RL, {title}, chosen on validation")
+        values = cell_values(client, runs, cells[column], unfinished) if cells else []
+        if values:
+            means[variant] = (statistics.fmean(values), len(values))
+    if not means:
+        raise LookupError(f"generalisation parent {parent}: no variant's agent chosen on validation has {column}")
+    best = max(means, key=lambda v: means[v][0])
+    shown = "; ".join(f"{v} {m:.3f} ({n} seeds)" for v, (m, n) in means.items())
+    return best, f"{best}, the best {column} chosen on validation in generalisation parent {parent}: {shown}"
 
 
 def write_local(tables: dict[str, tuple[str, str]], out_dir: str | Path) -> None:

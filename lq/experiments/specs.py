@@ -75,7 +75,7 @@ class Config:
             return pretrain_args(self.encoder, self.variant)
         if self.variant in BUDGET_RUNS:
             return budget_args(self.variant, seed)
-        if self.variant in GENERALISATION_RUNS or self.variant == WORLDS_VARIANT:
+        if generalisation_variant(self.variant) or self.variant == WORLDS_VARIANT:
             return generalisation_args(self, resolver or Resolver())
         return list(DEPARTURES[self.variant][1]) if self.variant in DEPARTURES else []
 
@@ -84,7 +84,7 @@ class Config:
         """The objective the variant trains under where it is not the setup's (``lq``: lq's own file)."""
         if self.variant in BUDGET_RUNS:
             return BUDGET_RUNS[self.variant][0]
-        if self.variant in GENERALISATION_RUNS:
+        if generalisation_variant(self.variant):
             return "lq"
         return "lq" if self.variant == "lq" else None
 
@@ -484,6 +484,7 @@ GENERALISATION_RUNS: dict[str, tuple[int, str | None, tuple[str, ...], str]] = {
     "held_out": (0, None, ("--model.imitation_patience", "3", "--model.imitation_decay", "0"),
                  "its own training quests, imitation stopped by held-out accuracy"),
 }  # fmt: skip
+LONG_BUDGET, LONG_SUFFIX = 1_000_000, "_1m"  # the chosen variant's seed 0 goes on to the paper's budget
 WORLDS_VARIANT = "worlds"  # the baselines child's: the same rules on the worlds too
 WORLDS_GOALS = tuple((f"Worlds {title.lower()}", metric.replace("test/", "worlds/")) for title, metric in GOALS)
 
@@ -503,16 +504,25 @@ def generalisation_args(config: Config, resolver: Resolver) -> list[str]:
     args = ["--model.worlds", json.dumps(worlds_of(resolver))]
     if config.stage == "baselines":
         return args
-    count, curriculum, more, _ = GENERALISATION_RUNS[config.variant]
+    variant = generalisation_variant(config.variant)
+    count, curriculum, more, _ = GENERALISATION_RUNS[variant]
     args += ["--model.env.pool", pool_dir(resolver.data_dir, count)] if count else []
     if config.stage != "rl":
         return args
-    bc = f"{resolver.stage_dir('bc')}/{generalisation_bc(config.variant)}"
-    args += ["--bc_dir", bc, "--model.budgets", json.dumps(list(GENERALISATION_BUDGETS)), "--trainer.max_epochs", "-1"]
+    budgets = [*GENERALISATION_BUDGETS, *([LONG_BUDGET] if config.variant != variant else [])]
+    bc = f"{resolver.stage_dir('bc')}/{generalisation_bc(variant)}"
+    args += ["--bc_dir", bc, "--model.budgets", json.dumps(budgets), "--trainer.max_epochs", "-1"]
     args += ["--model.select_every", str(SELECT_EVERY)]
     if curriculum:
         args += ["--model.curriculum", curriculum, "--model.curriculum_interactions", str(CURRICULUM_INTERACTIONS)]
     return [*args, *more]
+
+
+def generalisation_variant(variant: str) -> str | None:
+    """The generalisation variant (:data:`GENERALISATION_RUNS`) a run of ``variant`` trains: itself, or the one its
+    longer run (``VARIANT_1m``: :func:`generalisation_long`) takes to :data:`LONG_BUDGET`; None for any other."""
+    base = variant.removesuffix(LONG_SUFFIX)
+    return base if base in GENERALISATION_RUNS else None
 
 
 def generalisation_bc(variant: str) -> str:
@@ -553,8 +563,47 @@ def generalisation(encoders: Sequence[str] = ("scratch",), objective: str = "lq"
     return experiment
 
 
+def generalisation_long(
+    encoders: Sequence[str] = ("scratch",), objective: str = "lq", variants: Sequence[str] = tuple(GENERALISATION_RUNS)
+) -> Experiment:
+    """The generalisation experiment's best configuration to the paper's 1M interactions (issue 81): each of
+    ``variants`` (run with the one chosen on the validation quests, seed 0:
+    :func:`lq.experiments.reporting.chosen_generalisation_variant`) trained as in :func:`generalisation` but on to
+    :data:`LONG_BUDGET`, evaluated at each budget on its way and chosen on validation, its BC start and the baselines
+    beside; the same columns. Raises ValueError for an unknown variant or another objective."""
+    if objective != "lq":
+        raise ValueError(f"the generalisation experiment trains under lq's objective (--objective lq), not {objective}")
+    if unknown := [v for v in variants if v not in GENERALISATION_RUNS]:
+        raise ValueError(f"unknown generalisation variants {unknown}; known: {', '.join(GENERALISATION_RUNS)}")
+    _check_encoders(encoders)
+    columns = (*VALIDATION_GOALS, *GOALS, *WORLDS_GOALS)
+    rows = []
+    for e in encoders:
+        who = row_prefix(encoders, e)
+        for variant in variants:
+            title, config = GENERALISATION_RUNS[variant][3], Config("rl", e, variant=variant + LONG_SUFFIX)
+            for b in (*GENERALISATION_BUDGETS, LONG_BUDGET):
+                rows.append((f"{who}RL, {title}, {budget_label(b)} interactions",
+                             {t: Cell(config, f"budget/{b}/{m}") for t, m in columns}))  # fmt: skip
+            rows.append((f"{who}RL, {title}, chosen on validation", {t: Cell(config, m) for t, m in columns}))
+        for variant in dict.fromkeys(map(generalisation_bc, variants)):
+            title = GENERALISATION_RUNS[variant][3]
+            rows.append((f"{who}BC, {title}", {t: Cell(Config("bc", e, variant=variant), m) for t, m in columns}))
+    title = "Generalisation to 1M: the variant chosen on validation trained to the paper's budget"
+    experiment = _with_baselines("generalisation_long", title, rows, encoders, objective, variants, worlds=True,
+                                 validation=True)  # fmt: skip
+    experiment.note = (
+        f"The generalisation experiment's variant of the best validation act & speech goals (its rows \"chosen on "
+        f"validation\", mean over seeds) trained on to {budget_label(LONG_BUDGET)} interactions; a row \"chosen on "
+        f"validation\" is its agent of the best validation act & speech goals among its evaluations every "
+        f"{SELECT_EVERY:,} interactions."
+    )
+    return experiment
+
+
 EXPERIMENTS: dict[str, Callable[..., Experiment]] = {
     "generalisation": generalisation,
+    "generalisation_long": generalisation_long,
     "budget": budget,
     "table1": table1,
     "table2": table2,

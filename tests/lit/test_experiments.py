@@ -1838,7 +1838,8 @@ def _printed_jobs(out: str) -> list[str]:
         ),
         ["stage", "rl", "--encoder", "general", "--compare"],
         ["stage", "rl", "--encoder", "scratch", "--compare", "--objective", "paper"],
-        *(["experiment", name] for name in X.EXPERIMENTS if name not in ("deviations", "budget", "generalisation")),
+        *(["experiment", name] for name in X.EXPERIMENTS
+          if name not in ("deviations", "budget", "generalisation", "generalisation_long")),  # the last: see its test
         pytest.param(["experiment", "generalisation"], marks=pytest.mark.skipif(
             not (light_db() / "rooms.json").is_file(), reason=f"no LIGHT environment DB at {light_db()}")),
         ["experiment", "deviations", "--objective", "paper"],  # its tables name the paper objective
@@ -2216,6 +2217,58 @@ def test_the_generalisation_experiment_trains_each_variant_from_the_bc_agents_of
     without.kind.write(without)
     mark_finished(checkpoint, stage="bc")
     assert pooled_step.check() is None  # trained without the pool: trained again
+
+
+def test_the_generalisation_variant_chosen_on_validation_goes_on_to_1m_in_a_folder_of_its_own(tmp_path, capsys):
+    """``generalisation_long``: without a finished generalisation parent it refuses, saying what to run first; with one,
+    it takes the variant whose agents chosen on validation have the best validation act & speech goals (mean over
+    seeds; test figures play no part), on to 1M from the BC agents of that variant's training quests, in a folder of
+    its own (not the 320k run's, which it would resume), and records the variant on its parent."""
+    uri = f"sqlite:///{tmp_path / 'mlflow.db'}"
+    common = ["experiment", "plan", "generalisation_long", "--tracking-uri", uri, "--seeds", "0", "--dry-run",
+              "--outputs", str(tmp_path / "o")]  # fmt: skip
+    assert main(common) == 2
+    assert "no finished generalisation parent run" in capsys.readouterr().err
+    client = MlflowClient(uri)
+    experiment = X.EXPERIMENTS["generalisation"]()
+    setup = X.Setup(seeds=(0, 1), outputs=str(tmp_path / "o"), tracking_uri=uri)
+    pid, _ = X.parents.open_parent(client, experiment, setup, False, print)
+    exp_id = client.get_run(pid).info.experiment_id
+    val = {"own": 0.3, "pool1400": 0.35, "pool19600": 0.4, "pool19600_rarity": 0.1, "held_out": 0.2}
+    test = {"own": 0.9, "pool1400": 0.1, "pool19600": 0.1, "pool19600_rarity": 0.1, "held_out": 0.1}
+    for config in experiment.configs:
+        for seed in (0, 1):
+            tags = {"mlflow.parentRunId": pid, "lq.config": config.key, "lq.seed": str(seed)}
+            child = client.create_run(exp_id, tags=tags).info.run_id
+            if config.stage == "rl":  # pool19600 best on validation in the mean (0.4, 0.4), not in its best seed
+                spread = 0.3 * (seed - 0.5) if config.variant == "pool1400" else 0.0
+                client.log_metric(child, "val/act_and_speech_goal_rate", val[config.variant] + spread)
+                client.log_metric(child, "test/act_and_speech_goal_rate", test[config.variant])
+            client.set_terminated(child, "FINISHED")
+    client.set_terminated(pid, "FINISHED")
+    assert main(common) == 0
+    out = capsys.readouterr().out
+    assert f"generalisation_long: pool19600, the best Val act & speech chosen on validation in generalisation " \
+        f"parent {pid}: own 0.300 (2 seeds); pool1400 0.350 (2 seeds); pool19600 0.400 (2 seeds)" in out
+    [rl] = [line for line in out.splitlines() if line.startswith("lq rl fit")]
+    assert f"{tmp_path}/o/rl/pool19600_1m{AGENT}/config.yaml" in rl
+
+    def rl_run(variant: str):
+        long = X.EXPERIMENTS["generalisation_long"](variants=[variant])
+        [run] = [X.running.run_of(c, setup, 0) for c in long.configs if c.stage == "rl"]
+        return long, run, {flag: run.extra[run.extra.index(flag) + 1] for flag in run.extra if flag.startswith("--")}
+
+    _, run, flags = rl_run("pool19600")
+    assert flags["--bc_dir"] == f"{tmp_path}/o/bc/pool19600" and flags["--model.env.pool"] == "data/default-pool-19600"
+    assert json.loads(flags["--model.budgets"]) == [32_000, 100_000, 320_000, 1_000_000]
+    assert flags["--model.select_every"] == "16000" and "--model.curriculum" not in flags
+    long, run, flags = rl_run("pool19600_rarity")
+    assert flags["--model.curriculum"] == "rarity"
+    assert [row for row, _ in long.tables[0].rows][3:] == [
+        "RL, + 19,600 generated quests, rarity curriculum, 1M interactions",
+        "RL, + 19,600 generated quests, rarity curriculum, chosen on validation", "BC, + 19,600 generated quests"]
+    with pytest.raises(ValueError, match="unknown generalisation variants \\['pool20000'\\]"):
+        X.EXPERIMENTS["generalisation_long"](variants=["pool20000"])
 
 
 def test_a_resumed_parent_starts_each_rl_child_once_its_own_bc_start_is_trained_not_every_start(tmp_path):
