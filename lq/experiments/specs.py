@@ -531,6 +531,27 @@ def generalisation_bc(variant: str) -> str:
     return next(v for v, (c, *_) in GENERALISATION_RUNS.items() if c == count)
 
 
+def generalisation_rows(
+    encoders: Sequence[str], variants: Sequence[str], budgets: Sequence[int], suffix: str = ""
+) -> list:
+    """The generalisation tables' rows, per encoder: each of ``variants`` trained as run ``VARIANT + suffix`` at each
+    of ``budgets`` and as chosen on validation, then BC per training quests; validation, test and worlds columns."""
+    columns = (*VALIDATION_GOALS, *GOALS, *WORLDS_GOALS)
+    rows = []
+    for e in encoders:
+        who = row_prefix(encoders, e)
+        for variant in variants:
+            title, config = GENERALISATION_RUNS[variant][3], Config("rl", e, variant=variant + suffix)
+            for b in budgets:
+                rows.append((f"{who}RL, {title}, {budget_label(b)} interactions",
+                             {t: Cell(config, f"budget/{b}/{m}") for t, m in columns}))  # fmt: skip
+            rows.append((f"{who}RL, {title}, chosen on validation", {t: Cell(config, m) for t, m in columns}))
+        for variant in dict.fromkeys(map(generalisation_bc, variants)):
+            title = GENERALISATION_RUNS[variant][3]
+            rows.append((f"{who}BC, {title}", {t: Cell(Config("bc", e, variant=variant), m) for t, m in columns}))
+    return rows
+
+
 def generalisation(encoders: Sequence[str] = ("scratch",), objective: str = "lq") -> Experiment:
     """Larger training pools, the rarity curriculum and the imitation term stopped on a held-out signal (issue 81):
     the Scratch agent under lq's objective, each variant of :data:`GENERALISATION_RUNS` at each of
@@ -539,19 +560,7 @@ def generalisation(encoders: Sequence[str] = ("scratch",), objective: str = "lq"
     if objective != "lq":
         raise ValueError(f"the generalisation experiment trains under lq's objective (--objective lq), not {objective}")
     _check_encoders(encoders)
-    columns = (*VALIDATION_GOALS, *GOALS, *WORLDS_GOALS)
-    rows = []
-    for e in encoders:
-        who = row_prefix(encoders, e)
-        for variant, (_, _, _, title) in GENERALISATION_RUNS.items():
-            config = Config("rl", e, variant=variant)
-            for b in GENERALISATION_BUDGETS:
-                rows.append((f"{who}RL, {title}, {budget_label(b)} interactions",
-                             {t: Cell(config, f"budget/{b}/{m}") for t, m in columns}))  # fmt: skip
-            rows.append((f"{who}RL, {title}, chosen on validation", {t: Cell(config, m) for t, m in columns}))
-        for variant in dict.fromkeys(map(generalisation_bc, GENERALISATION_RUNS)):
-            title = GENERALISATION_RUNS[variant][3]
-            rows.append((f"{who}BC, {title}", {t: Cell(Config("bc", e, variant=variant), m) for t, m in columns}))
+    rows = generalisation_rows(encoders, tuple(GENERALISATION_RUNS), GENERALISATION_BUDGETS)
     title = "Generalisation: training pools, the rarity curriculum, the agent chosen on validation, worlds never seen"
     experiment = _with_baselines("generalisation", title, rows, encoders, objective, validation=True, worlds=True)
     experiment.note = (
@@ -576,19 +585,7 @@ def generalisation_long(
     if unknown := [v for v in variants if v not in GENERALISATION_RUNS]:
         raise ValueError(f"unknown generalisation variants {unknown}; known: {', '.join(GENERALISATION_RUNS)}")
     _check_encoders(encoders)
-    columns = (*VALIDATION_GOALS, *GOALS, *WORLDS_GOALS)
-    rows = []
-    for e in encoders:
-        who = row_prefix(encoders, e)
-        for variant in variants:
-            title, config = GENERALISATION_RUNS[variant][3], Config("rl", e, variant=variant + LONG_SUFFIX)
-            for b in (*GENERALISATION_BUDGETS, LONG_BUDGET):
-                rows.append((f"{who}RL, {title}, {budget_label(b)} interactions",
-                             {t: Cell(config, f"budget/{b}/{m}") for t, m in columns}))  # fmt: skip
-            rows.append((f"{who}RL, {title}, chosen on validation", {t: Cell(config, m) for t, m in columns}))
-        for variant in dict.fromkeys(map(generalisation_bc, variants)):
-            title = GENERALISATION_RUNS[variant][3]
-            rows.append((f"{who}BC, {title}", {t: Cell(Config("bc", e, variant=variant), m) for t, m in columns}))
+    rows = generalisation_rows(encoders, variants, (*GENERALISATION_BUDGETS, LONG_BUDGET), LONG_SUFFIX)
     title = "Generalisation to 1M: the variant chosen on validation trained to the paper's budget"
     experiment = _with_baselines("generalisation_long", title, rows, encoders, objective, variants, worlds=True,
                                  validation=True)  # fmt: skip
