@@ -487,6 +487,11 @@ GENERALISATION_RUNS: dict[str, tuple[int, str | None, tuple[str, ...], str]] = {
 LONG_BUDGET, LONG_SUFFIX = 1_000_000, "_1m"  # the chosen variant's seed 0 goes on to the paper's budget
 WORLDS_VARIANT = "worlds"  # the baselines child's: the same rules on the worlds too
 WORLDS_GOALS = tuple((f"Worlds {title.lower()}", metric.replace("test/", "worlds/")) for title, metric in GOALS)
+GENERALISATION_COLUMNS = (
+    "Greedy: the test quests again, each choice the agent's likeliest. Worlds: the test quests of quests generated from "
+    "the LIGHT environment DB, against their own spaces, partner and DM."
+)
+GREEDY_GOALS = tuple((f"Greedy {title.lower()}", metric.replace("test/", "test_greedy/")) for title, metric in GOALS)
 
 
 def worlds_of(resolver: Resolver) -> dict[str, str]:
@@ -535,8 +540,9 @@ def generalisation_rows(
     encoders: Sequence[str], variants: Sequence[str], budgets: Sequence[int], suffix: str = ""
 ) -> list:
     """The generalisation tables' rows, per encoder: each of ``variants`` trained as run ``VARIANT + suffix`` at each
-    of ``budgets`` and as chosen on validation, then BC per training quests; validation, test and worlds columns."""
-    columns = (*VALIDATION_GOALS, *GOALS, *WORLDS_GOALS)
+    of ``budgets`` and as chosen on validation, then BC per training quests; validation, test (sampled, then greedy)
+    and worlds columns."""
+    columns = (*VALIDATION_GOALS, *GOALS, *GREEDY_GOALS, *WORLDS_GOALS)
     rows = []
     for e in encoders:
         who = row_prefix(encoders, e)
@@ -566,8 +572,7 @@ def generalisation(encoders: Sequence[str] = ("scratch",), objective: str = "lq"
     experiment.note = (
         f"A row at N interactions is the agent as it stood then; a row \"chosen on validation\" is the agent of the "
         f"best validation act & speech goals among its evaluations every {SELECT_EVERY:,} interactions (its "
-        "best.ckpt), and its test and worlds figures are that agent's. Worlds: the test quests of quests generated "
-        "from the LIGHT environment DB, against their own spaces, partner and DM."
+        f"best.ckpt), and its test and worlds figures are that agent's. {GENERALISATION_COLUMNS}"
     )
     return experiment
 
@@ -593,7 +598,7 @@ def generalisation_long(
         f"The generalisation experiment's variant of the best validation act & speech goals (its rows \"chosen on "
         f"validation\", mean over seeds) trained on to {budget_label(LONG_BUDGET)} interactions; a row \"chosen on "
         f"validation\" is its agent of the best validation act & speech goals among its evaluations every "
-        f"{SELECT_EVERY:,} interactions."
+        f"{SELECT_EVERY:,} interactions. {GENERALISATION_COLUMNS}"
     )
     return experiment
 

@@ -2191,10 +2191,15 @@ def test_the_generalisation_experiment_trains_each_variant_from_the_bc_agents_of
     assert h.bc_checkpoint == f"{tmp_path}/o/bc/pool19600{AGENT}/best.ckpt"
     table, baselines = experiment.tables
     assert len(table.rows) == 5 * 4 + 3 and list(table.rows[0][1]) == [
-        *(t for t, _ in X.specs.VALIDATION_GOALS), *(t for t, _ in X.specs.GOALS), *(t for t, _ in X.specs.WORLDS_GOALS)
+        *(t for t, _ in X.specs.VALIDATION_GOALS), *(t for t, _ in X.specs.GOALS),
+        *(t for t, _ in X.specs.GREEDY_GOALS), *(t for t, _ in X.specs.WORLDS_GOALS)
     ]
     assert table.rows[3][0] == "RL, its own training quests, chosen on validation"
     assert table.rows[3][1]["Worlds act & speech"].metric == "worlds/act_and_speech_goal_rate"
+    # the test quests under greedy decoding too: where sampled and greedy speech part, the table shows it
+    assert table.rows[3][1]["Greedy act & speech"].metric == "test_greedy/act_and_speech_goal_rate"
+    assert table.rows[1][1]["Greedy speech goals"].metric == "budget/100000/test_greedy/speech_goal_rate"
+    assert "Greedy act goals" not in baselines.rows[0][1]  # a baseline has no decoding of its own
     assert table.rows[0][1]["Worlds act goals"].metric == "budget/32000/worlds/act_goal_rate"
     assert "Worlds act goals" in baselines.rows[0][1] and "Val act goals" in baselines.rows[0][1]
     with pytest.raises(ValueError, match="--objective lq"):
