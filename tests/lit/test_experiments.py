@@ -2224,6 +2224,21 @@ def test_the_generalisation_experiment_trains_each_variant_from_the_bc_agents_of
     assert pooled_step.check() is None  # trained without the pool: trained again
 
 
+def test_a_tiny_rl_run_chooses_its_agent_on_validation_as_the_generalisation_experiment_does(tmp_path):
+    """The generalisation experiment's checkpoint rule is every tiny RL run's (make rl, Tables 1, 2 and 7): the agent
+    chosen on the validation quests every 16,000 interactions, twice in a 400-update run; the quickstart's 100 updates
+    (8,000 interactions) choose nothing, their last weights the agent."""
+    selections = {}
+    for profile in ("tiny", "quick", "paper"):
+        setup = X.Setup(profile=profile, seeds=(0,), outputs=str(tmp_path / profile))
+        config = X.running.stage_config(X.Config("rl", "scratch"), setup, 0)
+        model = config["model"]
+        interactions = config["trainer"]["max_epochs"] * model["updates_per_epoch"] * model["num_envs"] * model[
+            "rollout_steps"]  # fmt: skip
+        selections[profile] = (model["select_every"], interactions // model["select_every"])
+    assert selections == {"tiny": (X.specs.SELECT_EVERY, 2), "quick": (X.specs.SELECT_EVERY, 0), "paper": (640_000, 20)}
+
+
 def test_the_generalisation_variant_chosen_on_validation_goes_on_to_1m_in_a_folder_of_its_own(tmp_path, capsys):
     """``generalisation_long``: without a finished generalisation parent it refuses, saying what to run first; with one,
     it takes the variant whose agents chosen on validation have the best validation act & speech goals (mean over
