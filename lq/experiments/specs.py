@@ -536,6 +536,13 @@ def generalisation_bc(variant: str) -> str:
     return next(v for v, (c, *_) in GENERALISATION_RUNS.items() if c == count)
 
 
+def _check_generalisation(encoders: Sequence[str], objective: str) -> None:
+    """The generalisation experiment and its longer run train under lq's objective, with known encoders."""
+    if objective != "lq":
+        raise ValueError(f"the generalisation experiment trains under lq's objective (--objective lq), not {objective}")
+    _check_encoders(encoders)
+
+
 def generalisation_rows(
     encoders: Sequence[str], variants: Sequence[str], budgets: Sequence[int], suffix: str = ""
 ) -> list:
@@ -563,9 +570,7 @@ def generalisation(encoders: Sequence[str] = ("scratch",), objective: str = "lq"
     the Scratch agent under lq's objective, each variant of :data:`GENERALISATION_RUNS` at each of
     :data:`GENERALISATION_BUDGETS` and as chosen on the validation quests, BC on each variant's training quests, the
     baselines beside; validation, test and unseen-worlds columns."""
-    if objective != "lq":
-        raise ValueError(f"the generalisation experiment trains under lq's objective (--objective lq), not {objective}")
-    _check_encoders(encoders)
+    _check_generalisation(encoders, objective)
     rows = generalisation_rows(encoders, tuple(GENERALISATION_RUNS), GENERALISATION_BUDGETS)
     title = "Generalisation: training pools, the rarity curriculum, the agent chosen on validation, worlds never seen"
     experiment = _with_baselines("generalisation", title, rows, encoders, objective, validation=True, worlds=True)
@@ -585,11 +590,9 @@ def generalisation_long(
     :func:`lq.experiments.reporting.chosen_generalisation_variant`) trained as in :func:`generalisation` but on to
     :data:`LONG_BUDGET`, evaluated at each budget on its way and chosen on validation, its BC start and the baselines
     beside; the same columns. Raises ValueError for an unknown variant or another objective."""
-    if objective != "lq":
-        raise ValueError(f"the generalisation experiment trains under lq's objective (--objective lq), not {objective}")
+    _check_generalisation(encoders, objective)
     if unknown := [v for v in variants if v not in GENERALISATION_RUNS]:
         raise ValueError(f"unknown generalisation variants {unknown}; known: {', '.join(GENERALISATION_RUNS)}")
-    _check_encoders(encoders)
     rows = generalisation_rows(encoders, variants, (*GENERALISATION_BUDGETS, LONG_BUDGET), LONG_SUFFIX)
     title = "Generalisation to 1M: the variant chosen on validation trained to the paper's budget"
     experiment = _with_baselines("generalisation_long", title, rows, encoders, objective, variants, worlds=True,
