@@ -89,6 +89,11 @@ def plot_curves(
     return drawn
 
 
+def budget_label(budget: int) -> str:
+    """32k, 100k, 1M: a budget (environment interactions) as the tables' rows and the figures' ticks name it."""
+    return f"{budget // 1_000_000}M" if budget % 1_000_000 == 0 else f"{budget // 1000}k"
+
+
 LEVEL_STYLES = ("--", ":", "-.", (0, (5, 1)), (0, (3, 1, 1, 1, 1, 1)))  # a level's line: one style each, up to five
 
 
@@ -112,7 +117,8 @@ def plot_budget(
     import matplotlib.pyplot as plt
 
     rows, cols = len(panels), max(len(r) for r in panels)
-    fig, axes = plt.subplots(rows, cols, figsize=(5 * cols, 3.6 * rows), squeeze=False)
+    # constrained layout keeps the legend, outside below the panels, clear of every panel
+    fig, axes = plt.subplots(rows, cols, figsize=(5 * cols, 3.6 * rows), squeeze=False, layout="constrained")
     drawn = False
     colours = {label: f"C{i % 10}" for i, label in enumerate(curves)}  # a curve's, in every panel
     for r, row in enumerate(panels):
@@ -135,15 +141,22 @@ def plot_budget(
                     colour = colours.get((level_of or {}).get(label), "grey")
                     ax.axhline(statistics.fmean(by_metric[metric]), color=colour, linestyle=style, label=label)
             ax.set_xscale("log")
+            budgets = sorted({b for by_metric in curves.values() for b, v in by_metric.get(metric, {}).items() if v})
+            if budgets:  # ticks at the budgets, named as the tables' rows name them (32k, 1M), not 3 x 10^4
+                ax.set_xticks(budgets, labels=[budget_label(b) for b in budgets])
+                ax.minorticks_off()
             ax.set_title(metric, fontsize=10)
             ax.set_xlabel("environment interactions")
             if c == 0:
                 ax.set_ylabel(f"{row_names[r]} goal rate" if r < len(row_names) else "goal rate")
             ax.grid(alpha=0.3)
-            if r == 0 and c == 0 and ax.get_legend_handles_labels()[0]:
-                ax.legend(fontsize=7)
+    legend = {}  # label -> handle, every panel's, each label once
+    for ax in axes.flat:
+        for handle, label in zip(*ax.get_legend_handles_labels()):
+            legend.setdefault(label, handle)
+    if legend:
+        fig.legend(legend.values(), legend.keys(), loc="outside lower center", ncol=min(3, len(legend)), fontsize=8)
     fig.suptitle(title)
-    fig.tight_layout()
     if drawn:
         fig.savefig(path, dpi=90, metadata={"Software": None})
     plt.close(fig)

@@ -11,6 +11,7 @@ from lq.conf import path
 from lq.data.pools import pool_dir
 from lq.envs.protocol import GOAL_RATES
 from lq.rl.registry import BASELINES, CEILING, REPLAY, REPLAY_WITH_PARTNER
+from lq.results import budget_label
 from lq.stages import Resolver
 from lq.stages.data import LIGHT_WORLDS
 
@@ -427,11 +428,6 @@ def budget_args(variant: str, seed: int) -> list[str]:
     last = BUDGETS[-1] if seed in BUDGET_RUNS[variant][1] else FEW_SEEDS_BUDGET
     budgets = [b for b in BUDGETS if b <= last]
     return ["--model.budgets", json.dumps(budgets), "--trainer.max_epochs", "-1"]
-
-
-def budget_label(budget: int) -> str:
-    """32k, 100k, 1M: a budget as the table's rows name it."""
-    return f"{budget // 1_000_000}M" if budget % 1_000_000 == 0 else f"{budget // 1000}k"
 
 
 def budgets_of(variant: str) -> tuple[int, ...]:

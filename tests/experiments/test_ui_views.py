@@ -140,6 +140,25 @@ def test_the_curves_keep_one_row_unless_asked(tmp_path):
     assert _png_size((tmp_path / "stacked.png").read_bytes()) == (1000, 720)
 
 
+def test_the_budget_figure_names_its_budgets_and_keeps_its_legend_off_the_panels(tmp_path, monkeypatch):
+    import matplotlib.pyplot as plt
+
+    from lq.eval import plot_budget
+
+    figures = []
+    monkeypatch.setattr(plt, "close", figures.append)  # the figure, kept open to be measured
+    curves = {"RL": {"Act goals": {32_000: [0.5, 0.6], 100_000: [0.6, 0.7], 1_000_000: [0.7]}}}
+    levels = {"BC": {"Act goals": [0.55]}, "Random": {"Act goals": [0.4], "Speech goals": [0.1]}}
+    assert plot_budget(curves, levels, [["Act goals", "Speech goals"]], tmp_path / "budget.png", "t")
+    [fig] = figures
+    assert [t.get_text() for t in fig.axes[0].get_xticklabels()] == ["32k", "100k", "1M"]
+    [legend] = fig.legends  # one for the figure, each label once, whichever panels draw it
+    assert [t.get_text() for t in legend.get_texts()] == ["RL (≤2 seeds)", "BC", "Random"]
+    renderer = fig.canvas.get_renderer()
+    box = legend.get_window_extent(renderer)
+    assert not any(box.overlaps(ax.get_tightbbox(renderer)) for ax in fig.axes)
+
+
 def test_children_are_named_short_and_distinct_within_their_parent(tmp_path):
     setup = Setup(outputs=str(tmp_path / "outputs"))
     for name, make in EXPERIMENTS.items():
