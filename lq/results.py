@@ -152,7 +152,7 @@ def plot_budget(
             ax.grid(alpha=0.3)
     legend = {}  # label -> handle, every panel's, each label once
     for ax in axes.flat:
-        for handle, label in zip(*ax.get_legend_handles_labels()):
+        for handle, label in zip(*ax.get_legend_handles_labels(), strict=True):
             legend.setdefault(label, handle)
     if legend:
         fig.legend(legend.values(), legend.keys(), loc="outside lower center", ncol=min(3, len(legend)), fontsize=8)

@@ -10,8 +10,8 @@ from dataclasses import dataclass, field
 from lq.conf import path
 from lq.data.pools import pool_dir
 from lq.envs.protocol import GOAL_RATES
-from lq.rl.registry import BASELINES, CEILING, REPLAY, REPLAY_WITH_PARTNER
 from lq.results import budget_label
+from lq.rl.registry import BASELINES, CEILING, REPLAY, REPLAY_WITH_PARTNER
 from lq.stages import Resolver
 from lq.stages.data import LIGHT_WORLDS
 
