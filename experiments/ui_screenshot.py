@@ -56,7 +56,8 @@ CHROMIUM_FLAGS = [  # no sandbox (root), and no background traffic on a closed n
 ]
 
 
-SIZES = {"transcript.png": "1600,1400", "runs.png": "1600,1300"}  # runs: a table's 30-odd children
+SIZES = {"transcript.png": "1600,1400", "runs.png": "2100,1300"}  # runs: a table's 30-odd children, the generalisation
+# experiments' six goal columns whole
 GOALS = tuple(f"test/{rate}" for rate, *_ in GOAL_RATES)  # what compare.png plots
 # before any page's own script: the browser chose "Model training" in the sidebar's switch, and closed the assistant
 PREPARE = """try {

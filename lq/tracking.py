@@ -170,7 +170,9 @@ def mark_model_training(client, experiment_id: str) -> None:
     remembers) or ``?workflowType=machine_learning`` in the page's address, and opens on the GenAI overview without
     them. The tag stays for the earlier versions. The view ``lq: goal rates`` (:data:`EXPERIMENT_VIEW`,
     :func:`save_view`) shows the test goal rates as columns, the runs sorted by act & speech goals, best first (the
-    poly-encoders' experiments: Hits@1, 5 and 10, by Hits@1). Each is written only where missing or changed."""
+    generalisation experiments' also validation act & speech, which chose each agent, and act & speech on the test
+    quests greedy and on the unseen worlds; the poly-encoders' experiments: Hits@1, 5 and 10, by Hits@1). Each is
+    written only where missing or changed."""
     experiment = client.get_experiment(experiment_id)
     if experiment.tags.get("mlflow.experimentKind") != "custom_model_development":
         client.set_experiment_tag(experiment_id, "mlflow.experimentKind", "custom_model_development")
@@ -180,6 +182,8 @@ def mark_model_training(client, experiment_id: str) -> None:
     else:
         metrics = tuple(f"test/{rate}" for rate, *_ in GOAL_RATES)
         name, sort = "lq: goal rates", f"test/{HEADLINE_RATE}"
+        if experiment.name.startswith("lq-generalisation"):  # what chose the agent, and where it is tested beside test
+            metrics = (f"val/{HEADLINE_RATE}", *metrics, f"test_greedy/{HEADLINE_RATE}", f"worlds/{HEADLINE_RATE}")
     columns = [f"metrics.`{m}`" for m in metrics]
     state = json.dumps({
         "selectedColumns": columns,

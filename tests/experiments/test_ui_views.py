@@ -75,6 +75,19 @@ def test_the_poly_encoders_experiments_get_a_hits_at_k_view(client):
     assert state["selectedColumns"] == [f"metrics.`test/hits_at_{k}`" for k in (1, 5, 10)]
 
 
+def test_the_generalisation_experiments_view_shows_what_chose_the_agent_and_the_worlds_beside_test(client):
+    exp_id = client.create_experiment("lq-generalisation_long")
+    mark_model_training(client, exp_id)
+    _, state = _view(client, exp_id)
+    assert state["selectedColumns"] == [
+        "metrics.`val/act_and_speech_goal_rate`",
+        *GOALS,
+        "metrics.`test_greedy/act_and_speech_goal_rate`",
+        "metrics.`worlds/act_and_speech_goal_rate`",
+    ]
+    assert state["orderByKey"] == "metrics.`test/act_and_speech_goal_rate`"
+
+
 def test_a_parent_gets_a_view_of_its_children_alone_when_it_opens(client, store, tmp_path):
     experiment = table1(["scratch"])
     setup = Setup(seeds=(0,), tracking_uri=store, outputs=str(tmp_path / "outputs"))
