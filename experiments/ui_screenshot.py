@@ -243,11 +243,19 @@ def compare_goals(metrics: list[str]):
             select = "document.querySelectorAll('input[role=combobox]')[1]"
             chips = f"{select}.closest('[class*=select-selector]').querySelectorAll('[class$=selection-item-remove]')"
             tools.evaluate(f"{chips}.forEach(e => e.click())")  # its first metric, taken by default
-            for metric in metrics:  # typed into its search, the one option left taken
+            for metric in metrics:  # typed into its search, then its own option clicked: the search also leaves
+                # the metrics that end with it (budget/100000/test/act_goal_rate), and they sort first
                 tools.evaluate(f"{select}.focus()")
                 tools.call("Input.insertText", True, text=metric)
                 time.sleep(0.5)
-                tools.press("Enter", 13)
+                options = (  # the options themselves, not their content's element (its class ends -content)
+                    "[...document.querySelectorAll('[class*=select-item-option]')]"
+                    ".filter(e => e.className.split(' ').some(c => c.endsWith('select-item-option')))"
+                )
+                found = tools.evaluate(f"{options}.filter(e => e.textContent.trim() === {json.dumps(metric)}).length")
+                if found != 1:
+                    raise RuntimeError(f"the compare view's plot offers {found} options named {metric}, not one")
+                tools.evaluate(f"{options}.find(e => e.textContent.trim() === {json.dumps(metric)}).click()")
             tools.press("Escape", 27)
             scroll_to(tools, min(metrics))  # the table's rows are in name order
         return tools.evaluate(METRICS_END)
