@@ -175,15 +175,22 @@ def _cmd_experiment(args: argparse.Namespace) -> int:
     else:
         from mlflow.tracking import MlflowClient
 
+        from lq.experiments.claims import current_parents, objectives_of
         from lq.experiments.records import parent_here
 
         client = MlflowClient(setup.tracking_uri)
-        for name in names:
-            identity = {"profile": args.profile, "protocol": args.protocol, "objective": args.objective}
-            if args.parent:
-                parent = parent_here(client, args.parent, setup.tracking_uri)
-            else:
-                parent = X.latest_parent(setup.tracking_uri, name, **identity)
+        if args.parent:
+            found = [(name, args.objective, parent_here(client, args.parent, setup.tracking_uri)) for name in names]
+        elif args.objective:
+            found = [(n, args.objective, X.latest_parent(setup.tracking_uri, n, args.profile, args.protocol, args.objective))
+                     for n in names]  # fmt: skip
+        else:  # each objective's newest parent, as the results page shows them; else the newest of any (untagged)
+            found = []
+            for n in names:
+                each = [f for f in current_parents(setup.tracking_uri, args.profile, args.protocol, [n]) if f[2]]
+                found += each or [(n, None, X.latest_parent(setup.tracking_uri, n, args.profile, args.protocol))]
+        for name, objective, parent in found:
+            identity = {"profile": args.profile, "protocol": args.protocol, "objective": objective}
             if parent is None:
                 of = ", ".join(f"{k} {v}" for k, v in identity.items() if v)
                 print(
@@ -196,7 +203,11 @@ def _cmd_experiment(args: argparse.Namespace) -> int:
             tags = run.data.tags
             shown_identity = ", ".join(f"{k} {tags.get(f'lq.{k}', '?')}" for k in ("profile", "protocol", "objective"))
             print(f"{experiment.title}: from parent run {parent}, {shown_identity} (no training)")
-            X.write_local(X.build_tables(experiment, parent, setup.tracking_uri), args.out)
+            tables = X.build_tables(experiment, parent, setup.tracking_uri)
+            ran = tags.get("lq.objective", "lq")
+            if ran != "lq" and len(objectives_of(name)) > 1:  # beside the default's files, not over them
+                tables = {f"{table}-{ran}": text for table, text in tables.items()}
+            X.write_local(tables, args.out)
             if run.info.status == "RUNNING":  # a planned parent: its children ran elsewhere, the tables finish it
                 playing = [r for r in X.children(client, parent, finished=False) if r.info.status == "RUNNING"]
                 if playing:  # unless its driver is still at work: a look at a running campaign leaves it running
@@ -306,7 +317,8 @@ def _experiment_parser(sub) -> None:
     xp.add_argument(
         "--objective",
         help="run: conf/objective/OBJECTIVE.yaml, what RL optimises (default lq; paper: Table 6 and the released "
-        "code); tables: the newest parent run of this objective (default: of any)",
+        "code); tables: the newest parent run of this objective (default: each objective's, as the results page shows "
+        "them)",
     )
     xp.add_argument("--seeds", type=int, nargs="+", default=[0, 1, 2], help="training seeds per configuration")
     xp.add_argument("--eval-seeds", type=int, default=1, help="zero-shot evaluations per trained agent")

@@ -444,9 +444,15 @@ def test_parents_of_two_objectives_stay_apart_in_tables_and_resume(tmp_path, cap
                      "--out", str(tmp_path / objective)]) == 0  # fmt: skip
         out = capsys.readouterr().out
         assert f"from parent run {parents[objective]}, profile tiny, protocol paper, objective {objective}" in out
-        md = (tmp_path / objective / "table1.md").read_text()
+        md = (tmp_path / objective / ("table1.md" if objective == "lq" else "table1-paper.md")).read_text()
         title = X.specs.rl_title(objective)
         assert f"{title} Act goals" in md and f"| Scratch | {mean} ± " in md
+    # without --objective: each objective's newest parent, as the results page shows them, in files side by side
+    assert main(["experiment", "tables", "table1", "--tracking-uri", uri, "--out", str(tmp_path / "both")]) == 0
+    out = capsys.readouterr().out
+    assert all(f"from parent run {parents[o]}, profile tiny, protocol paper, objective {o}" in out for o in parents)
+    assert (tmp_path / "both" / "table1.md").read_text() == (tmp_path / "lq" / "table1.md").read_text()
+    assert (tmp_path / "both" / "table1-paper.md").read_text() == (tmp_path / "paper" / "table1-paper.md").read_text()
     # an unfinished parent under the paper objective is not what an lq-objective run resumes
     paper_setup = X.Setup(seeds=(0, 1), tracking_uri=uri, outputs=str(tmp_path / "o"), objective="paper")
     client.update_run(parents["paper"], status="RUNNING")
