@@ -182,8 +182,8 @@ def _cmd_experiment(args: argparse.Namespace) -> int:
         if args.parent:
             found = [(name, args.objective, parent_here(client, args.parent, setup.tracking_uri)) for name in names]
         elif args.objective:
-            found = [(n, args.objective, X.latest_parent(setup.tracking_uri, n, args.profile, args.protocol, args.objective))
-                     for n in names]  # fmt: skip
+            identity = (args.profile, args.protocol, args.objective)
+            found = [(n, args.objective, X.latest_parent(setup.tracking_uri, n, *identity)) for n in names]
         else:  # each objective's newest parent, as the results page shows them; else the newest of any (untagged)
             found = []
             for n in names:
