@@ -78,10 +78,10 @@ plan: $(STAMP) ## print every job of the tables as a command line, for any sched
 
 # the runs each table of docs/results/current.md is made of, one file per table (lq experiment export/import)
 RECORDS ?= docs/results/runs
-tables: $(STAMP) ## rebuild every table and curve from the MLflow store alone (no training; EXPERIMENTS=, OBJECTIVE=: those only) into outputs/tables/ and on their parent runs, the results page docs/results/current.md and the records of its runs in docs/results/runs/ (which the store imports first where it lacks them)
+tables: $(STAMP) ## rebuild every table and curve from the MLflow store alone (no training; EXPERIMENTS=, OBJECTIVE= on the command line: those only) into outputs/tables/ and on their parent runs, the results page docs/results/current.md and the records of its runs in docs/results/runs/ (which the store imports first where it lacks them)
 	$(BIN)/lq experiment import --records $(RECORDS)
 	$(BIN)/lq experiment tables $(if $(filter command line,$(origin EXPERIMENTS)),$(EXPERIMENTS)) --profile $(PROFILE) \
-		--protocol $(PROTOCOL) $(if $(filter command line,$(origin OBJECTIVE)),--objective $(OBJECTIVE))
+		--protocol $(PROTOCOL) $(if $(filter command line,$(origin OBJECTIVE)),$(if $(OBJECTIVE),--objective $(OBJECTIVE)))
 	$(BIN)/lq experiment export --profile $(PROFILE) --protocol $(PROTOCOL) --records $(RECORDS)
 	$(BIN)/lq experiment report --profile $(PROFILE) --protocol $(PROTOCOL) --page docs/results/current.md
 

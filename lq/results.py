@@ -121,6 +121,10 @@ def plot_budget(
     fig, axes = plt.subplots(rows, cols, figsize=(5 * cols, 3.6 * rows), squeeze=False, layout="constrained")
     drawn = False
     colours = {label: f"C{i % 10}" for i, label in enumerate(curves)}  # a curve's, in every panel
+    seeds = {  # a curve's most seeds at a point, over every panel: one legend entry per curve
+        label: max((len(v) for by_budget in by_metric.values() for v in by_budget.values()), default=0)
+        for label, by_metric in curves.items()
+    }
     for r, row in enumerate(panels):
         for c, metric in enumerate(row):
             ax = axes[r][c]
@@ -129,9 +133,8 @@ def plot_budget(
                 if not points:
                     continue
                 xs = [b for b, _ in points]
-                seeds = max(len(v) for _, v in points)
                 means = [statistics.fmean(v) for _, v in points]
-                ax.plot(xs, means, marker="o", color=colours[label], label=f"{label} (≤{seeds} seeds)")
+                ax.plot(xs, means, marker="o", color=colours[label], label=f"{label} (≤{seeds[label]} seeds)")
                 lows, highs = [min(v) for _, v in points], [max(v) for _, v in points]
                 ax.fill_between(xs, lows, highs, color=colours[label], alpha=0.2)
                 drawn = True

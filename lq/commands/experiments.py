@@ -147,9 +147,9 @@ def _cmd_experiment(args: argparse.Namespace) -> int:
             experiment = X.EXPERIMENTS[name](*([args.encoders] if args.encoders else []), objective=setup.objective)
             print("\n".join(X.running.experiment_graph(experiment, setup)))
         return 0
+    if args.parent and len(names) != 1:
+        raise UsageError(f"experiment {args.action} --parent: name the one experiment the parent run belongs to")
     if args.action in ("run", "plan"):
-        if args.parent and len(names) != 1:
-            raise UsageError(f"experiment {args.action} --parent: name the one experiment the parent run belongs to")
         for name in names:
             experiment = _experiment(name, args, setup)
             if args.action == "plan":
@@ -163,7 +163,7 @@ def _cmd_experiment(args: argparse.Namespace) -> int:
             except JobFailed as e:
                 raise Stopped(e.failures) from None
             print(f"{experiment.title}: parent run {parent} in MLflow experiment lq-{name}")
-            X.write_local(tables, args.out)
+            X.write_local(tables, args.out, experiment)
             if args.log_model:  # the best agent exported and logged on the parent, once its tables are built
                 from mlflow.tracking import MlflowClient
 
@@ -175,16 +175,17 @@ def _cmd_experiment(args: argparse.Namespace) -> int:
     else:
         from mlflow.tracking import MlflowClient
 
-        from lq.experiments.claims import current_parents, objectives_of
+        from lq.experiments.claims import current_parents
         from lq.experiments.records import parent_here
 
         client = MlflowClient(setup.tracking_uri)
         if args.parent:
-            found = [(name, args.objective, parent_here(client, args.parent, setup.tracking_uri)) for name in names]
+            found = [(names[0], None, parent_here(client, args.parent, setup.tracking_uri))]
         elif args.objective:
             identity = (args.profile, args.protocol, args.objective)
             found = [(n, args.objective, X.latest_parent(setup.tracking_uri, n, *identity)) for n in names]
-        else:  # each objective's newest parent, as the results page shows them; else the newest of any (untagged)
+        else:  # each objective's newest parent, as the results page shows them; where it shows none, the newest
+            # of any objective (a parent from before objectives were tagged)
             found = []
             for n in names:
                 each = [f for f in current_parents(setup.tracking_uri, args.profile, args.protocol, [n]) if f[2]]
@@ -203,11 +204,7 @@ def _cmd_experiment(args: argparse.Namespace) -> int:
             tags = run.data.tags
             shown_identity = ", ".join(f"{k} {tags.get(f'lq.{k}', '?')}" for k in ("profile", "protocol", "objective"))
             print(f"{experiment.title}: from parent run {parent}, {shown_identity} (no training)")
-            tables = X.build_tables(experiment, parent, setup.tracking_uri)
-            ran = tags.get("lq.objective", "lq")
-            if ran != "lq" and len(objectives_of(name)) > 1:  # beside the default's files, not over them
-                tables = {f"{table}-{ran}": text for table, text in tables.items()}
-            X.write_local(tables, args.out)
+            X.write_local(X.build_tables(experiment, parent, setup.tracking_uri), args.out, experiment)
             if run.info.status == "RUNNING":  # a planned parent: its children ran elsewhere, the tables finish it
                 playing = [r for r in X.children(client, parent, finished=False) if r.info.status == "RUNNING"]
                 if playing:  # unless its driver is still at work: a look at a running campaign leaves it running

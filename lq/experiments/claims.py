@@ -31,6 +31,7 @@ from lq.experiments.reporting import (
     table_values,
 )
 from lq.experiments.specs import (
+    objectives_of,
     BUDGET_RUNS,
     BUDGET_TITLES,
     ENCODER_TITLES,
@@ -501,24 +502,6 @@ def current_parents(
         for name in names
         for objective in objectives_of(name)
     ]
-
-
-def objectives_of(name: str) -> list[str | None]:
-    """The RL objectives experiment ``name`` runs under, as its spec says (one refuses the others: the deviation table
-    departs from the paper objective, the candidates and the generalisation experiment from lq's); ``[None]`` for one
-    that trains no RL (Tables 4/5)."""
-    from lq.conf.resolver import objectives
-
-    taken = []
-    for objective in objectives():
-        try:
-            experiment = EXPERIMENTS[name](objective=objective)
-        except ValueError:  # "run it with --objective ...": not under this one
-            continue
-        if not any(c.stage == "rl" for c in experiment.configs):
-            return [None]
-        taken.append(objective)
-    return taken
 
 
 def export_current(tracking_uri: str, profile: str, protocol: str, out_dir: str | Path) -> list[Path]:

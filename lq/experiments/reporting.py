@@ -12,7 +12,7 @@ from pathlib import Path
 
 from lq.data.io import atomic_open
 from lq.envs.protocol import RANKED_RATES, protocol_of
-from lq.results import CURVES, cell, markdown_table, mean_std_of, plot_budget, plot_curves, run_series
+from lq.results import CURVES, budget_label, cell, markdown_table, mean_std_of, plot_budget, plot_curves, run_series
 from lq.experiments.specs import (
     BUDGET_TITLES,
     BUDGETS,
@@ -26,8 +26,8 @@ from lq.experiments.specs import (
     Cell,
     Experiment,
     Table,
-    budget_label,
     generalisation_bc,
+    objectives_of,
 )
 from lq.tracking import (
     DEFAULT_TRACKING_URI,
@@ -409,9 +409,14 @@ def chosen_generalisation_variant(
     return best, f"{best}, the best {column} chosen on validation in generalisation parent {parent}: {shown}"
 
 
-def write_local(tables: dict[str, tuple[str, str]], out_dir: str | Path) -> None:
-    """Also keep the tables as files (written to a temporary file, then renamed)."""
+def write_local(tables: dict[str, tuple[str, str]], out_dir: str | Path, experiment: Experiment) -> None:
+    """Also keep ``experiment``'s tables as files, ``<table>.{md,csv}`` in ``out_dir`` (written to a temporary file,
+    then renamed): ``<table>-paper.{md,csv}`` for the paper objective's of an experiment that runs under both, beside
+    the default objective's, not over them."""
+    objective = experiment.objective
+    suffix = f"-{objective}" if objective != "lq" and len(objectives_of(experiment.name)) > 1 else ""
     for name, (md, csv) in tables.items():
+        name += suffix
         for suffix, text in ((".md", md), (".csv", csv)):
             with atomic_open(Path(out_dir) / f"{name}{suffix}", "w", encoding="utf-8") as f:
                 f.write(text)

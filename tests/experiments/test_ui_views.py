@@ -160,12 +160,13 @@ def test_the_budget_figure_names_its_budgets_and_keeps_its_legend_off_the_panels
 
     figures = []
     monkeypatch.setattr(plt, "close", figures.append)  # the figure, kept open to be measured
-    curves = {"RL": {"Act goals": {32_000: [0.5, 0.6], 100_000: [0.6, 0.7], 1_000_000: [0.7]}}}
+    curves = {"RL": {"Act goals": {32_000: [0.5, 0.6], 100_000: [0.6, 0.7], 1_000_000: [0.7]},
+                     "Speech goals": {32_000: [0.1]}}}  # fmt: skip
     levels = {"BC": {"Act goals": [0.55]}, "Random": {"Act goals": [0.4], "Speech goals": [0.1]}}
     assert plot_budget(curves, levels, [["Act goals", "Speech goals"]], tmp_path / "budget.png", "t")
     [fig] = figures
     assert [t.get_text() for t in fig.axes[0].get_xticklabels()] == ["32k", "100k", "1M"]
-    [legend] = fig.legends  # one for the figure, each label once, whichever panels draw it
+    [legend] = fig.legends  # one for the figure, each curve once, whichever panels draw it (with fewer seeds)
     assert [t.get_text() for t in legend.get_texts()] == ["RL (≤2 seeds)", "BC", "Random"]
     renderer = fig.canvas.get_renderer()
     box = legend.get_window_extent(renderer)

@@ -453,6 +453,8 @@ def test_parents_of_two_objectives_stay_apart_in_tables_and_resume(tmp_path, cap
     assert all(f"from parent run {parents[o]}, profile tiny, protocol paper, objective {o}" in out for o in parents)
     assert (tmp_path / "both" / "table1.md").read_text() == (tmp_path / "lq" / "table1.md").read_text()
     assert (tmp_path / "both" / "table1-paper.md").read_text() == (tmp_path / "paper" / "table1-paper.md").read_text()
+    assert main(["experiment", "tables", "--parent", parents["lq"], "--tracking-uri", uri]) == 2  # which experiment?
+    assert "name the one experiment the parent run belongs to" in capsys.readouterr().err
     # an unfinished parent under the paper objective is not what an lq-objective run resumes
     paper_setup = X.Setup(seeds=(0, 1), tracking_uri=uri, outputs=str(tmp_path / "o"), objective="paper")
     client.update_run(parents["paper"], status="RUNNING")
