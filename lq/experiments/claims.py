@@ -17,7 +17,6 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
-from lq.results import cell, markdown_table, mean_std_of
 from lq.experiments.records import ORIGIN, write_record
 from lq.experiments.reporting import (
     _client,
@@ -31,7 +30,6 @@ from lq.experiments.reporting import (
     table_values,
 )
 from lq.experiments.specs import (
-    objectives_of,
     BUDGET_RUNS,
     BUDGET_TITLES,
     ENCODER_TITLES,
@@ -47,9 +45,11 @@ from lq.experiments.specs import (
     budget_label,
     budget_row,
     budgets_of,
+    objectives_of,
     rl_title,
     row_prefix,
 )
+from lq.results import cell, markdown_table, mean_std_of
 
 Place = tuple[str, str, str]  # (table, row, column)
 

@@ -414,9 +414,8 @@ def write_local(tables: dict[str, tuple[str, str]], out_dir: str | Path, experim
     then renamed): ``<table>-paper.{md,csv}`` for the paper objective's of an experiment that runs under both, beside
     the default objective's, not over them."""
     objective = experiment.objective
-    suffix = f"-{objective}" if objective != "lq" and len(objectives_of(experiment.name)) > 1 else ""
+    ran = f"-{objective}" if objective != "lq" and len(objectives_of(experiment.name)) > 1 else ""
     for name, (md, csv) in tables.items():
-        name += suffix
         for suffix, text in ((".md", md), (".csv", csv)):
-            with atomic_open(Path(out_dir) / f"{name}{suffix}", "w", encoding="utf-8") as f:
+            with atomic_open(Path(out_dir) / f"{name}{ran}{suffix}", "w", encoding="utf-8") as f:
                 f.write(text)

@@ -453,6 +453,9 @@ def test_parents_of_two_objectives_stay_apart_in_tables_and_resume(tmp_path, cap
     assert all(f"from parent run {parents[o]}, profile tiny, protocol paper, objective {o}" in out for o in parents)
     assert (tmp_path / "both" / "table1.md").read_text() == (tmp_path / "lq" / "table1.md").read_text()
     assert (tmp_path / "both" / "table1-paper.md").read_text() == (tmp_path / "paper" / "table1-paper.md").read_text()
+    assert sorted(p.name for p in (tmp_path / "both").iterdir()) == sorted(
+        f"{t}{o}.{x}" for t in ("table1", "table1_baselines") for o in ("", "-paper") for x in ("csv", "md")
+    )
     assert main(["experiment", "tables", "--parent", parents["lq"], "--tracking-uri", uri]) == 2  # which experiment?
     assert "name the one experiment the parent run belongs to" in capsys.readouterr().err
     # an unfinished parent under the paper objective is not what an lq-objective run resumes
