@@ -90,7 +90,8 @@ ui-screenshot: $(STAMP) ## screenshots of the MLflow UI by headless chromium (ap
 
 venv: $(STAMP) ## create .venv and install lq with its dev extras
 
-test: $(STAMP) ## check the import layers (lint-imports, pyproject.toml), then run the whole test suite, TEST_JOBS processes side by side (fails if no test runs)
+test: $(STAMP) ## lint (ruff) and check the import layers (lint-imports, pyproject.toml), then run the whole test suite, TEST_JOBS processes side by side (fails if no test runs)
+	$(BIN)/ruff check .
 	$(BIN)/lint-imports
 	$(BIN)/python -m pytest -n $(TEST_JOBS) --dist worksteal $(PYTEST_ARGS); rc=$$?; \
 	if [ $$rc -eq 5 ]; then echo "error: pytest collected no tests"; exit 1; fi; exit $$rc

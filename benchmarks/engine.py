@@ -17,9 +17,9 @@ import sys
 import time
 from pathlib import Path
 
-from timing import Yardstick
-
 from lq.world import World, step, valid_actions
+
+from timing import Yardstick
 
 DEFAULT_WORLDS = Path(__file__).resolve().parents[1] / ".." / "shared" / "data" / "light_worlds"
 

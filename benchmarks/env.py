@@ -19,7 +19,6 @@ import time
 from pathlib import Path
 
 import torch
-from timing import TIMES, Yardstick, timed
 
 import lq.envs.episode as episode
 import lq.envs.quest_env as quest_env
@@ -31,6 +30,8 @@ from lq.envs.quest_env import QuestEnv
 from lq.models.encoder import EncoderSpec
 from lq.models.poly_encoder import PolyEncoder, TextBatcher
 from lq.models.pretrained import load_tokenizer
+
+from timing import TIMES, Yardstick, timed
 
 
 def spaces(data: Path, n_actions: int, n_utterances: int) -> tuple[list[str], list[str]]:

@@ -19,10 +19,11 @@ from pathlib import Path
 import lightning as L
 import torch
 from lightning.pytorch.callbacks import Callback
-from timing import Yardstick
 
 from lq.lit.pretrain import PretrainDataModule, PretrainModule
 from lq.models.encoder import EncoderConfig, EncoderSpec
+
+from timing import Yardstick
 
 TASKS = {
     t: 1.0

@@ -50,7 +50,6 @@ from unittest import mock
 import torch
 from torch.utils._python_dispatch import TorchDispatchMode
 from torch.utils.flop_counter import FlopCounterMode, sdpa_backward_flop_count, sdpa_flop_count
-from timing import COUNTS, TIMES, Yardstick, timed
 
 import lq.envs.quest_env as quest_env
 import lq.models.agent as agent_model
@@ -64,6 +63,8 @@ from lq.models.encoder import EncoderConfig, EncoderSpec, scratch_like
 from lq.models.poly_encoder import PolyEncoder
 from lq.rl.a2c import collect
 from lq.stages import Resolver
+
+from timing import COUNTS, TIMES, Yardstick, timed
 
 ROOT = Path(__file__).resolve().parents[1]
 FROZEN = "of which the frozen base"  # a part of the agent forward and the imitation term, not beside them

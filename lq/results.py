@@ -66,7 +66,7 @@ def plot_curves(
         for ax in axes.flat[len(metrics) :]:
             ax.set_axis_off()
     drawn = False
-    for ax, metric in zip(axes.flat, metrics):
+    for ax, metric in zip(axes.flat, metrics, strict=False):  # the grid's last cells unused
         for label, runs in series.items():
             histories = [r[metric] for r in runs if r.get(metric)]
             steps = sorted(set.intersection(*(set(h) for h in histories))) if histories else []

@@ -18,6 +18,7 @@ from typing import Any
 import yaml
 
 from lq.conf import ROOT, path
+
 # where a run's outputs go and whether it finished: lq.data.outputs's, named here too, where they were first
 from lq.data.outputs import DONE, finished, mark_finished, outputs_for, unfinished  # noqa: F401
 

@@ -13,7 +13,7 @@ from lq.data.context import Context, swap_sides
 from lq.data.demos import Demonstration
 from lq.data.quests import Quest
 from lq.envs.rewards import SpeechScore, act_reward
-from lq.world import Action, ActGoal, GoalError, Node, World, step, valid_actions
+from lq.world import ActGoal, Action, GoalError, Node, World, step, valid_actions
 
 
 @dataclass

@@ -186,7 +186,8 @@ def table45_trends(titles: Sequence[str]) -> list[Ordering]:
     for table, kind in TIMELINE_TABLES:
         for e in titles:
             for level in ("Short motivations", "Long & mid motivations"):
-                out.append(Ordering(f"{level.split(' motivations')[0]} motivations above none ({e}, {kind}, All Hits@1)",
+                above = f"{level.split(' motivations')[0]} motivations above none ({e}, {kind}, All Hits@1)"
+                out.append(Ordering(above,
                                     (table, f"{e}, {level}", "All Hits@1"),
                                     (table, f"{e}, No motivations", "All Hits@1")))  # fmt: skip
             out.append(Ordering(f"short motivations the most useful ({e}, {kind}, All Hits@1, over long & mid)",
@@ -229,7 +230,8 @@ def table45_trends(titles: Sequence[str]) -> list[Ordering]:
                                     (table, "Scratch, Short motivations", "Leave easiest out Hits@1")))  # fmt: skip
         if "Adaptive" in titles:
             out += [
-                Ordering(f"Adaptive lowest on the easiest action ({kind}, short motivations, Easiest Hits@1, below {e})",
+                Ordering(f"Adaptive lowest on the easiest action ({kind}, short motivations, Easiest Hits@1, "
+                         f"below {e})",
                          (table, f"{e}, Short motivations", "Easiest Hits@1"),
                          (table, "Adaptive, Short motivations", "Easiest Hits@1"))  # fmt: skip
                 for e in titles

@@ -12,7 +12,6 @@ from pathlib import Path
 
 from lq.data.io import atomic_open
 from lq.envs.protocol import RANKED_RATES, protocol_of
-from lq.results import CURVES, budget_label, cell, markdown_table, mean_std_of, plot_budget, plot_curves, run_series
 from lq.experiments.specs import (
     BUDGET_TITLES,
     BUDGETS,
@@ -29,6 +28,7 @@ from lq.experiments.specs import (
     generalisation_bc,
     objectives_of,
 )
+from lq.results import CURVES, budget_label, cell, markdown_table, mean_std_of, plot_budget, plot_curves, run_series
 from lq.tracking import (
     DEFAULT_TRACKING_URI,
     EXPERIMENT_VIEW,

@@ -6,8 +6,8 @@ from __future__ import annotations
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 
-from lq.stages import Resolver
 from lq.experiments.launchers import Launcher, Local
+from lq.stages import Resolver
 from lq.tracking import DEFAULT_TRACKING_URI
 
 

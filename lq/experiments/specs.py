@@ -484,8 +484,8 @@ LONG_BUDGET, LONG_SUFFIX = 1_000_000, "_1m"  # the chosen variant's seed 0 goes 
 WORLDS_VARIANT = "worlds"  # the baselines child's: the same rules on the worlds too
 WORLDS_GOALS = tuple((f"Worlds {title.lower()}", metric.replace("test/", "worlds/")) for title, metric in GOALS)
 GENERALISATION_COLUMNS = (
-    "Greedy: the test quests again, each choice the agent's likeliest. Worlds: the test quests of quests generated from "
-    "the LIGHT environment DB, against their own spaces, partner and DM."
+    "Greedy: the test quests again, each choice the agent's likeliest. Worlds: the test quests of quests generated "
+    "from the LIGHT environment DB, against their own spaces, partner and DM."
 )
 GREEDY_GOALS = tuple((f"Greedy {title.lower()}", metric.replace("test/", "test_greedy/")) for title, metric in GOALS)
 

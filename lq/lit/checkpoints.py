@@ -101,9 +101,9 @@ def record_played(checkpoint: str | Path, protocol: str, played: dict[int, dict[
 
 
 def recorded_played(checkpoint: str | Path, seed: int, protocol: str | None = None) -> dict[str, EvalResult] | None:
-    """The test episodes the run of ``checkpoint`` played after fitting with evaluation ``seed`` (:func:`record_played`),
-    by decoding, where they are this very file's (a run trained again since has its own) under ``protocol`` (None: the
-    one it was trained with); else None."""
+    """The test episodes the run of ``checkpoint`` played after fitting with evaluation ``seed``
+    (:func:`record_played`), by decoding, where they are this very file's (a run trained again since has its own) under
+    ``protocol`` (None: the one it was trained with); else None."""
     checkpoint = Path(checkpoint)
     path = checkpoint.parent / PLAYED
     if not checkpoint.is_file() or not path.is_file():

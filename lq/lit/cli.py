@@ -20,14 +20,14 @@ from lightning.pytorch.cli import LightningArgumentParser, LightningCLI
 from lightning.pytorch.loggers import MLFlowLogger
 
 from lq.conf.lengths import length_problems
-from lq.conf.resolver import DEFAULT_THREADS
-from lq.data.outputs import mark_finished, mark_trained, unfinished
-from lq.conf.resolver import config_names
-from lq.stages import KINDS
+from lq.conf.resolver import DEFAULT_THREADS, config_names
 from lq.data.dataset import dataset_id
+from lq.data.outputs import mark_finished, mark_trained, unfinished
 from lq.lit.callbacks import LogProgress, StageTimer, wants_log_progress
+
 # StageLogger: also here for the config.yaml of runs made before it moved (their logger's class_path names lq.lit.cli)
 from lq.lit.loggers import LogConfigToMLflow, StageLogger, end_runs  # noqa: F401
+from lq.stages import KINDS
 from lq.tracking import DEFAULT_TRACKING_URI, commit_tag, log_dataset, mark_model_training, model_tags, run_tags
 
 

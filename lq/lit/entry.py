@@ -8,7 +8,6 @@ from collections.abc import Sequence
 
 from lq.lit.cli import BCCLI, RLCLI, DungeonMasterCLI, PartnerCLI, PretrainCLI, StageCLI
 
-
 STAGES: dict[str, type[StageCLI]] = {
     "pretrain": PretrainCLI,
     "partner": PartnerCLI,

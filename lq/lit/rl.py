@@ -257,8 +257,8 @@ class RLModule(AgentModule):
 
     def evaluate_budget(self, budget: int) -> None:
         """The agent's weights at ``budget`` interactions, kept (``budget-N.ckpt`` beside the run's checkpoints) and
-        evaluated zero-shot as an agent run is after fitting (:func:`lq.eval.agents.zero_shot`, evaluation seed 0, all of it
-        whatever ``--zero_shot`` says),
+        evaluated zero-shot as an agent run is after fitting (:func:`lq.eval.agents.zero_shot`, evaluation seed 0, all
+        of it whatever ``--zero_shot`` says),
         logged as ``budget/N/val/...``, ``budget/N/test/...`` and the other decoding, with the demonstrations read
         teacher-forced (``budget/N/demos/...``: :meth:`demonstration_metrics`). The random state the rollouts
         sample with is put back after, so that training goes on as it would have without the evaluation."""

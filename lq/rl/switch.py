@@ -14,7 +14,6 @@ import torch
 
 from lq.data.demos import Demonstration
 
-
 SWITCHES = ("hardcoded", "ratio")  # the switches of section 4.2, by the names configs and the command line use
 
 

@@ -12,7 +12,6 @@ from lq.conf.resolver import ROOT
 from lq.stages.families import NO_CHOICES
 from lq.stages.run import Run, Stage
 
-
 # quests generated from the LIGHT environment DB (its rooms, characters and objects), for agents to play zero-shot in
 # worlds they never saw; the DB from LQ_LIGHT_DB, else beside the repository (../shared/data/light_env)
 LIGHT_WORLDS = "data/light-worlds"

@@ -186,7 +186,8 @@ def test_with_no_arguments_it_plays_the_default_data_with_the_newest_trained_par
     assert quest_env.partner.batcher.context_length == 64 and quest_env.objects
     after = sorted(p for stage in kept.values() for p in (stage.parent / "candidates").iterdir())
     assert [(p, p.stat().st_mtime_ns) for p in after] == before  # read where the partner and DM are, none written
-    assert any("calibration" in p.name for p in stores) and not list((tmp_path / "outputs" / "partner" / "small").glob("c*"))
+    partner = tmp_path / "outputs" / "partner" / "small"
+    assert any("calibration" in p.name for p in stores) and not list(partner.glob("c*"))
     observation, info = env.reset(seed=0)  # Gymnasium's checker passes on this environment (the test above)
     assert env.observation_space.contains(observation)
     assert env.step(info["valid_actions"][0])[4]["steps"] == 1

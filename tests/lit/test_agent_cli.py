@@ -14,8 +14,8 @@ import torch
 
 from lq.cli import main
 from lq.conf.resolver import DONE, finished
-from lq.data.outputs import TRAINED, trained
 from lq.data.dataset import dataset_id
+from lq.data.outputs import TRAINED, trained
 from lq.lit.checkpoints import PLAYED, load_agent
 from lq.lit.entry import fit_rl
 from tests.lit.stopping import stop_once

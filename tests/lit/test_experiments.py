@@ -1348,7 +1348,8 @@ def test_make_rl_stopped_in_one_seeds_rl_goes_on_from_its_last_checkpoint_and_ke
 
     client = MlflowClient(stopped.tracking_uri)
     logs = Path(stopped.outputs, "logs", "tiny")
-    assert "Restoring states from the checkpoint path at " in (logs / "rl_scratch-act_speech-hardcoded_s0.log").read_text()
+    resumed_log = (logs / "rl_scratch-act_speech-hardcoded_s0.log").read_text()
+    assert "Restoring states from the checkpoint path at " in resumed_log
     evaluation = (logs / "eval_scratch-act_speech-hardcoded.log").read_text()
     assert evaluation.count("read, not played again") == 4  # two RL and two BC agents: computed once, by their runs
 
@@ -2157,7 +2158,7 @@ def test_a_gain_ordering_compares_differences_of_means_with_their_standard_error
     gain = Ordering("Scratch gains the most", places[0], places[2], places[1], places[3])
 
     def marked(s_all, s_12, g_all, g_12):
-        return marking(gain, {"quests": dict(zip([p[1:] for p in places], (s_all, s_12, g_all, g_12)))})
+        return marking(gain, {"quests": dict(zip([p[1:] for p in places], (s_all, s_12, g_all, g_12), strict=True))})
 
     # Scratch +0.30 ± 0.01, General+Light +0.10 ± 0.01: holds (the se: each side's sample std over sqrt(2), squared
     # and added)

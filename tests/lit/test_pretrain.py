@@ -7,8 +7,8 @@ import pytest
 import torch
 from lightning.pytorch.callbacks import ModelCheckpoint
 
-from lq.cli import main
 from lq import stages
+from lq.cli import main
 from lq.conf import resolver
 from lq.data.atomic_light import load_atomic_light
 from lq.data.dataset import load_dataset
@@ -147,8 +147,9 @@ def test_atomic_without_domain_adaptation_is_atomic_light_told_of_personx(data_d
         samples = load_atomic_light(data_dir / "atomic_light")[split]
         of_atomic = [s for s in samples if s.event.startswith("PersonX")]  # the rest: the engine's triples
         assert len(raw) == len(of_atomic) < len(samples)
-        plain = [(e.label, s.tail) for e, s in zip(raw, of_atomic) if not ({"PersonX", "PersonY"} | MODERN) & set(
-            e.label.replace("'s", "").split())]  # fmt: skip
+        named = {"PersonX", "PersonY"} | MODERN
+        plain = [(e.label, s.tail) for e, s in zip(raw, of_atomic, strict=True)
+                 if not named & set(e.label.replace("'s", "").split())]  # fmt: skip
         assert plain and all(a == b for a, b in plain)  # the same triples, in the same order: where no name or modern
         # noun was replaced, the same tails
     needs = [e.context for e in build_task("atomic", data_dir, "train") if e.context.startswith("Before PersonX ")]

@@ -12,8 +12,8 @@ from mlflow.tracking import MlflowClient
 
 from lq import conf
 from lq import experiments as X
-from lq.commands.jobs import run_baselines
 from lq.cli import main
+from lq.commands.jobs import run_baselines
 from lq.envs.models import load_poly_encoder
 from lq.models.poly_encoder import weights_digest
 from tests.lit.test_experiments import _tiny_setup

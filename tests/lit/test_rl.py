@@ -478,8 +478,8 @@ HELD_OUT = {12: 0.5, 24: 0.4, 36: 0.6, 48: 0.6, 60: 0.3, 72: 0.7}
 
 @pytest.mark.slow
 def test_the_imitation_term_weakens_when_the_held_out_demonstrations_pass_their_best(setup_dir, tmp_path, monkeypatch):
-    """``imitation_patience`` 1, ``imitation_decay`` 0.5: each selection whose held-out accuracy is no new best halves the
-    imitation term's weight, which the following updates use (a run whose weight stays 1 trains the same until the
+    """``imitation_patience`` 1, ``imitation_decay`` 0.5: each selection whose held-out accuracy is no new best halves
+    the imitation term's weight, which the following updates use (a run whose weight stays 1 trains the same until the
     first halving, then otherwise); a resumed run goes on with the weight it had."""
 
     def figures(module, split, limit=None, batch_size=16):

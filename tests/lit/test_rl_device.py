@@ -8,11 +8,11 @@ import lightning as L
 import pytest
 import torch
 
-from lq.stages import Resolver
 from lq.lit.bc import BCModule
 from lq.lit.entry import STAGES, stage_classes
 from lq.lit.rl import RLModule
 from lq.rl.a2c import collect
+from lq.stages import Resolver
 from tests.lit.test_rl import _module
 from tests.samples import env_spec, tiny_agent_config
 
