@@ -1,6 +1,6 @@
 """LIGHT-Quests stems: goal, 7-step timeline and three motivations, coherent under the engine.
 
-Following the original collection (paper 3.1, 7.1): in a one-room world the self character has
+Following the original collection (paper 3.1, 7.1): in its quest's starting room the self character has
 done three things (the past timeline, played through the engine, so a past "get sword" makes
 "wield sword" possible now); the goal is one of its valid actions now; three future actions follow
 it. The short motivation names the goal, the mid one the next purpose (the future), the long one

@@ -1,4 +1,4 @@
-"""One-room quest worlds built from an environment DB, in the LIGHT world-graph JSON.
+"""Quest worlds (a starting room and two neighbours) built from an environment DB, in the LIGHT world-graph JSON.
 
 As in the original LIGHT-Quests collection, a quest happens in one room: the self character, a
 partner, objects on the floor (some in or on a container), and objects each character carries.
