@@ -223,10 +223,13 @@ def _experiment(name: str, args: argparse.Namespace, setup: Setup) -> Experiment
     encoders = [args.encoders] if args.encoders else []
     if name != "generalisation_long":
         return X.EXPERIMENTS[name](*encoders, objective=setup.objective)
-    if args.parent:
+    if args.parent:  # its id where it ran, or here: a campaign's record imported on another machine is resumed there
         from mlflow.tracking import MlflowClient
 
-        return X.experiment_for(MlflowClient(setup.tracking_uri), args.parent)
+        from lq.experiments.records import parent_here
+
+        client = MlflowClient(setup.tracking_uri)
+        return X.experiment_for(client, parent_here(client, args.parent, setup.tracking_uri))
     try:
         variant, line = X.reporting.chosen_generalisation_variant(setup.tracking_uri, setup.profile, setup.protocol)
     except LookupError as e:

@@ -2303,6 +2303,22 @@ def test_the_generalisation_variant_chosen_on_validation_goes_on_to_1m_in_a_fold
         X.EXPERIMENTS["generalisation_long"](variants=["pool20000"])
 
 
+def test_a_1m_parent_imported_on_another_machine_resumes_there_by_the_id_it_ran_as(tmp_path, capsys):
+    """``generalisation_long --resume --parent ID`` on a machine its record was imported into: ID is the parent's id
+    where it ran (the record's file name, the campaign's log), and the variant it recorded there is the one resumed."""
+    ran, here = (f"sqlite:///{tmp_path / name}" for name in ("ran.db", "here.db"))
+    setup = X.Setup(seeds=(0,), outputs=str(tmp_path / "o"), tracking_uri=ran)
+    experiment = X.EXPERIMENTS["generalisation_long"](variants=["pool19600_rarity"])
+    pid, _ = X.parents.open_parent(MlflowClient(ran), experiment, setup, False, print)
+    X.records.import_records(here, X.records.export_parent(ran, pid, tmp_path / "records").parent)
+    assert X.records.parent_here(MlflowClient(here), pid, here) != pid
+    capsys.readouterr()
+    assert main(["experiment", "plan", "generalisation_long", "--tracking-uri", here, "--seeds", "0", "--resume",
+                 "--parent", pid, "--dry-run", "--outputs", str(tmp_path / "o")]) == 0  # fmt: skip
+    [rl] = [line for line in capsys.readouterr().out.splitlines() if line.startswith("lq rl fit")]
+    assert f"{tmp_path}/o/rl/pool19600_rarity_1m{AGENT}/config.yaml" in rl
+
+
 def test_a_resumed_parent_starts_each_rl_child_once_its_own_bc_start_is_trained_not_every_start(tmp_path):
     """A parent resumed on a new machine whose BC children finished there: the local launcher runs the BC starts and
     the RL children as one graph, each start just before the first RL child that waits for it, each RL child after
