@@ -462,15 +462,18 @@ class RLModule(AgentModule):
         torch.set_rng_state(snapshot["torch_rng"])
 
     def on_load_checkpoint(self, checkpoint: dict) -> None:
+        """What the run evaluated and chose among is taken here, not in :meth:`on_train_start`: a resume from a run
+        whose training had ended trains no more and calls no ``on_train_start``, and must still know its choice (what
+        makes ``best.ckpt`` its agent: :meth:`lq.lit.cli.RLCLI.keep_chosen`)."""
         self._restore = checkpoint
+        self.budgets_done = list(checkpoint.get("lq_budgets_done", []))
+        self.selections = [tuple(s) for s in checkpoint.get("lq_selections", [])]
 
     def on_train_start(self) -> None:
         """Resuming (``--ckpt_path``): the priority table, the quest sampler's random state and, from a single-process
         run, the rollout itself, so that the resumed run goes on as the uninterrupted one would have."""
         restore = getattr(self, "_restore", None)
         if restore:
-            self.budgets_done = list(restore.get("lq_budgets_done", []))
-            self.selections = [tuple(s) for s in restore.get("lq_selections", [])]
             if "lq_held_out" in restore:
                 self.held_out = dict(restore["lq_held_out"])
                 self.weigh_imitation(self.held_out["imitation"])

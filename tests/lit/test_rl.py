@@ -470,6 +470,12 @@ def test_the_kept_best_checkpoint_is_the_validation_best_of_the_logged_selection
     assert resumed_steps == steps[2:] and [m for _, m in again] == [m for _, m in logged[2:]]
     assert resumed.chosen() == (24, 3 / n)
     assert torch.load(tmp_path / "short" / "best.ckpt", weights_only=False)["global_step"] == 2  # not replaced by a tie
+    # killed after its training ended, before its agent was kept: Lightning's resume trains no more and calls no
+    # on_train_start, and the run must still know what it chose (what makes best.ckpt its agent)
+    done, done_steps, _, none = _select_fit(
+        setup_dir, tmp_path / "short", 3, monkeypatch, ckpt_path=str(tmp_path / "short" / "last.ckpt")
+    )
+    assert done_steps == [] and none == [] and done.chosen() == (24, 3 / n)
 
 
 # the held-out demonstrations' mean action and speech accuracy at each selection, by interactions
