@@ -17,7 +17,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
-from lq.experiments.records import ORIGIN, write_record
+from lq.experiments.records import ORIGIN, parent_record_name, write_record
 from lq.experiments.reporting import (
     _client,
     budget_png,
@@ -508,13 +508,16 @@ def current_parents(
 
 def export_current(tracking_uri: str, profile: str, protocol: str, out_dir: str | Path) -> list[Path]:
     """Write the record of each parent the results page of ``profile`` and ``protocol`` shows, one file per table
-    and objective (``PROFILE-PROTOCOL-EXPERIMENT[-OBJECTIVE].json.gz``, replaced when a newer parent finishes)."""
+    and objective (``PROFILE-PROTOCOL-EXPERIMENT[-OBJECTIVE].json.gz``, replaced when a newer parent finishes). The
+    campaign's own record of such a parent in the same folder (``EXPERIMENT-PARENT_ID.json.gz``, written at each
+    stop by :func:`lq.experiments.records.export_parent`) is then removed: the page's file holds it, finished."""
     client = _client(tracking_uri)
     written = []
     for name, objective, parent in current_parents(tracking_uri, profile, protocol):
         if parent is not None:
             table = f"{name}-{objective}" if objective else name
             written.append(write_record(client, parent, Path(out_dir) / f"{profile}-{protocol}-{table}.json.gz"))
+            (Path(out_dir) / parent_record_name(client.get_run(parent))).unlink(missing_ok=True)
     return written
 
 

@@ -103,8 +103,12 @@ def export_parent(tracking_uri: str, parent_id: str, out_dir: str | Path) -> Pat
     or from one it was imported into (a campaign moved to another machine), it replaces the same file."""
     client = _client(tracking_uri)
     parent = client.get_run(parent_here(client, parent_id, tracking_uri))
-    name = f"{parent.data.tags.get('lq.experiment')}-{origin(parent)}.json.gz"
-    return write_record(client, parent.info.run_id, Path(out_dir) / name)
+    return write_record(client, parent.info.run_id, Path(out_dir) / parent_record_name(parent))
+
+
+def parent_record_name(parent) -> str:
+    """The file name :func:`export_parent` gives the record of the parent run ``parent`` (an MLflow ``Run``)."""
+    return f"{parent.data.tags.get('lq.experiment')}-{origin(parent)}.json.gz"
 
 
 def read_record(path: str | Path) -> dict:

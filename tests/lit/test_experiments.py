@@ -1881,7 +1881,8 @@ def test_what_a_plan_prints_is_what_runs(command, tmp_path, monkeypatch, capsys)
 
 def test_a_tables_records_rebuild_the_same_page_in_a_new_store_once(tmp_path, capsys):
     """Export the parents the page shows, import them into an empty store: the same page, byte for byte, and the same
-    records again; a second import makes nothing; a broken record names its file and field and makes nothing."""
+    records again; a second import makes nothing; a broken record names its file and field and makes nothing; the
+    page's export removes the campaign's own record of a parent it shows (one parent, one record)."""
     uri, other = (f"sqlite:///{tmp_path / name}" for name in ("ran.db", "new.db"))
     client = MlflowClient(uri)
     experiment = X.table1(["scratch"])
@@ -1923,6 +1924,8 @@ def test_a_tables_records_rebuild_the_same_page_in_a_new_store_once(tmp_path, ca
         exported = ["experiment", "export", "--tracking-uri", store, "--parent", parent_id, "--records", str(again)]
         assert main(exported) == 0
     assert sorted(p.name for p in again.iterdir()) == sorted([written.name, f"table1-{pid}.json.gz"])
+    assert main(["experiment", "export", "--tracking-uri", other, "--records", str(again)]) == 0  # the page's again:
+    assert [p.name for p in again.iterdir()] == [written.name]  # the campaign's record of its parent is superseded
 
     runs = len(MlflowClient(other).search_runs([imported.info.experiment_id]))
     assert main(["experiment", "import", "--tracking-uri", other, "--records", str(records)]) == 0
