@@ -13,6 +13,8 @@ DONE = "done.json"
 # written beside it once its training has ended and the checkpoint is final, before the run's evaluation: a run that
 # starts from it (RL from its BC agent) need not wait for that evaluation (lq.experiments.launchers.Local.run_graph)
 TRAINED = "trained.json"
+# a trained run's last checkpoint (Lightning's ``save_last``), what a run stopped mid-training goes on from
+LAST = "last.ckpt"
 
 
 def _marked(checkpoint: str | Path, name: str, since: float | None = None) -> bool:
@@ -61,10 +63,13 @@ def trained(checkpoint: str | Path, since: float | None = None) -> bool:
     return any(_marked(checkpoint, name, since) for name in (DONE, TRAINED))
 
 
-def unfinished(folder: str | Path) -> None:
+def unfinished(folder: str | Path, fresh: bool = False) -> None:
     """Remove a folder's :data:`DONE` and :data:`TRAINED` before a run writes its checkpoints there: until it has
-    trained, they are not its final weights; until it finishes, not done."""
-    for name in (DONE, TRAINED):
+    trained, they are not its final weights; until it finishes, not done. ``fresh`` (a run that starts over, not
+    resumed with ``--ckpt_path``): its :data:`LAST` too, so that a run stopped before its first save leaves no earlier
+    run's last checkpoint to be resumed as its own (another parent's run of the same configuration, in the same
+    folder, finished to its end)."""
+    for name in (DONE, TRAINED, *([LAST] if fresh else [])):
         (Path(folder) / name).unlink(missing_ok=True)
 
 

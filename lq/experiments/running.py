@@ -98,9 +98,10 @@ class Step:
     released: Callable[[float], bool] | None = None
 
     def write(self) -> None:
-        """What the step's run reads, written before it starts (a trained run's resolved config)."""
+        """What the step's run reads, written before it starts (a trained run's resolved config); a run that starts
+        over (no ``--ckpt_path``) removes an earlier run's last checkpoint from its folder first."""
         if self.run is not None:
-            self.run.kind.write(self.run)
+            self.run.kind.write(self.run, fresh="--ckpt_path" not in self.args)
 
     @property
     def done(self) -> bool:

@@ -224,7 +224,7 @@ class StageCLI(LightningCLI):
     def before_fit(self) -> None:
         callback = self.trainer.checkpoint_callback
         if callback is not None and callback.dirpath:  # the folder's checkpoints are this run's from now on
-            unfinished(callback.dirpath)
+            unfinished(callback.dirpath, fresh=self.stage_config.ckpt_path is None)
         for logger in self.trainer.loggers:
             if isinstance(logger, MLFlowLogger):  # the run is created lazily: tagging it now is in time
                 identity = self.identity_tags()

@@ -21,7 +21,7 @@ import yaml
 
 from lq.conf import path
 from lq.conf.resolver import Profile, config_names, flag_values, merged, merged_config
-from lq.data.outputs import DONE, finished, outputs_for, unfinished
+from lq.data.outputs import DONE, LAST, finished, outputs_for, unfinished
 from lq.stages.run import Run, Stage
 
 
@@ -94,7 +94,7 @@ class Trained(Stage):
         return f"{run.dir}/{self.checkpoint_name}"
 
     def outputs(self, run: Run) -> dict[str, str]:
-        return {"checkpoint": run.checkpoint, "last": f"{run.dir}/last.ckpt", "done": f"{run.dir}/{DONE}",
+        return {"checkpoint": run.checkpoint, "last": f"{run.dir}/{LAST}", "done": f"{run.dir}/{DONE}",
                 "config": f"{run.dir}/{CONFIG}"}  # fmt: skip
 
     def done_as(self, run: Run) -> str | None:
@@ -146,15 +146,16 @@ class Trained(Stage):
         name = Path(self.checkpoint_name).stem
         return {"seed_everything": run.seed, "checkpoint": {"dirpath": run.dir, "filename": name}}
 
-    def write(self, run: Run) -> None:
+    def write(self, run: Run, fresh: bool = False) -> None:
         """Its resolved configuration (:meth:`resolve`) as ``RUN_DIR/config.yaml``, written whole then renamed into
         place, before it starts: the child reads it alone, and logs its bytes as its MLflow artifact. The folder's
-        done marker goes first: its checkpoints are this configuration's run's from now on, done once it finishes (a
-        launch that fails before the run starts leaves no old checkpoint passing for this run's)."""
+        done marker goes first, and for a ``fresh`` run (not resumed) its last checkpoint: its checkpoints are this
+        configuration's run's from now on, done once it finishes (a launch that fails or is killed before the run
+        saves leaves no old checkpoint passing for this run's, to be resumed from or read as done)."""
         from lq.data.io import atomic_open
 
         Path(run.dir).mkdir(parents=True, exist_ok=True)
-        unfinished(run.dir)
+        unfinished(run.dir, fresh)
         with atomic_open(run.outputs["config"]) as f:
             f.write(yaml.safe_dump(run.config, sort_keys=False))
 

@@ -108,9 +108,9 @@ class Stage:
         """Its command line as that child (:meth:`child`)."""
         return self.child(run, experiment, parent, tags, tracking_uri).args
 
-    def write(self, run: Run) -> None:
+    def write(self, run: Run, fresh: bool = False) -> None:
         """Write what the run reads before it starts (nothing: a job of ``lq data`` or ``lq experiment`` reads its
-        command line)."""
+        command line); ``fresh``: the run starts over rather than resuming from its last checkpoint."""
 
     def check(self, run: Run) -> None:
         """Refuse now, with the fix, a run that could not start (before a plan is made of it)."""

@@ -1731,6 +1731,35 @@ def test_an_rl_child_stopped_mid_training_resumes_from_its_own_last_checkpoint_o
     assert X.running.resumable(run) is None  # finished: nothing to resume
 
 
+def test_a_child_launched_anew_and_stopped_at_once_is_not_resumed_from_an_earlier_runs_last_checkpoint(tmp_path):
+    """Two parents share a configuration's folder (a deviation table's first row is Table 1's Scratch): the second
+    parent's child, launched anew where the first's finished, and killed before its first checkpoint, is trained
+    anew on resume, not resumed from the first run's last.ckpt (it would report that run's weights as its own)."""
+    setup = X.Setup(seeds=(0,), outputs=str(tmp_path / "o"))
+    experiment = X.table1(["scratch"])
+    run = X.running.run_of(X.Config("rl", "scratch"), setup, 0)
+    last = Path(run.outputs["last"])
+
+    def rl_step() -> X.running.Step:
+        waves = X.running.child_waves(experiment, setup, "second")
+        [step] = [s for steps, _ in waves for s in steps if s.config.stage == "rl"]
+        return step
+
+    run.kind.write(run)  # the first parent's child: trained to its end, its last.ckpt (with its rollout) kept
+    torch.save({"lq_rollout": torch.zeros(1)}, last)
+    Path(run.checkpoint).touch()
+    mark_finished(run.checkpoint)
+    step = rl_step()
+    assert "--ckpt_path" not in step.args  # finished: the second parent's child starts anew
+    step.write()  # launched, then killed before it saved a checkpoint
+    assert not last.exists() and X.running.resumable(run) is None and "--ckpt_path" not in rl_step().args
+    torch.save({"lq_rollout": torch.zeros(1)}, last)  # its own last.ckpt, once saved: resumed from, and kept so
+    step = rl_step()
+    assert step.args[-2:] == ["--ckpt_path", str(last)]
+    step.write()
+    assert last.exists()
+
+
 def test_the_deviation_tables_reading_marks_which_departure_moves_which_column():
     from lq.experiments.claims import departure_matrix
 
