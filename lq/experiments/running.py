@@ -507,8 +507,8 @@ def tested_alone(experiment: Experiment, config: Config) -> bool:
 def resumable(run: Run) -> str | None:
     """The last checkpoint of a trained run that was stopped mid-training (killed, interrupted: no done marker), where
     it is this run's (its folder's resolved config is the one ``run`` resolves to: :func:`lq.stages.same_run`; a run
-    launched anew removed an earlier run's first: :meth:`Step.write`) and, for
-    RL, holds its rollout (a run on several devices keeps none): resumed from it (``--ckpt_path``), an RL run goes on
+    launched anew removes an earlier run's last.ckpt first: :meth:`Step.write`, ``StageCLI.before_fit``) and, for RL,
+    holds its rollout (a run on several devices keeps none): resumed from it (``--ckpt_path``), an RL run goes on
     as the uninterrupted one would have (``tests/lit/test_rl.py``); BC and the poly-encoders go on from their last
     finished epoch. Else None."""
     last = Path(run.outputs["last"]) if run.kind.trains else None

@@ -265,6 +265,22 @@ def test_ctrl_c_stops_a_stage_cleanly_its_run_killed_its_checkpoint_not_done(set
 
 
 @pytest.mark.slow
+def test_a_run_started_anew_and_killed_before_its_first_save_leaves_no_earlier_last_checkpoint(setup_dir, tmp_path):
+    """``lq bc fit`` without ``--ckpt_path`` in a folder where an earlier run's last.ckpt lies, killed at its first
+    batch (before it saved anything): it leaves none, so that no resume goes on from the earlier run's weights as
+    this run's (``lq.data.outputs.unfinished``)."""
+    args = _args("bc", setup_dir, tmp_path, "--model.batch_size=8", "--trainer.limit_train_batches=2")
+    folder = tmp_path / "bc/scratch/act_speech-hardcoded/seed-0"
+    folder.mkdir(parents=True)
+    (folder / "last.ckpt").write_bytes(b"an earlier run's last checkpoint")
+    env = {**os.environ, "PYTHONPATH": str(ROOT)}
+    killed = subprocess.run([sys.executable, "-m", "lq", *args, stop_once(tmp_path / "flag", 9, epoch=0)], cwd=ROOT,
+                            env=env, capture_output=True, text=True)  # fmt: skip
+    assert killed.returncode == -9 and (tmp_path / "flag").is_file(), killed.stderr[-3000:]
+    assert not (folder / "last.ckpt").exists()
+
+
+@pytest.mark.slow
 def test_bc_and_rl_run_on_the_light_release_layout(setup_dir, tmp_path, capsys):
     """The real release's layout (stems, raw game logs, processed file) feeds both agent stages as it is."""
     from tests.release import write_release
