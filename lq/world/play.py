@@ -15,20 +15,11 @@ from pathlib import Path
 from lq.data.io import atomic_open, read_json
 from lq.data.quests import Quest
 from lq.data.world_graph import parse_world_graph
-from lq.world.actions import (
-    SEPARATORS,
-    VERBS,
-    StepResult,
-    arguments,
-    candidates,
-    scope_names,
-    split_verb,
-    step,
-    valid_actions,
-)
+from lq.world.actions import SEPARATORS, VERBS, StepResult, arguments, split_verb, step, valid_actions
 from lq.world.goals import ActGoal
+from lq.world.scope import candidates, in_sight, named, scope_names
 from lq.world.state import WIELDED, WORN, Node, World
-from lq.world.text import ARTICLES, capitalize, join_list, normalize
+from lq.world.text import ARTICLES, capitalize, fold, join_list, match_key, normalize
 
 HELP = """Commands:
   look (l)              describe where you are
@@ -47,20 +38,10 @@ SAY = ("say ", "'", '"')
 POSSESSIVE = re.compile(r"'s?$")  # "witch's", "hunters'": the word a player types without it
 
 
-def in_sight(world: World, actor: Node) -> list[Node]:
-    """Every character and thing in the actor's room (inside what is there, too, and what it carries), then the rooms
-    it can go to: what a name typed by the player may mean."""
-    room = actor.container
-    if room is None:
-        return []
-    here = [n for n in world.nodes.values() if n is not actor and n.kind != "room" and n.room is room]
-    return here + [world.nodes[t] for t in room.neighbors if t in world.nodes]
-
-
 def name_words(name: str) -> set[str]:
     """A name's words, each also without its possessive ending: "witch" names the witch's hut, "hunters" the
     hunters' camp, as a player reads them."""
-    words = set(name.split())
+    words = set(match_key(name).split())
     return words | {POSSESSIVE.sub("", w) for w in words} - {""}
 
 
@@ -68,7 +49,7 @@ def named_by_words(sight: list[Node], phrase: str, exits: Mapping[str, str] | No
     """The nodes of ``sight`` whose name holds every word of ``phrase`` (articles aside; none for no words); a room
     also by the words of its path label in ``exits`` (node id -> label, the actor's room's: "go dirt" for "a dirt
     path to the mill")."""
-    wanted = set(normalize(phrase).split()) - ARTICLES
+    wanted = set(match_key(phrase).split()) - ARTICLES
     exits = exits or {}
     return [n for n in sight if wanted and wanted <= name_words(n.key) | name_words(exits.get(n.id, ""))]
 
@@ -95,11 +76,11 @@ def complete_names(world: World, actor: Node, line: str) -> tuple[str, str]:
     if verb is None or not rest:
         return line, ""
     sight = in_sight(world, actor)
-    keys = {n.key for n in sight}
+    keys = {n.match for n in sight}
     seps = set(SEPARATORS.get(verb, ())) | ({"to"} if verb == "go" else set())
     spans: list[list[str]] = [[]]
     for w in rest:
-        if w in seps:
+        if fold(w) in seps:
             spans.append([w])
             spans.append([])
         else:
@@ -107,7 +88,7 @@ def complete_names(world: World, actor: Node, line: str) -> tuple[str, str]:
     out = [" ".join(words[: len(words) - len(rest)])]
     for span in spans:
         phrase = normalize(" ".join(span))
-        if not span or span[0] in seps or phrase in keys:
+        if not span or fold(span[0]) in seps or match_key(phrase) in keys:
             out.append(" ".join(span))
             continue
         matches = sorted({n.key for n in named_by_words(sight, phrase, exits_of(actor))})
@@ -130,7 +111,7 @@ def which_twin(world: World, actor: Node, line: str) -> str:
         roles += [(target_key, "target")] if target_key is not None else []
         for key, role in roles:
             nodes = list(candidates(world, actor, verb, role))
-            twins = [n for n in nodes if n.key == key]
+            twins = named(nodes, key, numbered=False)
             if len(twins) > 1:
                 names = scope_names(nodes, room.exits if verb == "go" and room is not None else None)
                 return which([names[n.id] for n in twins])
@@ -141,10 +122,10 @@ def find_in_sight(world: World, actor: Node, name: str) -> tuple[Node | None, st
     """The character or thing in sight named ``name`` (exactly, else by any of its words; ``me`` is the actor), or
     ``None`` and why."""
     key = normalize(name)
-    if key in ("me", "myself", "self", actor.key):
+    if key in ("me", "myself", "self") or match_key(key) == actor.match:
         return actor, ""
     sight = in_sight(world, actor)
-    exact = [n for n in sight if n.key == key]
+    exact = named(sight, key, numbered=False)
     if exact:
         return exact[0], ""
     matches = named_by_words(sight, key, exits_of(actor))
@@ -208,7 +189,7 @@ def play(
     write: Callable[[str], None] = print,
 ) -> bool:
     """Run the game loop until quit or end of input; returns whether the goal was reached."""
-    write(f"You are {actor.a() if actor.prefix in ('a', 'an') else actor.name}. {actor.persona}".strip())
+    write(f"You are {actor.a() if actor.common else actor.name}. {actor.persona}".strip())
     if goal is not None:
         write(f"Your goal: {goal.text}" + (f" (your partner is {partner.the()})" if partner else ""))
     write("Type 'help' for the commands.\n")
@@ -248,9 +229,8 @@ def play(
                 completed, ambiguous = complete_names(world, actor, line)
                 if ambiguous:
                     result = StepResult(False, ambiguous)
-                elif completed != line:
-                    retry = step(world, actor, completed)
-                    result = retry if retry.success else result
+                elif completed != line:  # the whole names: its reason, if refused too, is the one about them
+                    result = step(world, actor, completed)
             write(result.message)
             if result.success and goal is not None and not reached:
                 who = goal.reached_by(world, actor, result.action, held)

@@ -16,7 +16,7 @@ import copy
 from typing import Any
 
 from lq.data.world_graph import VOID, GraphNode, WorldGraph, load_world_graph
-from lq.world.text import article, capitalize, join_list, normalize
+from lq.world.text import article, capitalize, join_list, match_key, normalize
 
 WORN, WIELDED = "worn", "wielded"
 
@@ -60,7 +60,8 @@ class Node:
         self.kind = gn.kind
         self.name = " ".join(gn.name.split())
         self.key = normalize(gn.name)
-        self.prefix = gn.name_prefix
+        # the world's own article, or None where it gives none (then "a" or "an" by the name's first letter)
+        self.prefix = gn.name_prefix if "name_prefix" in gn.raw else None
         self.desc = gn.desc
         self.container: Node | None = None
         self.contents: dict[str, Node] = {}
@@ -112,11 +113,22 @@ class Node:
             node = node.container
         return False
 
+    @property
+    def match(self) -> str:
+        """The name as typed names are compared with it (:func:`lq.world.text.match_key`)."""
+        return match_key(self.key)
+
     def a(self) -> str:
         return article(self.name, self.prefix if self.kind != "room" else None)
 
     def the(self) -> str:
-        return self.name if self.kind == "agent" and self.prefix not in ("a", "an", "the") else f"the {self.name}"
+        proper = self.kind == "agent" and self.prefix not in (None, "a", "an", "the")  # "Sirin", not "the Sirin"
+        return self.name if proper else f"the {self.name}"
+
+    @property
+    def common(self) -> bool:
+        """Whether the node's name takes an article (``a knight``), not a proper name (``Sirin``)."""
+        return self.prefix in (None, "a", "an")
 
 
 class World:
@@ -210,9 +222,9 @@ class World:
         """An agent by id or by name (as typed: case, spacing and articles tolerated)."""
         if name in self.nodes and self.nodes[name].kind == "agent":
             return self.nodes[name]
-        key = normalize(name)
+        key = match_key(name)
         for node in self.nodes.values():
-            if node.kind == "agent" and node.key == key:
+            if node.kind == "agent" and node.match == key:
                 return node
         names = ", ".join(sorted(n.name for n in self.agents()))
         raise UnknownCharacter(f"no character '{name}' in this world; characters: {names}")
@@ -283,7 +295,7 @@ class World:
             lines.append(f"There's {join_list(things)} here.")
         others = [n for n in room.contents.values() if n.kind == "agent" and n is not actor]
         if others:
-            names = join_list([n.a() if n.prefix in ("a", "an") else n.name for n in others])
+            names = join_list([n.a() if n.common else n.name for n in others])
             lines.append(f"{capitalize(names)} {'is' if len(others) == 1 else 'are'} here.")
         if room.neighbors:
             exits = [self.nodes[t].name for t in room.neighbors if t in self.nodes]

@@ -3,6 +3,8 @@
 from __future__ import annotations
 
 import re
+import unicodedata
+from functools import lru_cache
 
 ARTICLES = frozenset({"a", "an", "the", "some"})
 VOWELS = "aeiou"
@@ -18,6 +20,32 @@ def normalize(text: str) -> str:
     if len(words) > 1 and words[0] in ARTICLES:
         words = words[1:]
     return " ".join(words)
+
+
+# What people type for the same letter: typographic apostrophes and quotes, dashes and hyphens, the no-break space
+# (after NFKC, which already maps full-width forms, ligatures and the non-breaking hyphen).
+_TYPOGRAPHIC = str.maketrans(
+    {
+        **dict.fromkeys("\u2018\u2019\u201a\u201b\u2032\u02bc\u00b4`", "'"),
+        **dict.fromkeys("\u201c\u201d\u201e\u201f\u2033\u00ab\u00bb", '"'),
+        **dict.fromkeys("\u2010\u2011\u2012\u2013\u2014\u2015\u2212\u2043\ufe58\ufe63\uff0d", "-"),
+        "\u00a0": " ",
+    }
+)
+
+
+def fold(text: str) -> str:
+    """``text`` as names are compared: Unicode compatibility form (NFKC), typographic apostrophes and quotes made
+    straight, every dash a hyphen, case folded. ``Goblin King\u2019s veteran`` and ``goblin king's veteran`` fold
+    alike; what the engine lists and shows keeps the world's own spelling."""
+    return unicodedata.normalize("NFKC", text.translate(_TYPOGRAPHIC)).translate(_TYPOGRAPHIC).casefold()
+
+
+@lru_cache(maxsize=1 << 16)
+def match_key(text: str) -> str:
+    """The one normalisation under which a typed name matches a world's: :func:`fold`, then :func:`normalize`
+    (spacing, trailing punctuation, a leading article)."""
+    return normalize(fold(text))
 
 
 def article(name: str, prefix: str | None = None) -> str:

@@ -53,3 +53,43 @@ def check_invariants(world: World) -> None:
             assert n.container.kind == "agent", f"{n.id} equipped but not carried"
     for n in world.nodes.values():
         assert n.contain_size >= 0, f"{n.id} holds more than it has room for ({n.contain_size} left)"
+
+
+def build_world(rooms: dict[str, list[str]], things: dict[str, dict]) -> World:
+    """A world from a plan: ``rooms`` (room id -> its neighbours' ids) and ``things`` (node id -> its fields: ``name``,
+    ``kind`` "agent" or "object", ``in`` the id it is inside, and any LIGHT node field such as ``gettable``,
+    ``wearable``, ``container``, ``equipped``, ``name_prefix``). Rooms are named by their ids."""
+    nodes: dict[str, dict] = {}
+    for rid, neighbors in rooms.items():
+        nodes[rid] = {
+            "node_id": rid,
+            "name": rid,
+            "room": True,
+            "agent": False,
+            "object": False,
+            "classes": ["room"],
+            "desc": f"The {rid}.",
+            "container_node": {"target_id": "VOID"},
+            "contained_nodes": {},
+            "neighbors": {n: {"target_id": n, "label": f"a path to {n}"} for n in neighbors},
+        }
+    for nid, spec in things.items():
+        spec = dict(spec)
+        kind, inside = spec.pop("kind", "object"), spec.pop("in")
+        node = {
+            "node_id": nid,
+            "room": False,
+            "agent": kind == "agent",
+            "object": kind == "object",
+            "classes": [kind],
+            "container_node": {"target_id": inside},
+            "contained_nodes": {},
+            **({"gettable": True} if kind == "object" else {}),
+            **spec,
+        }
+        nodes[nid] = node
+    for nid, spec in things.items():  # each container lists what is inside it, in the plan's order
+        nodes[spec["in"]]["contained_nodes"][nid] = {"target_id": nid}
+    agents = [n for n, s in things.items() if s.get("kind") == "agent"]
+    objects = [n for n, s in things.items() if s.get("kind", "object") == "object"]
+    return World.from_json({"agents": agents, "objects": objects, "rooms": list(rooms), "nodes": nodes})
