@@ -13,7 +13,8 @@ carries what an agent chooses among and what it reached:
 - ``valid_actions``: the engine's valid actions for the self character now;
 - ``valid_utterances``: the Dungeon Master's valid utterances for this context, most likely first;
 - ``act_goal``, ``act_goal_by`` ("self", "partner" or None), ``speech_goal``, ``quest_id``, ``steps``;
-- after a step: ``act_reward`` and ``speech_reward`` (the parts of the reward).
+- after a step: ``act_reward`` and ``speech_reward`` (the parts of the reward), and ``refusal``: why the engine did
+  not do a text meant as a command (:func:`refusal_of`), else None.
 
 An episode is *terminated* when the protocol ends it on its goals (both goals reached, a partner act completion, or
 under ``restricted`` the act goal) and *truncated* at the protocol's turn limit.
@@ -30,6 +31,7 @@ from typing import Any
 
 import gymnasium
 import numpy as np
+from gymnasium.error import ResetNeeded
 from gymnasium.vector import AutoresetMode, VectorEnv
 
 from lq.envs.calibration import CALIBRATIONS
@@ -37,6 +39,7 @@ from lq.envs.episode import Slot
 from lq.envs.protocol import Protocol, protocol_of
 from lq.envs.quest_env import QuestEnv
 from lq.envs.spec import AGENTS_ENVIRONMENT, EnvSpec
+from lq.world.actions import parse, split_verb
 
 ENV_ID = "lq/Quest-v0"  # registered by ``import lq`` (lq/__init__.py), under this name
 
@@ -84,6 +87,21 @@ def goal_info(env: QuestEnv, slot: Slot, info: dict, utterances: list[int] | Non
         if key in info:
             out[key] = info[key]
     return out
+
+
+def refusal_of(env: QuestEnv, slot: Slot, action: str | tuple[str, str]) -> str | None:
+    """Why the engine will not do ``action`` now (:func:`lq.world.refusals.refusal`'s reason), where it is meant as a
+    command: one of the action space, a text that starts with a verb and is not one of the utterance space (said
+    instead, as the rule above has it), or an ``("action", text)`` pair; ``None`` for a possible action and for
+    speech."""
+    kind, text = action if isinstance(action, tuple) else (None, action)
+    if kind == "speech" or not isinstance(text, str) or not text.split():
+        return None
+    if kind is None and text not in env.action_index:
+        if text in env.utterance_index or split_verb(text.split())[0] is None:  # an utterance of the space, or talk
+            return None
+    found, why = parse(slot.world, slot.me, text)
+    return None if found is not None else why
 
 
 def quest_env(
@@ -291,6 +309,7 @@ class QuestGymEnv(gymnasium.Env[str, str]):
         self.observation_space = FreeText()
         self.action_space = FreeText(env.action_space + env.utterance_space)
         self._slot: Slot | None = None
+        self._ended = False
 
     @property
     def quest_ids(self) -> list[str]:
@@ -303,7 +322,7 @@ class QuestGymEnv(gymnasium.Env[str, str]):
             self.action_space.seed(seed)
         index = self.quest_index(options or {})
         obs, infos = self.env.reset([index])
-        self._slot = self.env.slots[0]
+        self._slot, self._ended = self.env.slots[0], False
         return obs[0], goal_info(self.env, self._slot, infos[0], self.env.valid_utterances([0])[0])
 
     def quest_index(self, options: dict) -> int:
@@ -330,16 +349,25 @@ class QuestGymEnv(gymnasium.Env[str, str]):
         )
 
     def step(self, action: str | tuple[str, str]) -> tuple[str, float, bool, bool, dict]:
+        """One turn of the self character, then the partner's. Raises ``gymnasium.error.ResetNeeded`` where there is
+        no episode to step in: before the first ``reset``, after one that failed, and once the episode has
+        terminated or been truncated (Gymnasium leaves stepping an ended episode undefined; here it is an error, not
+        a silent repeat of the last step)."""
         if self._slot is None:
-            raise RuntimeError(f"{ENV_ID}: no episode to step in: call reset() first (none was made, or it failed)")
+            raise ResetNeeded(f"{ENV_ID}: no episode to step in: call reset() first (none was made, or it failed)")
+        if self._ended:
+            raise ResetNeeded(f"{ENV_ID}: this episode has ended (terminated or truncated): call reset() for the next")
         if not isinstance(action, str | tuple):
             raise TypeError(f"an action is a string (a command or an utterance), not {type(action).__name__}")
+        refused = refusal_of(self.env, self._slot, action)
         obs, rewards, dones, infos = self.env.step([action])
         slot = self._slot
         terminated = dones[0] and self.env.ended_on_goals(slot)
         truncated = dones[0] and not terminated
+        self._ended = dones[0]
         utterances = None if dones[0] else self.env.valid_utterances([0])[0]
-        return obs[0], float(rewards[0]), terminated, truncated, goal_info(self.env, slot, infos[0], utterances)
+        info = goal_info(self.env, slot, infos[0], utterances) | {"refusal": refused}
+        return obs[0], float(rewards[0]), terminated, truncated, info
 
     def render(self) -> str | None:
         if self.render_mode == "ansi" and self._slot is not None:

@@ -6,6 +6,7 @@ import re
 import gymnasium
 import numpy as np
 import pytest
+from gymnasium.error import ResetNeeded
 from gymnasium.utils.env_checker import check_env
 
 import lq  # noqa: F401  (registers lq/Quest-v0)
@@ -63,10 +64,17 @@ def test_the_goal_action_terminates_and_the_turn_limit_truncates(default_data):
             break
     assert info["act_goal_by"] == "self" and terminated and not truncated and reward >= 1.0
 
+    with pytest.raises(ResetNeeded, match="this episode has ended .terminated or truncated.: call reset"):
+        env.step(action)  # a terminated episode is not stepped again, silently or otherwise
+
     env = gymnasium.make("lq/Quest-v0", max_steps=3, **default_data)
     env.reset(seed=0)
     ends = [env.step("I have nothing to say.")[2:4] for _ in range(3)]
     assert ends == [(False, False), (False, False), (False, True)]
+    with pytest.raises(ResetNeeded, match="this episode has ended"):
+        env.step("I have nothing to say.")  # nor a truncated one
+    env.reset(seed=0)
+    assert env.step("I have nothing to say.")[4]["steps"] == 1  # a reset plays the next
 
 
 def test_after_a_move_the_observation_names_the_room_the_agent_is_in(default_data):
@@ -146,7 +154,7 @@ def test_reset_takes_numpy_indices_and_a_failed_reset_leaves_no_episode_to_step(
     assert env.reset(seed=0, options={"quest": np.int64(2)}) == env.reset(seed=0, options={"quest": 2})
     with pytest.raises(ValueError, match=r"options\['qeust'\]: reset takes options=\{'quest': INDEX_OR_ID\} only"):
         env.reset(options={"qeust": 2})
-    with pytest.raises(RuntimeError, match=r"no episode to step in: call reset\(\) first"):
+    with pytest.raises(ResetNeeded, match=r"no episode to step in: call reset\(\) first"):
         env.step("hello")  # not the episode before the failed reset
     fresh = gymnasium.make("lq/Quest-v0", env=env.unwrapped.env)  # a new Gymnasium environment, the same quests
     with pytest.raises(ValueError, match="is not one of this environment's quests"):
@@ -291,3 +299,14 @@ def test_a_text_the_engine_parses_as_a_possible_action_is_that_action_and_the_re
     env.step(("speech", f"take the {thing}"))
     said = [(t["kind"], t["text"]) for t in slot.turns if t["side"] == "self"]
     assert said == [("speech", "Hello there, friend."), ("speech", f"take the {thing}")]
+
+
+def test_info_says_why_the_engine_refused_a_text_meant_as_a_command(default_data):
+    env = gymnasium.make("lq/Quest-v0", **default_data)
+    _, info = env.reset(seed=0)
+    assert env.step("Hello there, friend.")[4]["refusal"] is None  # speech
+    assert env.step(info["valid_actions"][0])[4]["refusal"] is None  # done
+    info = env.step("get the lantern of nowhere")[4]  # a command the engine refuses: said, and why it was not done
+    assert info["refusal"] == "You don't see 'lantern of nowhere' here."
+    slot = env.unwrapped._slot
+    assert (slot.turns[-2]["kind"], slot.turns[-2]["text"]) == ("speech", "get the lantern of nowhere")

@@ -220,3 +220,19 @@ def test_ctrl_c_leaves_the_game_as_quit_does_and_keeps_its_transcript(tmp_path):
     text = (tmp_path / "t.txt").read_text()
     assert "> go witch\nYou go to witch's hut.\n" in text  # named by one word of it
     assert out[-1] == f"transcript: {tmp_path / 't.txt'}"
+
+
+def test_a_partial_name_refused_gets_the_reason_its_whole_name_gets():
+    """``steal iron helm from veteran``: the veteran wears the helm, which the whole name's refusal says."""
+    graph = tiny_graph()
+    nodes = graph["nodes"]
+    nodes["knight_2"]["name"] = "Goblin King\u2019s War veteran"
+    nodes["egg_3"].update(name="iron helm", wearable=True, equipped="worn")
+    world = World.from_json(graph)
+    lines = iter(["steal iron helm from veteran", "get helm from king's veteran", "hug veteran", "quit"])
+    out: list[str] = []
+    play(world, world["dragon_1"], read=lambda _: next(lines), write=out.append)
+    stolen = "The Goblin King\u2019s War veteran wears the iron helm: a thing worn or wielded can't be stolen."
+    assert stolen in out
+    assert "The Goblin King\u2019s War veteran wears the iron helm: a thing worn or wielded can't be taken." in out
+    assert "You hug the Goblin King\u2019s War veteran." in out
