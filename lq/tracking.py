@@ -6,9 +6,12 @@ Plain MLflow (no Lightning): the stage CLIs (:mod:`lq.lit`) and the drivers (:mo
 from __future__ import annotations
 
 import json
+import math
+import numbers
 import os
 import socket
 import subprocess
+from collections.abc import Mapping
 from pathlib import Path
 from typing import TYPE_CHECKING
 
@@ -20,6 +23,28 @@ if TYPE_CHECKING:
 
 
 DEFAULT_TRACKING_URI = "sqlite:///mlflow.db"
+
+
+class NonFiniteMetric(ValueError):
+    """A metric that is NaN or infinite. MLflow would store NaN as it is and turn ±inf into ±1.8e308 without a
+    word; lq refuses it instead, before anything of the batch is stored."""
+
+
+def check_finite(metrics: Mapping[str, object], step: int | None, what: str = "metric") -> None:
+    """Raise :class:`NonFiniteMetric` naming the first of ``metrics`` (name -> number or one-element tensor) that is NaN
+    or infinite, with ``step`` and the fix; ``what`` says what kind of figure it is (a training loss, an evaluation
+    figure)."""
+    for name, value in metrics.items():
+        number = value.item() if hasattr(value, "item") else value
+        if isinstance(number, numbers.Real) and not math.isfinite(number):
+            at = f" at step {step}" if step is not None else ""
+            fix = (
+                "training stopped before its next checkpoint, so the last good one (last.ckpt) is kept; lower the "
+                "learning rate or look at the batch that made it"
+                if what == "loss"
+                else "it is not stored: find where the figure divides by zero or reads an empty set"
+            )
+            raise NonFiniteMetric(f"{what} {name} = {number}{at}: not a finite number; {fix}")
 
 
 def init_store(tracking_uri: str | None) -> None:

@@ -19,7 +19,7 @@ from lq.experiments.reporting import best_agent, children, experiment_id
 from lq.experiments.setup import Setup
 from lq.experiments.specs import Config, Experiment
 from lq.stages import Run
-from lq.tracking import commit_tag, log_dataset, model_tags, run_tags
+from lq.tracking import check_finite, commit_tag, log_dataset, model_tags, run_tags
 
 if TYPE_CHECKING:
     from lq.envs.spec import EnvSpec
@@ -83,9 +83,11 @@ def run_baselines(client, experiment: str, run: Run, pid: str, validation: bool 
             with stage_threads(run):
                 results = agent_baselines(agent, split, [seed])
             for key, [result] in results.items():
-                for name, value in result.metrics(f"{prefix}/{key}/").items():
-                    if value == value:  # the ceiling has no speech columns (NaN)
-                        client.log_metric(run_id, name, value)
+                # the ceiling has no speech columns (NaN, left out); an infinite figure is refused
+                figures = {k: v for k, v in result.metrics(f"{prefix}/{key}/").items() if v == v}
+                check_finite(figures, None, "evaluation figure")
+                for name, value in figures.items():
+                    client.log_metric(run_id, name, value)
         client.log_metric(run_id, "time/cpu_s", time.process_time() - started)  # what a stage run logs (StageTimer)
     except BaseException as error:
         client.set_terminated(run_id, "KILLED" if isinstance(error, KeyboardInterrupt) else "FAILED")

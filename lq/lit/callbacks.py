@@ -20,6 +20,8 @@ import lightning as L
 from lightning.pytorch.callbacks import Callback
 from lightning.pytorch.callbacks.progress.progress_bar import ProgressBar
 
+from lq.tracking import check_finite
+
 
 def _clock() -> float:
     return time.perf_counter()
@@ -94,6 +96,17 @@ class LogProgress(ProgressBar):
         shown = [(k, v) for k, v in trainer.callback_metrics.items() if k.startswith(prefix) and k.count("/") == 1]
         values = "".join(f", {k} {float(v):.4g}" for k, v in shown)
         self._line(f"{what}: {_clock() - self._eval_started:.0f} s{values}")
+
+
+class FiniteLosses(Callback):
+    """Stops training at the first training step whose logged loss (a metric named ``*loss*``: ``train/loss``,
+    ``losses/policy``) is NaN or infinite, with :class:`~lq.tracking.NonFiniteMetric` naming the metric and the
+    step. It runs before the checkpoint callbacks (Lightning calls those last), so a diverged model is never saved
+    over the last good checkpoint; the stage's run ends FAILED (:meth:`lq.lit.cli.StageCLI.fit`)."""
+
+    def on_train_batch_end(self, trainer: L.Trainer, pl_module: L.LightningModule, outputs, batch, batch_idx) -> None:
+        losses = {k: v for k, v in trainer.callback_metrics.items() if "loss" in k}
+        check_finite(losses, trainer.global_step, "loss")
 
 
 def wants_log_progress(stream=None) -> bool:

@@ -23,7 +23,7 @@ from lq.conf.lengths import length_problems
 from lq.conf.resolver import DEFAULT_THREADS, config_names
 from lq.data.dataset import dataset_id
 from lq.data.outputs import mark_finished, mark_trained, unfinished
-from lq.lit.callbacks import LogProgress, StageTimer, wants_log_progress
+from lq.lit.callbacks import FiniteLosses, LogProgress, StageTimer, wants_log_progress
 
 # StageLogger: also here for the config.yaml of runs made before it moved (their logger's class_path names lq.lit.cli)
 from lq.lit.loggers import LogConfigToMLflow, StageLogger, end_runs  # noqa: F401
@@ -131,7 +131,7 @@ class StageCLI(LightningCLI):
         super().instantiate_classes()
         callbacks = self.trainer.callbacks
         self.timer = StageTimer()
-        callbacks.append(self.timer)
+        callbacks += [self.timer, FiniteLosses()]
         if wants_log_progress():  # a file or a pipe: plain lines instead of a bar redrawn in place
             bars = [i for i, c in enumerate(callbacks) if isinstance(c, ProgressBar)]
             for i in bars:

@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import inspect
 import warnings
+from collections.abc import Mapping
 from pathlib import Path
 
 from lightning.fabric.utilities.logger import _convert_params, _flatten_dict
@@ -15,7 +16,7 @@ from lightning.pytorch.cli import SaveConfigCallback
 from lightning.pytorch.loggers import MLFlowLogger
 
 from lq.stages import CONFIG
-from lq.tracking import ensure_experiment, init_store
+from lq.tracking import check_finite, ensure_experiment, init_store
 
 
 class StageLogger(MLFlowLogger):
@@ -29,9 +30,7 @@ class StageLogger(MLFlowLogger):
         init_store(inspect.signature(MLFlowLogger).bind_partial(*args, **kwargs).arguments.get("tracking_uri"))
         super().__init__(*args, **kwargs)
         if self._run_id is None and self._experiment_name:  # made now, race-free: Lightning's own lookup finds it
-            self._experiment_id = ensure_experiment(
-                self._mlflow_client, self._experiment_name, self._artifact_location
-            )
+            self._experiment_id = ensure_experiment(self._mlflow_client, self._experiment_name, self._artifact_location)
 
     @rank_zero_only
     def log_hyperparams(self, params) -> None:
@@ -54,6 +53,12 @@ class StageLogger(MLFlowLogger):
             kept.append(Param(key=key, value=text[:MAX_PARAM_VAL_LENGTH]))
         for start in range(0, len(kept), 100):  # MLflow takes at most 100 params a call
             self.experiment.log_batch(run_id=self.run_id, params=kept[start : start + 100], **self._log_batch_kwargs)
+
+    @rank_zero_only
+    def log_metrics(self, metrics: Mapping[str, float], step: int | None = None) -> None:
+        """MLflow's, refusing a NaN or infinite figure (:class:`NonFiniteMetric`) instead of storing it."""
+        check_finite(metrics, step)
+        super().log_metrics(metrics, step)
 
     def finalize(self, status: str = "success") -> None:
         if status not in ("success", "finished"):

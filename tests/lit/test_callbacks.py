@@ -1,8 +1,10 @@
 """Progress lines for log files and the wall-time split of a stage."""
 
 import io
+import math
 
 import lightning as L
+import pytest
 import torch
 from torch.utils.data import DataLoader, TensorDataset
 
@@ -96,3 +98,65 @@ def test_log_progress_only_where_stdout_is_not_a_terminal():
             return True
 
     assert wants_log_progress(io.StringIO()) and not wants_log_progress(Terminal())
+
+
+class _Diverging(_Tiny):
+    """A loss that turns NaN at optimizer step ``at`` (``at`` counted from 0)."""
+
+    def __init__(self, at: int):
+        super().__init__()
+        self.at = at
+
+    def training_step(self, batch, batch_idx):
+        loss = self.layer(batch[0]).pow(2).mean()
+        if self.global_step >= self.at:
+            loss = loss * float("nan")
+        self.log("train/loss", loss)
+        return loss
+
+
+def test_a_nan_loss_stops_training_names_metric_and_step_fails_the_run_and_keeps_the_last_good_checkpoint(tmp_path):
+    from lightning.pytorch.callbacks import ModelCheckpoint
+    from mlflow.tracking import MlflowClient
+
+    from lq.lit.callbacks import FiniteLosses
+    from lq.lit.loggers import StageLogger
+    from lq.tracking import NonFiniteMetric
+
+    uri = f"sqlite:///{tmp_path}/mlflow.db"
+    logger = StageLogger(experiment_name="nan", tracking_uri=uri)
+    checkpoints = ModelCheckpoint(dirpath=tmp_path / "ckpt", save_last=True)
+    trainer = L.Trainer(
+        max_epochs=4,
+        callbacks=[checkpoints, FiniteLosses()],  # the checkpoint first: Lightning still calls it last
+        logger=logger,
+        log_every_n_steps=1,
+        enable_progress_bar=False,
+        enable_model_summary=False,
+        num_sanity_val_steps=0,
+    )
+    with pytest.raises(NonFiniteMetric, match=r"loss train/loss = nan at step 8: not a finite number; training st"):
+        trainer.fit(_Diverging(at=7), _loader(5), _loader(2))  # epochs of 5 steps: NaN from the 8th, in epoch 2
+    saved = torch.load(tmp_path / "ckpt" / "last.ckpt", weights_only=False)
+    assert saved["global_step"] == 5  # the end of the first epoch, before the loss diverged
+    assert all(torch.isfinite(w).all() for w in saved["state_dict"].values())
+    client = MlflowClient(uri)
+    assert client.get_run(logger.run_id).info.status == "FAILED"
+    history = client.get_metric_history(logger.run_id, "train/loss")
+    assert history and all(math.isfinite(m.value) for m in history)  # the NaN was never stored
+
+
+def test_a_non_finite_evaluation_figure_is_refused_not_stored(tmp_path):
+    from mlflow.tracking import MlflowClient
+
+    from lq.lit.loggers import StageLogger
+    from lq.tracking import NonFiniteMetric
+
+    uri = f"sqlite:///{tmp_path}/mlflow.db"
+    logger = StageLogger(experiment_name="inf", tracking_uri=uri)
+    logger.log_metrics({"test/act_goal_rate": 0.5}, step=0)
+    for bad in (float("inf"), float("-inf"), float("nan"), torch.tensor(float("nan"))):
+        with pytest.raises(NonFiniteMetric, match=r"metric test/speech_goal_rate = .* at step 1: .* it is not stored"):
+            logger.log_metrics({"test/act_goal_rate": 0.75, "test/speech_goal_rate": bad}, step=1)
+    run = MlflowClient(uri).get_run(logger.run_id)
+    assert run.data.metrics == {"test/act_goal_rate": 0.5}  # nothing of a refused batch was stored
