@@ -65,10 +65,20 @@ def _link_by_quest_id(demos: Splits[Demonstration], quests: Splits[Quest], sourc
                 report.skip("its quest has no graph", f"{where}: {qid}")
             elif not ("self_id" in d.conv_extra and "partner_id" in d.conv_extra):
                 report.skip("no conv_info.self_id or partner_id", where)
+            elif "goal" in d.conv_extra and _goal_text(d.conv_extra["goal"]) != _goal_text(by_id[qid].goal):
+                report.skip(
+                    "its conv_info.goal is not its quest's goal: link it to the quest it plays, or fix the goal",
+                    f"{where}: {d.conv_extra['goal']!r}, its quest {qid} {by_id[qid].goal!r}",
+                )
             else:
                 out[split].append(d)
     report.split = out.counts()
     return out, report
+
+
+def _goal_text(goal: object) -> str:
+    """A goal as two goals are compared: case and spacing aside."""
+    return " ".join(str(goal).lower().split())
 
 
 def _signature(root: Path) -> str:

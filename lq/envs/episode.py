@@ -90,8 +90,8 @@ def goal_problem(instance: QuestInstance) -> str | None:
             return f"{where}: the {side} character {node_id!r} is not an agent of its graph"
     try:
         goal = ActGoal.parse(world, q.goal, instance.self_id, instance.partner_id)
-    except GoalError as err:
-        return f"{where}: {err}"
+    except GoalError as err:  # it names the goal itself
+        return f"{q.source or q.quest_id}: {err}"
     if goal.satisfied(world):
         return f"{where}: it holds before any turn (nothing to play: a goal is credited on the turn that makes it true)"
     obj, needs = world.nodes[goal.obj_id], GOAL_NEEDS.get(goal.verb)

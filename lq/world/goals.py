@@ -42,19 +42,23 @@ class ActGoal:
             rest = rest[1:]
         me = world.nodes[self_id]
         attempts = arguments(verb, rest)
+        kinds = ("room" if verb == "go" else "agent" if verb in ("follow", "hit", "hug") else "object",)
+        kinds += ("agent" if verb in ("give", "steal") else "object",)
+        missing: tuple[str, str] | None = None
         for obj_key, target_key in attempts:
-            obj = _find(
-                world,
-                me,
-                obj_key,
-                "room" if verb == "go" else "agent" if verb in ("follow", "hit", "hug") else "object",
-            )
-            target = (
-                _find(world, me, target_key, "agent" if verb in ("give", "steal") else "object") if target_key else None
-            )
+            obj = _find(world, me, obj_key, kinds[0])
+            target = _find(world, me, target_key, kinds[1]) if target_key else None
             if obj is not None and (target_key is None or target is not None):
                 return cls(text, verb, obj.id, target.id if target else None, self_id, partner_id)
-        raise GoalError(f"goal '{text}': names something that is not in this world")
+            missing = missing or ((obj_key, kinds[0]) if obj is None else (target_key or "", kinds[1]))
+        name, kind = missing or (" ".join(rest), kinds[0])
+        there = sorted({n.name for n in world.nodes.values() if n.kind == kind})
+        shown = ", ".join(there[:8]) + (", ..." if len(there) > 8 else "") or "none"
+        label = "character" if kind == "agent" else kind
+        raise GoalError(
+            f"goal '{text}': no {label} '{name}' in this world; name one of its {label}s ({shown}) or add it to the "
+            "quest's graph"
+        )
 
     def satisfied(self, world: World) -> bool:
         """Whether the goal *state* holds now (always False for event goals, which need the act itself)."""

@@ -62,3 +62,33 @@ def test_python_dash_m_entry_point(tmp_path):
         check=True,
     ).stdout
     assert "demos/total" in out
+
+
+def test_stats_reports_a_demonstration_whose_own_goal_is_not_its_quests_and_a_goal_naming_nothing(tmp_path, capsys):
+    """``lq data stats`` on a generated dataset with one test demonstration's ``conv_info.goal`` changed and one test
+    quest's goal naming an absent object: each is reported once, with what to do."""
+    import json
+
+    from lq.generate import generate_dataset
+
+    root = tmp_path / "data"
+    generate_dataset(root, scale="tiny", seed=3, log=lambda _: None)
+    demos = json.loads((root / "demos" / "test.json").read_text())
+    first, second = demos[0]["conv_info"], demos[1]["conv_info"]
+    first["goal"] = "hug nobody at all"
+    (root / "demos" / "test.json").write_text(json.dumps(demos))
+    quest_file = root / "quests" / "test" / f"{second['quest_id']}.json"
+    quest = json.loads(quest_file.read_text())
+    quest["data"]["goal"] = second["goal"] = "get silver unicorn horn"
+    quest_file.write_text(json.dumps(quest))
+    (root / "demos" / "test.json").write_text(json.dumps(demos))
+    assert main(["data", "stats", str(root)]) == 0
+    out = capsys.readouterr().out
+    assert (
+        "unlinked: 1 (its conv_info.goal is not its quest's goal: link it to the quest it plays, or fix the goal; "
+        f"first: test.json record 0: 'hug nobody at all', its quest {first['quest_id']}" in out
+    )
+    problem = next(line for line in out.splitlines() if "cannot play" in line)
+    assert problem.count("goal 'get silver unicorn horn'") == 1  # said once, not twice
+    assert "no object 'silver unicorn horn' in this world; name one of its objects (" in problem
+    assert "or add it to the quest's graph" in problem

@@ -48,10 +48,16 @@ def test_event_goals():
 
 def test_goal_words_that_name_nothing():
     world, *_ = _world()
-    with pytest.raises(GoalError, match="not in this world"):  # real quests hold free-text goals like this
+    with pytest.raises(GoalError, match="no object .orders. in this world"):  # real quests hold free-text goals
         ActGoal.parse(world, "give orders to knight", "dragon_1")
-    with pytest.raises(GoalError, match="not in this world"):
+    with pytest.raises(GoalError, match="no object .silver sword. in this world"):
         ActGoal.parse(world, "get silver sword", "dragon_1")
+    with pytest.raises(GoalError) as refused:  # what is missing, what there is, and the fix
+        ActGoal.parse(world, "give golden dragon egg to wizard", "dragon_1")
+    assert str(refused.value) == (
+        "goal 'give golden dragon egg to wizard': no character 'wizard' in this world; name one of its characters "
+        "(dragon, knight) or add it to the quest's graph"
+    )
     with pytest.raises(GoalError, match="unknown verb"):
         ActGoal.parse(world, "ponder the orb", "dragon_1")
 
