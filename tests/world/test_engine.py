@@ -235,3 +235,22 @@ def test_places_and_things_of_one_name_are_each_their_own_action():
     assert which_twin(world, world["me"], "go baker's shop") == "Which do you mean: the east lane or the west lane?"
     assert which_twin(world, world["me"], "get the sword") == "Which do you mean: the sword 1 or the sword 2?"
     assert which_twin(world, world["me"], "go east lane") == ""
+
+
+def test_a_thing_without_a_name_prefix_takes_a_or_an_by_its_first_letter():
+    """LIGHT's own ``name_prefix`` is kept where the world gives one; where it gives none, "an apple", not "a apple"."""
+    from tests.world.helpers import build_world
+
+    world = build_world(
+        {"orchard": []},
+        {
+            "me": {"name": "farmer", "kind": "agent", "in": "orchard"},
+            "elf": {"name": "elf", "kind": "agent", "in": "orchard"},
+            "apple": {"name": "apple", "in": "orchard"},
+            "pear": {"name": "pear", "in": "orchard"},
+            "urn": {"name": "urn", "in": "orchard", "name_prefix": "a"},  # the world's word, kept
+        },
+    )
+    seen = world.describe(world["me"])
+    assert "There's an apple, a pear and a urn here." in seen and "An elf is here." in seen
+    assert step(world, world["me"], "hug elf").message == "You hug the elf."
