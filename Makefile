@@ -148,7 +148,8 @@ ui: $(STAMP) ## the MLflow UI on the default store (sqlite:///mlflow.db) at http
 	$(BIN)/mlflow ui --backend-store-uri sqlite:///mlflow.db --host 127.0.0.1 --port 5000
 
 play: $(STAMP) ## play a quest in the terminal: make play [WORLD=quest-or-world.json] [PLAY_AS=character] [PLAY_AGENT=bundle] [PLAY_TRANSCRIPT=file]
-	$(BIN)/lq play $(WORLD) --data $(DATA) $(if $(PLAY_AS),--as "$(PLAY_AS)") $(if $(PLAY_AGENT),--agent "$(PLAY_AGENT)") \
+	$(BIN)/lq play $(WORLD) $(if $(filter-out default file,$(origin DATA)),--data $(DATA)) $(if $(PLAY_AS),--as "$(PLAY_AS)") \
+		$(if $(PLAY_AGENT),--agent "$(PLAY_AGENT)") \
 		$(if $(PLAY_TRANSCRIPT),--transcript "$(PLAY_TRANSCRIPT)")
 
 bench: $(STAMP) ## run the throughput benchmarks: engine, pretraining pipeline, environment, RL loop (prints tables)

@@ -65,6 +65,8 @@ def _cmd_play(args: argparse.Namespace) -> int:
             raise UsageError(f"--as {side}: with --agent you play the partner or the self character")
         if args.goal or args.partner:
             raise UsageError("--goal and --partner are the quest's own with --agent: name a quest id instead")
+        if args.data is not None:
+            raise UsageError(f"--data {args.data}: with --agent the quests are the agent's data's; leave --data out")
         quest = _quest_id(args.world) if args.world is not None else None
         try:  # the transcript is named by the quest played (QUEST-TIME), known once the agent's data is read
             play_against(load_agent(args.agent), quest, side, lambda played: _transcript(args, played))
@@ -74,7 +76,8 @@ def _cmd_play(args: argparse.Namespace) -> int:
         return 0
     from lq.world.play import main as play_main
 
-    world = quest_file(args.world, args.data) if args.world is not None else default_quest(args.data)
+    data = args.data if args.data is not None else Path("data/default")
+    world = quest_file(args.world, data) if args.world is not None else default_quest(data)
     return play_main(str(world), args.character, args.goal, args.partner, _transcript(args, world.stem))
 
 
@@ -346,7 +349,12 @@ def _play_parser(sub) -> None:
         help="whom to play: a character of the world (default: the quest's, or the first); with --agent, partner "
         "(default: the agent pursues its motivation) or self (the environment's partner answers you)",
     )
-    pl.add_argument("--data", type=Path, default=Path("data/default"), help="where the default quest comes from")
+    pl.add_argument(
+        "--data",
+        type=Path,
+        default=None,
+        help="where the default quest comes from (default data/default; with --agent, the agent's own data)",
+    )
     pl.add_argument(
         "--transcript",
         type=Path,

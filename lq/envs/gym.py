@@ -204,13 +204,16 @@ def environment_arguments(
     for name, given in models.items():
         stage = name.removesuffix("_checkpoint")
         if given is None:
-            trained = [c for c in outputs.glob(f"**/{stage}/*/best.ckpt") if finished(c)]
+            found = [c for c in outputs.glob(f"**/{stage}/*/best.ckpt") if finished(c)]
+            trained = [c for c in found if trained_on(c, data)]  # not another dataset's (outputs/<dataset>/...)
             if stage == "dm" and trained:  # the DM trained beside the partner (one profile's), when there is one
                 partner = Path(models["partner_checkpoint"]).resolve()
                 trained = [c for c in trained if c.resolve().parents[2] == partner.parents[2]] or trained
             if not trained:
+                others = f" (those there were trained on other data: {found[0]}, ...)" if found else ""
+                target = "make partner dm" + ("" if data == Path("data/default") else f" DATA={data}")
                 raise FileNotFoundError(
-                    f"{ENV_ID}: no trained {stage} for {data} under {outputs}/: make partner dm (or make quickstart), "
+                    f"{ENV_ID}: no {stage} trained on {data} under {outputs}/{others}: {target} (or make quickstart), "
                     f"or pass {name}="
                 )
             models[name] = max(trained, key=lambda c: c.stat().st_mtime)
@@ -267,6 +270,17 @@ def check_settings(settings: dict[str, Any]) -> None:
         test, what = SETTING_CHECKS.get(name, (lambda _: True, ""))
         if not test(value):
             raise ValueError(f"{ENV_ID}: {name}={value!r}: must be {what}")
+
+
+def trained_on(checkpoint: str | Path, data: str | Path) -> bool:
+    """Whether ``checkpoint`` was trained on the dataset at ``data`` (the ``lq_dataset`` it records:
+    :func:`lq.data.dataset.dataset_id`; one from before lq recorded it counts)."""
+    import torch
+
+    from lq.data.dataset import dataset_id
+
+    saved = torch.load(checkpoint, map_location="cpu", weights_only=True, mmap=True).get("lq_dataset")
+    return saved is None or saved == dataset_id(data)
 
 
 def _trained_length(checkpoint: str | Path) -> int | None:

@@ -254,6 +254,38 @@ def test_with_no_arguments_the_dm_is_the_one_trained_beside_the_partner(tmp_path
     assert partner.resolve() == made["quick", "partner"] and dm.resolve() == made["quick", "dm"]
 
 
+def test_with_no_arguments_it_works_after_checkpoints_of_another_dataset_exist(tmp_path, monkeypatch):
+    """After training on other data (``DATA=data/seed7``: outputs/seed7/...), the newest partner and DM of any dataset
+    were taken for data/default and then refused ("was trained on dataset seed7-..."); now those of data/default."""
+    import os
+
+    import torch
+
+    from lq.data.dataset import dataset_id
+    from lq.envs.gym import environment_arguments
+
+    monkeypatch.chdir(tmp_path)
+    (tmp_path / "data" / "default" / "quests").mkdir(parents=True)
+    ours = dataset_id("data/default")
+    made = {}
+    for age, (where, stage, data) in enumerate(
+        [("quick", "partner", ours), ("quick", "dm", ours), ("seed7", "partner", "seed7-0123456789ab"),
+         ("seed7", "dm", "seed7-0123456789ab")]
+    ):  # fmt: skip
+        made[where, stage] = path = tmp_path / "outputs" / where / stage / "small" / "best.ckpt"
+        path.parent.mkdir(parents=True)
+        torch.save({"lq_dataset": data}, path)
+        os.utime(path, (1_000_000 + age, 1_000_000 + age))  # seed7's the newest
+        mark_finished(path)
+    _, partner, dm, _ = environment_arguments(None, None, None, "paper", {})
+    assert partner.resolve() == made["quick", "partner"] and dm.resolve() == made["quick", "dm"]
+    for stage in ("partner", "dm"):
+        made["quick", stage].unlink()
+    with pytest.raises(FileNotFoundError, match=r"no partner trained on data/default under outputs/ \(those there "
+                       r"were trained on other data: outputs/seed7/partner/small/best.ckpt, ...\): make partner dm"):
+        environment_arguments(None, None, None, "paper", {})
+
+
 def test_a_context_longer_than_the_environment_models_positions_is_refused_at_construction(default_data):
     """Read late it failed deep inside the model ("The expanded size of the tensor (538) must match ... (512)"); now one
     line names the field, the models' positions and the fix, before the data or a model loads, at every entry."""
