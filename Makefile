@@ -49,6 +49,9 @@ $(STAMP): pyproject.toml
 	$(BIN)/pip install --quiet --no-compile -e ".[dev]"
 	touch $(STAMP)
 
+# the command the user typed, for the one line a stopped driver prints on how to go on (lq.commands.again)
+quickstart ablations pretrain partner dm bc rl: export LQ_MAKE = make $(MAKECMDGOALS) $(MAKEOVERRIDES)
+
 QUICK_ENCODERS ?= scratch general_light
 # the quick profile: an overlay of tiny that trains each stage for less, apart from tiny's runs (outputs/quick/)
 QUICK_PROFILE ?= quick

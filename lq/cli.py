@@ -8,10 +8,13 @@ family of subcommands is a module of :mod:`lq.commands`.
 from __future__ import annotations
 
 import argparse
+import os
+import shlex
 import sys
 from collections.abc import Sequence
 
 from lq.commands import Stopped, UsageError, again, agents, data, experiments
+from lq.experiments.launchers import CHILD
 from lq.stages import STAGES, kind_of  # the registry: light (its kinds import torch only to compute)
 
 
@@ -24,6 +27,18 @@ def build_parser() -> argparse.ArgumentParser:
     experiments.add_parsers(sub)
     data.add_parsers(sub)
     return parser
+
+
+def go_on_from(argv: Sequence[str], last: str | None) -> str:
+    """How a stage run stopped goes on: ``lq STAGE fit ... --ckpt_path LAST`` from the last checkpoint it saved, else
+    (none yet) the same command, which trains it from its start."""
+    if last is None:
+        return f"nothing was saved yet; train it from its start with: {shlex.join(['lq', *argv])}"
+    argv = list(argv)
+    if "--ckpt_path" in argv[:-1]:
+        del argv[argv.index("--ckpt_path") : argv.index("--ckpt_path") + 2]
+    argv = [a for a in argv if not a.startswith("--ckpt_path=")]
+    return f"go on with: {shlex.join(['lq', *argv, '--ckpt_path', last])}"
 
 
 def main(argv: Sequence[str] | None = None) -> int:
@@ -49,8 +64,10 @@ def main(argv: Sequence[str] | None = None) -> int:
         except (DataFormatError, FileNotFoundError, ValueError) as err:
             print(f"error: {err}", file=sys.stderr)
             return 1
-        except KeyboardInterrupt:
-            print(f"interrupted: the run is marked KILLED; train it again with: {again(argv, False)}", file=sys.stderr)
+        except KeyboardInterrupt as stop:
+            if not os.environ.get(CHILD):  # a driver's child: its driver says how to go on
+                print(f"interrupted: the run is marked KILLED; {go_on_from(argv, getattr(stop, 'last', None))}",
+                      file=sys.stderr)  # fmt: skip
             return 130
         return 0
     args = build_parser().parse_args(argv)
@@ -68,7 +85,8 @@ def main(argv: Sequence[str] | None = None) -> int:
         return 1
     except KeyboardInterrupt:
         go_on = f"; go on with: {again(argv, args.func is experiments._cmd_experiment)}" if resumable else ""
-        print(f"interrupted: the runs stopped are marked KILLED{go_on}", file=sys.stderr)
+        kept = ", the finished ones kept as they were" if getattr(args, "force", False) else ""
+        print(f"interrupted: the runs stopped are marked KILLED{kept}{go_on}", file=sys.stderr)
         return 130
     except UsageError as err:
         print(f"error: {err}", file=sys.stderr)

@@ -6,6 +6,7 @@ export) and the drivers of stages and experiments (:mod:`lq.commands.experiments
 from __future__ import annotations
 
 import argparse
+import os
 import shlex
 from collections.abc import Sequence
 
@@ -22,10 +23,21 @@ class Stopped(Exception):
         super().__init__("; ".join(map(str, self.failures)))
 
 
+# the make command a user typed (``make rl ENCODER=scratch SEEDS="0 1"``), which the Makefile exports to the ``lq`` it
+# runs: a driver stopped says how to go on in the user's own words
+MAKE_COMMAND = "LQ_MAKE"
+
+
 def again(argv: Sequence[str], resume: bool) -> str:
-    """The command that goes on from where ``lq ARGV`` stopped: the same, with ``--resume`` for an experiment (its
-    finished children are kept); a stage's finished steps are kept anyway."""
-    argv = list(argv)
+    """The one command that goes on from where ``lq ARGV`` stopped, without ``--force`` (a forced run that stopped
+    left the finished one in place: the command finds it done): the make command the user typed (``LQ_MAKE``), with
+    ``RESUME=1`` for an experiment; else ``lq ARGV``, with ``--resume`` for an experiment (its finished children are
+    kept). A stage's finished steps are kept anyway, and a stopped one goes on from its last checkpoint."""
+    typed = os.environ.get(MAKE_COMMAND, "").split(maxsplit=1)
+    if len(typed) == 2 and typed[0] == "make":
+        words = [w for w in shlex.split(typed[1]) if not w.startswith(("RESUME=", "FORCE="))]
+        return shlex.join(["make", *words, *(["RESUME=1"] if resume else [])])
+    argv = [a for a in argv if a != "--force"]
     if resume and "--resume" not in argv:
         argv.append("--resume")
     return shlex.join(["lq", *argv])

@@ -5,6 +5,8 @@ Gymnasium entry's defaults (:mod:`lq.envs.gym`) and the stage CLIs, which write 
 from __future__ import annotations
 
 import json
+import os
+import shutil
 from pathlib import Path
 
 # written beside a stage's checkpoint once its run has done all its work, last: a checkpoint without it is a run's
@@ -15,6 +17,8 @@ DONE = "done.json"
 TRAINED = "trained.json"
 # a trained run's last checkpoint (Lightning's ``save_last``), what a run stopped mid-training goes on from
 LAST = "last.ckpt"
+# the folder inside a finished run's where a run trained again from its start (FORCE=1) writes, until it finishes
+RETRAIN = ".retrain"
 
 
 def _marked(checkpoint: str | Path, name: str, since: float | None = None) -> bool:
@@ -71,6 +75,22 @@ def unfinished(folder: str | Path, fresh: bool = False) -> None:
     folder, finished to its end)."""
     for name in (DONE, TRAINED, *([LAST] if fresh else [])):
         (Path(folder) / name).unlink(missing_ok=True)
+
+
+def replace_run(staging: str | Path, folder: str | Path) -> None:
+    """Put the run trained in ``staging`` (a forced retrain, :data:`RETRAIN`) in place of the finished run in
+    ``folder``, once it has finished: the old markers go first (a stop midway leaves a run that is not done, trained
+    again next time, never a marker naming the other run's weights), then each file of ``staging`` over its namesake
+    (a folder replaced whole), then ``staging`` itself. The caller writes the new :data:`DONE` last."""
+    staging, folder = Path(staging), Path(folder)
+    for name in (DONE, TRAINED):
+        (folder / name).unlink(missing_ok=True)
+    for entry in sorted(staging.iterdir(), key=lambda p: p.name in (DONE, TRAINED)):  # the markers after the rest
+        target = folder / entry.name
+        if entry.is_dir() and target.is_dir():
+            shutil.rmtree(target)
+        os.replace(entry, target)
+    staging.rmdir()
 
 
 def outputs_for(data_dir: str | Path) -> str:

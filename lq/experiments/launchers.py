@@ -23,6 +23,10 @@ from lq.experiments.reporting import _print
 Job = tuple[str, Sequence[str]]  # a label, and the arguments of an ``lq`` command
 
 
+# set in a driver's children: a child stopped leaves the one line on how to go on to its driver (lq.cli)
+CHILD = "LQ_CHILD"
+
+
 def command(args: Sequence[str]) -> list[str]:
     """The process that runs ``lq ARGS`` with this interpreter."""
     return [sys.executable, "-m", "lq", *args]
@@ -251,7 +255,7 @@ class Local:
 
     def _job(self, task: Task, gpu: str | None, prefixed: bool, entry: _Running, processes: set) -> Failure | None:
         """Run ``task``'s process to its end on ``gpu`` (None: as this process sees them); its failure, if any."""
-        env = dict(os.environ)
+        env = {**os.environ, CHILD: "1"}
         if gpu is not None:
             env["CUDA_VISIBLE_DEVICES"] = gpu
         cmd = command(task.args)
@@ -304,7 +308,7 @@ class Submitit:
         cluster = parameters.pop("cluster", None)
         executor = submitit.AutoExecutor(folder=self.folder, cluster=cluster)
         executor.update_parameters(**parameters)
-        env = dict(os.environ)
+        env = {**os.environ, CHILD: "1"}
         submitted = []
         for label, args in jobs:
             executor.update_parameters(name=label.replace(" ", "_"))

@@ -96,12 +96,17 @@ class Step:
     # given the time it started, whether what the steps after it read is made while it goes on (a BC child's final
     # weights, before its evaluation: :func:`lq.data.outputs.trained`); None: once it has ended
     released: Callable[[float], bool] | None = None
+    # a forced run of a stage target whose folder holds a finished run: trained beside it, in its place once it
+    # finishes (:meth:`lq.stages.families.Trained.retrain_args`)
+    retrain: bool = False
 
     def write(self) -> None:
         """What the step's run reads, written before it starts (a trained run's resolved config); a run that starts
-        over (no ``--ckpt_path``) removes an earlier run's last checkpoint from its folder first."""
+        over (no ``--ckpt_path``) removes an earlier run's last checkpoint from its folder first, and one trained
+        again beside a finished run (``retrain``) writes in the folder's ``.retrain/`` alone."""
         if self.run is not None:
-            self.run.kind.write(self.run, fresh="--ckpt_path" not in self.args)
+            fresh = "--ckpt_path" not in self.args
+            self.run.kind.write(self.run, fresh, **({"retrain": True} if self.retrain else {}))
 
     @property
     def done(self) -> bool:
@@ -348,8 +353,12 @@ def stage_step(label: str, run: Run, force: bool = False) -> Step:
     as it would be trained now (:func:`finished_as`: a rerun after a sibling failed, or the same target run twice,
     leaves it be); a run that was stopped (Ctrl-C, killed, its sibling's failure) goes on from its last checkpoint
     (:func:`resumable`: RL to the uninterrupted run's figures; BC and pretraining from their last epoch, whose data
-    order then differs from an uninterrupted run's). ``force``: trained again from its start whatever is there."""
+    order then differs from an uninterrupted run's). ``force``: trained again from its start whatever is there; where
+    a finished run is there, beside it (in its folder's ``.retrain/``), replacing it only once it finishes, so that a
+    forced run stopped midway leaves the finished one the run every later command finds."""
     if force:
+        if run.kind.trains and finished(run.checkpoint):
+            return Step(label, run.kind.retrain_args(run), check=lambda: None, run=run, retrain=True)
         return Step(label, run.args, check=lambda: None, run=run)
     last = resumable(run)
     # read once (its config file read and compared): run_stage names it, then its wave skips it

@@ -22,7 +22,7 @@ from lightning.pytorch.loggers import MLFlowLogger
 from lq.conf.lengths import length_problems
 from lq.conf.resolver import DEFAULT_THREADS, config_names
 from lq.data.dataset import dataset_id
-from lq.data.outputs import mark_finished, mark_trained, unfinished
+from lq.data.outputs import LAST, RETRAIN, mark_finished, mark_trained, replace_run, unfinished
 from lq.lit.callbacks import FiniteLosses, LogProgress, StageTimer, wants_log_progress
 
 # StageLogger: also here for the config.yaml of runs made before it moved (their logger's class_path names lq.lit.cli)
@@ -42,6 +42,15 @@ def _floats(metrics: dict) -> dict[str, float]:
     return {k: float(v) for k, v in metrics.items()}
 
 
+class Interrupted(KeyboardInterrupt):
+    """A stage run stopped (Ctrl-C, SIGTERM): its MLflow run ended KILLED; ``last``: the checkpoint it goes on from
+    (``--ckpt_path``), None where it saved none."""
+
+    def __init__(self, last: str | None):
+        super().__init__(last or "")
+        self.last = last
+
+
 class StageCLI(LightningCLI):
     """A LightningCLI with lq's conventions: MLflow by default, the checkpoint its stage kind keeps, after fitting the
     stage's own work (:meth:`finish`: test, tables, zero-shot evaluation) and where the wall time went. It derives no
@@ -54,6 +63,7 @@ class StageCLI(LightningCLI):
     """
 
     stage = "pretrain"
+    replaces: str | None = None  # the finished run's folder a run trained again beside it replaces (--retrain)
 
     def __init__(self, *args, **kwargs):
         self.subcommands_run = kwargs.get("run", True)  # LightningCLI's fit/validate/... commands
@@ -96,6 +106,13 @@ class StageCLI(LightningCLI):
         parser.add_argument("--tables.enabled", type=bool, default=True, help="write the Table 4/5 artifacts")
         if not self.subcommands_run:  # LightningCLI's own fit command has it
             parser.add_argument("--ckpt_path", type=str | None, default=None, help="resume from this checkpoint")
+        parser.add_argument(
+            "--retrain",
+            type=bool,
+            default=False,
+            help="the checkpoint folder holds a finished run: train in its .retrain/ and put this run in its place "
+            "only once it finishes (FORCE=1 on a finished run: lq.stages.families.Trained.retrain_args)",
+        )
         parser.add_lightning_class_args(ModelCheckpoint, "checkpoint")
         parser.set_defaults(
             {
@@ -160,7 +177,7 @@ class StageCLI(LightningCLI):
             metrics = self.after_fit()
         except (KeyboardInterrupt, SystemExit) as stop:  # Lightning exits on Ctrl-C once it has stopped cleanly
             end_runs(self.trainer.loggers, "KILLED")
-            raise KeyboardInterrupt from stop
+            raise Interrupted(self.last_checkpoint()) from stop
         except BaseException:
             end_runs(self.trainer.loggers, "FAILED")
             raise
@@ -168,13 +185,24 @@ class StageCLI(LightningCLI):
         self.mark_done()
         return metrics
 
+    def last_checkpoint(self) -> str | None:
+        """The last checkpoint this run saved (its folder's ``last.ckpt``), what it goes on from; None before any."""
+        callback = self.trainer.checkpoint_callback
+        last = Path(callback.dirpath) / LAST if callback is not None and callback.dirpath else None
+        return str(last) if last is not None and last.is_file() else None
+
     def mark_done(self) -> None:
-        """The marker that the kept checkpoint's run finished (:func:`lq.data.outputs.mark_finished`)."""
+        """The marker that the kept checkpoint's run finished (:func:`lq.data.outputs.mark_finished`); a run trained
+        again beside a finished one (``--retrain``) is first put in its place (:func:`lq.data.outputs.replace_run`)."""
         callback = self.trainer.checkpoint_callback
         if callback is None or not callback.best_model_path or not self.trainer.is_global_zero:
             return
         run = next((lg.run_id for lg in self.trainer.loggers if isinstance(lg, MLFlowLogger) and lg._initialized), None)
-        mark_finished(callback.best_model_path, stage=self.stage, run_id=run)
+        kept = Path(callback.best_model_path)
+        if self.replaces is not None:
+            replace_run(kept.parent, self.replaces)
+            kept = Path(self.replaces) / kept.name
+        mark_finished(kept, stage=self.stage, run_id=run)
 
     def mark_trained(self) -> None:
         """The marker that the kept checkpoint holds the run's final weights (:func:`lq.data.outputs.mark_trained`),
@@ -223,6 +251,9 @@ class StageCLI(LightningCLI):
 
     def before_fit(self) -> None:
         callback = self.trainer.checkpoint_callback
+        if callback is not None and callback.dirpath and self.stage_config.retrain:  # beside the finished run
+            self.replaces = callback.dirpath
+            callback.dirpath = str(Path(callback.dirpath) / RETRAIN)
         if callback is not None and callback.dirpath:  # the folder's checkpoints are this run's from now on
             unfinished(callback.dirpath, fresh=self.stage_config.ckpt_path is None)
         for logger in self.trainer.loggers:

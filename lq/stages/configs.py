@@ -22,7 +22,7 @@ ENVIRONMENT = ("env.protocol", "env.context_length", "env.partner_calibration", 
                "env.dm_checkpoint")  # fmt: skip
 
 # what a run reports and where, not what it trains: two runs that differ only here made the same checkpoints
-REPORTED = ("sources", "trainer.logger", "tables", "eval_seeds", "zero_shot")
+REPORTED = ("sources", "trainer.logger", "tables", "eval_seeds", "zero_shot", "retrain")
 
 
 def read_config(file: str | Path) -> dict[str, Any] | None:

@@ -21,7 +21,7 @@ import yaml
 
 from lq.conf import path
 from lq.conf.resolver import Profile, config_names, flag_values, merged, merged_config
-from lq.data.outputs import DONE, LAST, finished, outputs_for, unfinished
+from lq.data.outputs import DONE, LAST, RETRAIN, finished, outputs_for, unfinished
 from lq.stages.run import Run, Stage
 
 
@@ -95,7 +95,7 @@ class Trained(Stage):
 
     def outputs(self, run: Run) -> dict[str, str]:
         return {"checkpoint": run.checkpoint, "last": f"{run.dir}/{LAST}", "done": f"{run.dir}/{DONE}",
-                "config": f"{run.dir}/{CONFIG}"}  # fmt: skip
+                "config": f"{run.dir}/{CONFIG}", "retrain": f"{run.dir}/{RETRAIN}/{CONFIG}"}  # fmt: skip
 
     def done_as(self, run: Run) -> str | None:
         return run.checkpoint if finished(run.checkpoint) else None
@@ -128,6 +128,12 @@ class Trained(Stage):
         before it starts (:meth:`write`), is all it reads."""
         return [self.name, "fit", "--config", run.outputs["config"]]
 
+    def retrain_args(self, run: Run) -> list[str]:
+        """``NAME fit --config RUN_DIR/.retrain/config.yaml``: the run trained again from its start beside the finished
+        one in its folder (``retrain: true`` in that file: ``lq.lit.cli.StageCLI``), which it replaces only once it
+        finishes (FORCE=1, ``--force``)."""
+        return [self.name, "fit", "--config", run.outputs["retrain"]]
+
     def config(self, run: Run) -> dict[str, Any]:
         return self.resolve(run)
 
@@ -146,18 +152,21 @@ class Trained(Stage):
         name = Path(self.checkpoint_name).stem
         return {"seed_everything": run.seed, "checkpoint": {"dirpath": run.dir, "filename": name}}
 
-    def write(self, run: Run, fresh: bool = False) -> None:
+    def write(self, run: Run, fresh: bool = False, retrain: bool = False) -> None:
         """Its resolved configuration (:meth:`resolve`) as ``RUN_DIR/config.yaml``, written whole then renamed into
         place, before it starts: the child reads it alone, and logs its bytes as its MLflow artifact. The folder's
         done marker goes first, and for a ``fresh`` run (not resumed) its last checkpoint: its checkpoints are this
         configuration's run's from now on, done once it finishes (a launch that fails or is killed before the run
-        saves leaves no old checkpoint passing for this run's, to be resumed from or read as done)."""
+        saves leaves no old checkpoint passing for this run's, to be resumed from or read as done). ``retrain``: a
+        run trained again beside the finished one (:meth:`retrain_args`): its file goes to ``RUN_DIR/.retrain/``,
+        with ``retrain: true``, and the finished run's files are left as they are."""
         from lq.data.io import atomic_open
 
-        Path(run.dir).mkdir(parents=True, exist_ok=True)
-        unfinished(run.dir, fresh)
-        with atomic_open(run.outputs["config"]) as f:
-            f.write(yaml.safe_dump(run.config, sort_keys=False))
+        folder = Path(run.outputs["retrain"]).parent if retrain else Path(run.dir)
+        folder.mkdir(parents=True, exist_ok=True)
+        unfinished(folder, fresh or retrain)
+        with atomic_open(run.outputs["retrain" if retrain else "config"]) as f:
+            f.write(yaml.safe_dump({**run.config, **({"retrain": True} if retrain else {})}, sort_keys=False))
 
 
 class PolyEncoder(Trained):

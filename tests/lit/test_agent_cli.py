@@ -254,14 +254,39 @@ def test_ctrl_c_stops_a_stage_cleanly_its_run_killed_its_checkpoint_not_done(set
     stopped = subprocess.run([sys.executable, "-m", "lq", *args], cwd=ROOT, env=env, capture_output=True, text=True)
     assert stopped.returncode == 130, stopped.stderr[-3000:]
     last = stopped.stderr.strip().splitlines()[-1]
-    assert last.startswith("interrupted: the run is marked KILLED; train it again with: lq bc fit --config ")
     checkpoint = tmp_path / "bc/scratch/act_speech-hardcoded/seed-0/best.ckpt"
+    assert last.startswith("interrupted: the run is marked KILLED; go on with: lq bc fit --config ")
+    assert last.endswith(f" --ckpt_path {checkpoint.parent / 'last.ckpt'}")  # from where it stopped, not its start
     assert checkpoint.is_file() and not finished(checkpoint) and not trained(checkpoint)  # stopped in its training
     client = mlflow.tracking.MlflowClient(f"sqlite:///{tmp_path / 'mlflow.db'}")
     [run] = client.search_runs([client.get_experiment_by_name("lq-bc").experiment_id])
     assert run.info.status == "KILLED" and run.data.params["threads"] == "1"
     assert main(args) == 0  # the flag is there: trained to the end this time, over the same folder
     assert finished(checkpoint) and not list(checkpoint.parent.glob("best-v*.ckpt"))
+
+
+@pytest.mark.slow
+def test_a_forced_retrain_stopped_midway_leaves_the_finished_run_found_as_done(setup_dir, tmp_path):
+    """``make bc FORCE=1`` on a finished agent, stopped by Ctrl-C in its second epoch: the finished run's checkpoint,
+    markers and config are untouched and found as done; trained to its end, the new run takes its place."""
+    args = _args("bc", setup_dir, tmp_path, "--model.batch_size=8", "--trainer.limit_train_batches=2")
+    args += ["--trainer.max_epochs=2"]
+    assert main(args) == 0
+    folder = tmp_path / "bc" / AGENT
+    kept = {name: (folder / name).read_bytes() for name in ("best.ckpt", "last.ckpt", DONE, TRAINED, "config.yaml")}
+    env = {**os.environ, "PYTHONPATH": str(ROOT)}
+    stopped = subprocess.run([sys.executable, "-m", "lq", *args, "--retrain=true", stop_once(tmp_path / "flag", 2)],
+                             cwd=ROOT, env=env, capture_output=True, text=True)  # fmt: skip
+    assert stopped.returncode == 130, stopped.stderr[-3000:]
+    assert {name: (folder / name).read_bytes() for name in kept} == kept  # the finished run, as it was
+    assert finished(folder / "best.ckpt") and (folder / ".retrain" / "best.ckpt").is_file()  # the stopped one beside
+    first = json.loads(kept[DONE])["run_id"]
+    assert main([*args, "--retrain=true"]) == 0  # the flag is there: to its end, then in the finished one's place
+    assert finished(folder / "best.ckpt") and not (folder / ".retrain").exists()
+    second = json.loads((folder / DONE).read_text())["run_id"]
+    client = mlflow.tracking.MlflowClient(f"sqlite:///{tmp_path / 'mlflow.db'}")
+    assert second != first and client.get_run(second).info.status == "FINISHED"
+    assert torch.load(folder / "best.ckpt", weights_only=False)["global_step"] > 0
 
 
 @pytest.mark.slow

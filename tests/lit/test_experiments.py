@@ -558,6 +558,11 @@ def test_a_stage_target_keeps_a_run_that_finished_with_its_settings_and_resumes_
     X.run_stage("pretrain", setup, "general_light", force=True, log=lines.append)
     [[forced]] = setup.launcher.waves
     assert "--ckpt_path" not in forced
+    # beside the finished run, which stays done with its own config until the forced one finishes (lq pretrain fit
+    # --retrain: tests/lit/test_agent_cli.py)
+    assert forced[-2:] == ["--config", run.outputs["retrain"]] and finished(run.checkpoint)
+    assert X.running.finished_as(run) == run.checkpoint
+    assert yaml.safe_load(Path(run.outputs["retrain"]).read_text()) == {**run.config, "retrain": True}
     other = dataclasses.replace(run, extra=(*run.extra, "--model.lr", "1.0"))  # trained with other settings
     other.kind.write(other)
     assert not finished(run.checkpoint)  # a folder written for a run is not done until that run finishes
@@ -631,6 +636,17 @@ def test_a_killed_child_ends_the_driver_with_one_line_naming_it_its_log_and_how_
     assert capsys.readouterr().err == (
         "interrupted: the runs stopped are marked KILLED; go on with: lq experiment run table1 --encoders scratch "
         "--seeds 1 --jobs 2 --resume\n"
+    )
+    # run by make (the Makefile exports the command typed): the make command, RESUME=1 for an experiment, no FORCE
+    monkeypatch.setenv("LQ_MAKE", "make quickstart JOBS=1")
+    assert main(argv) == 130
+    assert capsys.readouterr().err.endswith("; go on with: make quickstart JOBS=1 RESUME=1\n")
+    monkeypatch.setattr(X, "run_stage", interrupted)
+    monkeypatch.setenv("LQ_MAKE", "make rl FORCE=1 ENCODER=scratch SEEDS=0\\ 1")
+    assert main(["stage", "rl", "--encoder", "scratch", "--seeds", "0", "1", "--force"]) == 130
+    assert capsys.readouterr().err == (
+        "interrupted: the runs stopped are marked KILLED, the finished ones kept as they were; go on with: make rl "
+        "ENCODER=scratch 'SEEDS=0 1'\n"
     )
 
 
