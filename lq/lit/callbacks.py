@@ -109,6 +109,23 @@ class FiniteLosses(Callback):
         check_finite(losses, trainer.global_step, "loss")
 
 
+# where a checkpoint names the MLflow run that saved it (a run resumed from it goes on in that run)
+RUN_ID = "lq_mlflow_run_id"
+
+
+class RunInCheckpoint(Callback):
+    """Writes the id of the run's MLflow run into each checkpoint it saves (:data:`RUN_ID`), so that a run resumed from
+    it goes on in that MLflow run (:meth:`lq.lit.cli.StageCLI.continue_run`) rather than a second one of the same
+    name."""
+
+    def on_save_checkpoint(self, trainer: L.Trainer, pl_module: L.LightningModule, checkpoint: dict) -> None:
+        from lightning.pytorch.loggers import MLFlowLogger
+
+        run = next((lg.run_id for lg in trainer.loggers if isinstance(lg, MLFlowLogger) and lg._initialized), None)
+        if run is not None:
+            checkpoint[RUN_ID] = run
+
+
 def wants_log_progress(stream=None) -> bool:
     """Plain progress lines where the output is not a terminal (a file, a pipe, CI)."""
     stream = sys.stdout if stream is None else stream

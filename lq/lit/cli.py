@@ -23,7 +23,7 @@ from lq.conf.lengths import length_problems
 from lq.conf.resolver import DEFAULT_THREADS, config_names
 from lq.data.dataset import dataset_id
 from lq.data.outputs import LAST, RETRAIN, mark_finished, mark_trained, replace_run, unfinished
-from lq.lit.callbacks import FiniteLosses, LogProgress, StageTimer, wants_log_progress
+from lq.lit.callbacks import RUN_ID, FiniteLosses, LogProgress, RunInCheckpoint, StageTimer, wants_log_progress
 
 # StageLogger: also here for the config.yaml of runs made before it moved (their logger's class_path names lq.lit.cli)
 from lq.lit.loggers import LogConfigToMLflow, StageLogger, end_runs  # noqa: F401
@@ -148,7 +148,7 @@ class StageCLI(LightningCLI):
         super().instantiate_classes()
         callbacks = self.trainer.callbacks
         self.timer = StageTimer()
-        callbacks += [self.timer, FiniteLosses()]
+        callbacks += [self.timer, FiniteLosses(), RunInCheckpoint()]
         if wants_log_progress():  # a file or a pipe: plain lines instead of a bar redrawn in place
             bars = [i for i, c in enumerate(callbacks) if isinstance(c, ProgressBar)]
             for i in bars:
@@ -256,12 +256,28 @@ class StageCLI(LightningCLI):
             callback.dirpath = str(Path(callback.dirpath) / RETRAIN)
         if callback is not None and callback.dirpath:  # the folder's checkpoints are this run's from now on
             unfinished(callback.dirpath, fresh=self.stage_config.ckpt_path is None)
+        self.continue_run()
         for logger in self.trainer.loggers:
             if isinstance(logger, MLFlowLogger):  # the run is created lazily: tagging it now is in time
                 identity = self.identity_tags()
                 if logger._run_name is not None:  # a name given (a table's child's short one) is the run's name
                     identity.pop("mlflow.runName", None)
                 logger.tags = {**(logger.tags or {}), **run_tags(), **identity}
+
+    def continue_run(self) -> None:
+        """A run resumed from a checkpoint (``--ckpt_path``) goes on in the MLflow run that saved it (its id in the
+        checkpoint: :class:`lq.lit.callbacks.RunInCheckpoint`), RUNNING again, so that its history is one run's: the
+        metrics it logs again for steps that run had logged already are left out (:meth:`StageLogger.continue_run`).
+        A checkpoint that names no run of this store starts a new one, and says so."""
+        path = self.stage_config.ckpt_path
+        loggers = [lg for lg in self.trainer.loggers if isinstance(lg, StageLogger)]
+        if path is None or not loggers or not self.trainer.is_global_zero:
+            return
+        import torch
+
+        run_id = torch.load(path, map_location="cpu", weights_only=False, mmap=True).get(RUN_ID)
+        if not (run_id and loggers[0].continue_run(run_id)):
+            print(f"{path} names no MLflow run of this store: its run goes on as a new MLflow run", flush=True)
 
     def identity_tags(self) -> dict[str, str]:
         """Who the run is, as tags (searchable, beside the same values as params): ``lq.stage``, ``lq.encoder``, the

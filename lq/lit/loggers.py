@@ -32,6 +32,24 @@ class StageLogger(MLFlowLogger):
         if self._run_id is None and self._experiment_name:  # made now, race-free: Lightning's own lookup finds it
             self._experiment_id = ensure_experiment(self._mlflow_client, self._experiment_name, self._artifact_location)
 
+    def continue_run(self, run_id: str) -> bool:
+        """Go on in the MLflow run ``run_id`` (a run resumed from its checkpoint), RUNNING again, if this store holds
+        it: its params are not logged again, and a metric it holds already at a step is not logged again there (a
+        resumed run replays the steps after its last checkpoint: RL to the same figures). Returns whether it did."""
+        from mlflow.exceptions import MlflowException
+
+        try:
+            run = self._mlflow_client.get_run(run_id)
+        except MlflowException:
+            return False
+        self._run_id = run_id
+        self._logged_params = set(run.data.params)
+        self._logged_steps = {
+            key: max(m.step for m in self._mlflow_client.get_metric_history(run_id, key)) for key in run.data.metrics
+        }
+        self._mlflow_client.update_run(run_id, status="RUNNING")
+        return True
+
     @rank_zero_only
     def log_hyperparams(self, params) -> None:
         """The params, less jsonargparse's internal ones (``_instantiator``, ``_class_path``), flattened
@@ -41,6 +59,7 @@ class StageLogger(MLFlowLogger):
         from mlflow.utils.validation import MAX_PARAM_VAL_LENGTH
 
         params = _flatten_dict({k: v for k, v in _convert_params(params).items() if not str(k).startswith("_")})
+        params = {k: v for k, v in params.items() if k not in getattr(self, "_logged_params", ())}  # a continued run
         kept = []
         for key, value in params.items():
             text = str(value)
@@ -56,9 +75,14 @@ class StageLogger(MLFlowLogger):
 
     @rank_zero_only
     def log_metrics(self, metrics: Mapping[str, float], step: int | None = None) -> None:
-        """MLflow's, refusing a NaN or infinite figure (:class:`NonFiniteMetric`) instead of storing it."""
+        """MLflow's, refusing a NaN or infinite figure (:class:`NonFiniteMetric`) instead of storing it; in a continued
+        run (:meth:`continue_run`), without the figures of steps it holds already."""
         check_finite(metrics, step)
-        super().log_metrics(metrics, step)
+        logged = getattr(self, "_logged_steps", None)
+        if logged and step is not None:
+            metrics = {k: v for k, v in metrics.items() if step > logged.get(k, -1)}
+        if metrics:
+            super().log_metrics(metrics, step)
 
     def finalize(self, status: str = "success") -> None:
         if status not in ("success", "finished"):

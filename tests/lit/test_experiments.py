@@ -1435,6 +1435,17 @@ def test_a_child_killed_mid_training_is_marked_killed_and_resuming_gives_the_uni
     log = (tmp_path / "killed" / "outputs" / "logs" / "tiny" / "rl-scratch-act_speech-hardcoded_s0.log").read_text()
     assert "Restoring states from the checkpoint path at " in log  # Lightning's: it went on, not from the start
     assert _outcomes(killed, pid) == expected
+    # the RL child killed and resumed is one MLflow run (not a KILLED and a FINISHED one), whose history is whole:
+    # every training metric at every step as the uninterrupted run logged it
+    histories = []
+    for store in (whole, killed):
+        client = MlflowClient(store.tracking_uri)
+        runs = client.search_runs([client.get_experiment_by_name("lq-table1").experiment_id], "tags.lq.stage = 'rl'")
+        assert [r.info.status for r in runs] == ["FINISHED"]
+        keys = [k for k in runs[0].data.metrics if not k.startswith("time/")]  # the wall and CPU times differ
+        history = client.get_metric_history
+        histories.append({k: [(m.step, m.value) for m in history(runs[0].info.run_id, k)] for k in keys})
+    assert histories[1] == histories[0] and any(len(h) > 1 for h in histories[0].values())
 
 
 @pytest.mark.slow
