@@ -11,7 +11,7 @@ from collections.abc import Callable, Sequence, Set
 from dataclasses import dataclass
 from pathlib import Path
 
-from lq.conf.resolver import Profile
+from lq.conf.resolver import Profile, profiles
 from lq.data.outputs import finished, trained
 from lq.experiments.launchers import JobFailed, Local, Task, shown
 from lq.experiments.parents import end_dead_runs, open_parent, parents_to_resume, peek_parent
@@ -379,9 +379,23 @@ def run_stage(stage: str, setup: Setup, encoder: str, *choices: str, log: Callab
                 "again)")  # fmt: skip
         elif "--ckpt_path" in step.args:
             log(f"[{step.label}] goes on from {step.args[step.args.index('--ckpt_path') + 1]}")
+        elif step.run is not None and not step.retrain and (other := other_profiles(step.run, setup)):
+            log(f"[{step.label}] trains the {setup.profile} profile's, in {step.run.dir}; the {other[0][0]} profile's "
+                f"finished one is {other[0][1]} (PROFILE={other[0][0]} uses it)")
     _run_waves(waves, setup)
     for line in stage_outcome(stage, own, setup, encoder, waves[-1][0][0] if options.get("compare") else None):
         log(line)
+
+
+def other_profiles(run: Run, setup: Setup) -> list[tuple[str, str]]:
+    """The finished runs of ``run``'s configuration under the other profiles (``make quickstart``'s under
+    ``outputs/quick/``, which ``make pretrain`` does not use), as (profile, checkpoint)."""
+    found = []
+    for profile in (p for p in profiles() if p != setup.profile):
+        other = dataclasses.replace(run, profile=profile, folder="", extra=())
+        if other.checkpoint != run.checkpoint and finished(other.checkpoint):
+            found.append((profile, other.checkpoint))
+    return found
 
 
 def stage_outcome(stage: str, runs: Sequence[tuple[str, Run]], setup: Setup, encoder: str,

@@ -581,6 +581,25 @@ def test_a_stage_target_keeps_a_run_that_finished_with_its_settings_and_resumes_
     assert "--ckpt_path" not in step.args
 
 
+def test_make_pretrain_after_the_quickstart_says_it_trains_another_profiles_encoder_and_where_the_other_is(tmp_path):
+    (tmp_path / "data").mkdir()
+    (tmp_path / "data" / "manifest.json").touch()
+    setup = X.Setup(seeds=(0,), data_dir=str(tmp_path / "data"), tracking_uri=f"sqlite:///{tmp_path / 'm.db'}",
+                    outputs=str(tmp_path / "o"), launcher=Recorder())  # fmt: skip
+    [(_, run)] = X.running.stage_runs(X.Config("pretrain", "general_light"), setup)
+    quick = dataclasses.replace(run, profile="quick")  # the quickstart's encoder, finished
+    Path(quick.checkpoint).parent.mkdir(parents=True)
+    Path(quick.checkpoint).touch()
+    mark_finished(quick.checkpoint)
+    lines = []
+    X.run_stage("pretrain", setup, "general_light", log=lines.append)
+    assert lines[0] == (
+        f"[pretrain general_light] trains the tiny profile's, in {run.dir}; the quick profile's finished one is "
+        f"{quick.checkpoint} (PROFILE=quick uses it)"
+    )
+    assert len(setup.launcher.waves) == 1  # and trains it
+
+
 def test_lq_stage_refuses_a_mistyped_choice_in_one_line_before_any_child_starts(tmp_path, capsys, monkeypatch):
     """make rl ABILITY=act_speach SWITCH=hardcode, make pretrain ENCODER=general_lihgt: refused at once, each with the
     choice it was likely meant to be and only the valid choices (no environment model among the encoders)."""
