@@ -148,7 +148,8 @@ eval: $(STAMP) ## zero-shot evaluation of agent checkpoints side by side: make e
 ui: $(STAMP) ## the MLflow UI on the default store (sqlite:///mlflow.db) at http://127.0.0.1:5000
 	@# MLflow 3.17 opens an experiment on its GenAI overview: the addresses of its runs tables in lq's views first
 	-@$(BIN)/python experiments/ui_screenshot.py --links --tracking-uri sqlite:///mlflow.db --base http://127.0.0.1:5000
-	$(BIN)/mlflow ui --backend-store-uri sqlite:///mlflow.db --host 127.0.0.1 --port 5000
+	@# the server's libraries' deprecation warnings (Starlette's, under uvicorn) say nothing about the runs
+	PYTHONWARNINGS=ignore::DeprecationWarning $(BIN)/mlflow ui --backend-store-uri sqlite:///mlflow.db --host 127.0.0.1 --port 5000
 
 play: $(STAMP) ## play a quest in the terminal: make play [WORLD=quest-or-world.json] [PLAY_AS=character] [PLAY_AGENT=bundle] [PLAY_TRANSCRIPT=file]
 	$(BIN)/lq play $(WORLD) $(if $(filter-out default file,$(origin DATA)),--data $(DATA)) $(if $(PLAY_AS),--as "$(PLAY_AS)") \

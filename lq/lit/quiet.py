@@ -1,0 +1,45 @@
+"""What the libraries print that a person reading a stage's output must not have to read past, switched off where it
+starts: transformers' "Loading weights" bars (its own switch), Lightning's device-availability lines and tips, its
+warning that a run's checkpoint folder is not empty (lq trains again into its folders on purpose), the deprecations
+Lightning's CLI raises in jsonargparse (jsonargparse's own switch), torch's pytree
+deprecation (raised by a library, not by lq), MLflow's lines as it makes a new store's tables. Warnings that say
+something about the run itself (a param cut, a non-finite metric, an unused setting) are left as they are.
+
+:func:`quiet_libraries` is called once per process by every stage CLI (:class:`lq.lit.cli.StageCLI`)."""
+
+from __future__ import annotations
+
+import logging
+import os
+import warnings
+
+# Lightning's INFO lines of every run that say nothing about it (no GPU on a CPU machine, an advertisement)
+LIGHTNING_NOISE = ("GPU available:", "TPU available:", "HPU available:", "💡 Tip", "LOCAL_RANK:")
+
+
+class _DropLines(logging.Filter):
+    """Drops the records whose message starts with one of ``starts``."""
+
+    def __init__(self, starts: tuple[str, ...]):
+        super().__init__()
+        self.starts = starts
+
+    def filter(self, record: logging.LogRecord) -> bool:
+        return not record.getMessage().startswith(self.starts)
+
+
+def quiet_libraries() -> None:
+    """Switch the libraries' noise off (see the module); idempotent."""
+    from transformers.utils import logging as transformers_logging
+
+    # jsonargparse's own switch for the deprecations Lightning's CLI triggers in it (read as each is raised)
+    os.environ.setdefault("JSONARGPARSE_DEPRECATION_WARNINGS", "off")
+    transformers_logging.disable_progress_bar()
+    for name in ("lightning.pytorch.utilities.rank_zero", "lightning.fabric.utilities.rank_zero"):
+        logger = logging.getLogger(name)
+        if not any(isinstance(f, _DropLines) for f in logger.filters):
+            logger.addFilter(_DropLines(LIGHTNING_NOISE))
+    for name in ("mlflow.store.db.utils", "alembic.runtime.migration"):
+        logging.getLogger(name).setLevel(logging.WARNING)
+    warnings.filterwarnings("ignore", message=r"Checkpoint directory .* exists and is not empty")
+    warnings.filterwarnings("ignore", message=r".*torch\.utils\._pytree\._register_pytree_node` is deprecated")
