@@ -66,15 +66,17 @@ def agent_name(module: AgentModule) -> str:
 
 
 def agent_label(stage: str, h) -> str:
-    """``agent_name`` from a stage and its hyperparameters. An RL agent trained otherwise than the paper's says how:
-    ``+imitation W`` (the imitation term), ``(init_from)`` (started from another agent's weights), ``(no policy
-    gradient)`` (``coefficients.policy`` 0)."""
+    """``agent_name`` from a stage and its hyperparameters. An RL agent trained otherwise than the paper's says how, in
+    brackets: ``from BC`` (started from its BC agent's weights; ``from an agent``: another's), ``imitation W`` (the
+    imitation term's weight), ``no policy gradient`` (``coefficients.policy`` 0): lq's objective reads ``RL (from BC,
+    imitation 1)``, the paper's ``RL``."""
     name = stage.upper()
     if stage == "rl":
-        coef = h.get("coefficients") or {}
-        name += f"+imitation {coef['imitation']:g}" if coef.get("imitation") else ""
-        name += " (init_from)" if h.get("init_from") else ""
-        name += " (no policy gradient)" if coef.get("policy", 1.0) == 0 else ""
+        coef, start = h.get("coefficients") or {}, h.get("init_from")
+        how = [{"bc": "from BC"}.get(start, "from an agent")] if start else []
+        how += [f"imitation {coef['imitation']:g}"] if coef.get("imitation") else []
+        how += ["no policy gradient"] if coef.get("policy", 1.0) == 0 else []
+        name += f" ({', '.join(how)})" if how else ""
     return f"{name} {h['encoder']['name']} {h['ability']} {h['switch']}"
 
 

@@ -194,7 +194,7 @@ def play(
         write(f"Your goal: {goal.text}" + (f" (your partner is {partner.the()})" if partner else ""))
     write("Type 'help' for the commands.\n")
     write(world.describe(actor))
-    reached = False
+    reached = told = False
     while True:
         try:
             line = read("> ").strip()
@@ -220,6 +220,9 @@ def play(
             write(say(world, actor, text, partner) if text else "Say what?")
         elif command and split_verb(command.split())[0] is None:
             write(say(world, actor, line, partner))  # not an action: said aloud, as to a partner in the game
+            if not told:  # once a game, as the Gymnasium environment's rule has it: why it was said, not done
+                told = True
+                write(f"('{command.split()[0]}' is not one of the verbs, so that was said aloud; 'help' lists them)")
         elif command and (question := which_twin(world, actor, line)):
             write(question)
         elif command:

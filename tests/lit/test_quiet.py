@@ -1,4 +1,4 @@
-"""The libraries' noise switched off where it starts (:func:`lq.lit.quiet.quiet_libraries`), what says something kept."""
+"""Library noise switched off where it starts (:func:`lq.lit.quiet.quiet_libraries`); what says something, kept."""
 
 import logging
 

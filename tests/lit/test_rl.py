@@ -206,7 +206,7 @@ def test_rl_starts_from_a_behaviour_cloned_agent_of_the_same_sizes(trained_agent
     keep = (*SAME_AGENT, "env")
     same = {k: v for k, v in saved["hyper_parameters"].items() if k in keep}
     module = RLModule(init_from=str(trained_agent), **same)
-    assert agent_name(module) == "RL (init_from) scratch act_speech hardcoded"
+    assert agent_name(module) == "RL (from an agent) scratch act_speech hardcoded"  # a checkpoint named, not bc
     module.start_from(str(trained_agent))
     state = module.state_dict()
     assert saved["state_dict"] and all(torch.equal(state[k], v) for k, v in saved["state_dict"].items())
@@ -270,7 +270,7 @@ def test_the_imitation_term_trains_the_agent_on_the_training_demonstrations(setu
         module = _module(setup_dir, coefficients={**off, "imitation": weight}, imitation_batch=64, lr=1e-2)
         module.setup("fit")
         assert bool(module.demo_episodes) == (weight > 0)
-        assert agent_name(module).startswith("RL+imitation 1 scratch" if weight else "RL scratch")  # tables say so
+        assert agent_name(module).startswith("RL (imitation 1) scratch" if weight else "RL scratch")  # tables say so
         episodes = module.demo_episodes or episodes  # the paper's agent is scored on the imitating one's
         if weight:
             with torch.no_grad():

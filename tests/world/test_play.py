@@ -236,3 +236,13 @@ def test_a_partial_name_refused_gets_the_reason_its_whole_name_gets():
     assert stolen in out
     assert "The Goblin King\u2019s War veteran wears the iron helm: a thing worn or wielded can't be taken." in out
     assert "You hug the Goblin King\u2019s War veteran." in out
+
+
+def test_a_line_that_is_no_command_is_said_and_why_is_told_once_a_game():
+    world = World.from_json(tiny_graph())
+    lines = iter(["jump over the knight", "dance", "quit"])
+    out: list[str] = []
+    play(world, world["dragon_1"], read=lambda _: next(lines), write=out.append)
+    told = [line for line in out if "is not one of the verbs" in line]
+    assert told == ["('jump' is not one of the verbs, so that was said aloud; 'help' lists them)"]
+    assert 'You say to the knight: "dance"' in out
