@@ -24,9 +24,9 @@ from lq.conf.resolver import DEFAULT_THREADS, config_names
 from lq.data.dataset import dataset_id
 from lq.data.outputs import LAST, RETRAIN, mark_finished, mark_trained, replace_run, unfinished
 from lq.lit.callbacks import RUN_ID, FiniteLosses, LogProgress, RunInCheckpoint, StageTimer, wants_log_progress
-from lq.lit.loggers import LogConfigToMLflow, StageLogger, end_runs  # noqa: F401
 
 # StageLogger: also here for the config.yaml of runs made before it moved (their logger's class_path names lq.lit.cli)
+from lq.lit.loggers import LogConfigToMLflow, StageLogger, end_runs  # noqa: F401
 from lq.lit.quiet import quiet_libraries
 from lq.stages import KINDS
 from lq.tracking import DEFAULT_TRACKING_URI, commit_tag, log_dataset, mark_model_training, model_tags, run_tags
