@@ -47,10 +47,20 @@ def check_finite(metrics: Mapping[str, object], step: int | None, what: str = "m
             raise NonFiniteMetric(f"{what} {name} = {number}{at}: not a finite number; {fix}")
 
 
+def quiet_store() -> None:
+    """MLflow's INFO lines as it makes a new store's tables ("Creating initial MLflow database tables...") off: every
+    driver and stage run would print them once per store."""
+    import logging
+
+    for name in ("mlflow.store.db.utils", "alembic.runtime.migration"):
+        logging.getLogger(name).setLevel(logging.WARNING)
+
+
 def init_store(tracking_uri: str | None) -> None:
     """Make a new sqlite MLflow store's tables under a lock beside it (``FILE.lock``): two processes creating one store
     at once would both migrate it and one fail ("duplicate column", "table already exists"). Once made, any number of
     processes write to it (sqlite serialises their short transactions)."""
+    quiet_store()
     if not tracking_uri or not tracking_uri.startswith("sqlite:///"):
         return
     import fcntl

@@ -13,6 +13,8 @@ import logging
 import os
 import warnings
 
+from lq.tracking import quiet_store
+
 # Lightning's INFO lines of every run that say nothing about it (no GPU on a CPU machine, an advertisement)
 LIGHTNING_NOISE = ("GPU available:", "TPU available:", "HPU available:", "💡 Tip", "LOCAL_RANK:")
 
@@ -39,7 +41,7 @@ def quiet_libraries() -> None:
         logger = logging.getLogger(name)
         if not any(isinstance(f, _DropLines) for f in logger.filters):
             logger.addFilter(_DropLines(LIGHTNING_NOISE))
-    for name in ("mlflow.store.db.utils", "alembic.runtime.migration"):
-        logging.getLogger(name).setLevel(logging.WARNING)
+    quiet_store()
     warnings.filterwarnings("ignore", message=r"Checkpoint directory .* exists and is not empty")
     warnings.filterwarnings("ignore", message=r".*torch\.utils\._pytree\._register_pytree_node` is deprecated")
+    warnings.filterwarnings("ignore", message=r"`isinstance\(treespec, LeafSpec\)` is deprecated")  # in Lightning
