@@ -1,6 +1,7 @@
 """What the libraries print that a person reading a stage's output must not have to read past, switched off where it
 starts: transformers' "Loading weights" bars (its own switch), Lightning's device-availability lines and tips, its
-warning that a run's checkpoint folder is not empty (lq trains again into its folders on purpose), the deprecations
+warning that a run's checkpoint folder is not empty (lq trains again into its folders on purpose) and that a frozen
+base is in eval mode (on purpose too), the deprecations
 Lightning's CLI raises in jsonargparse (jsonargparse's own switch), torch's pytree
 deprecation (raised by a library, not by lq), MLflow's lines as it makes a new store's tables. Warnings that say
 something about the run itself (a param cut, a non-finite metric, an unused setting) are left as they are.
@@ -43,5 +44,7 @@ def quiet_libraries() -> None:
             logger.addFilter(_DropLines(LIGHTNING_NOISE))
     quiet_store()
     warnings.filterwarnings("ignore", message=r"Checkpoint directory .* exists and is not empty")
+    # a frozen pretrained base is in eval mode on purpose (lq.models.encoder): Lightning's warning about it says nothing
+    warnings.filterwarnings("ignore", message=r"Found \d+ module\(s\) in eval mode at the start of training")
     warnings.filterwarnings("ignore", message=r".*torch\.utils\._pytree\._register_pytree_node` is deprecated")
     warnings.filterwarnings("ignore", message=r"`isinstance\(treespec, LeafSpec\)` is deprecated")  # in Lightning
