@@ -49,8 +49,11 @@ def check_finite(metrics: Mapping[str, object], step: int | None, what: str = "m
 
 def quiet_store() -> None:
     """MLflow's INFO lines as it makes a new store's tables ("Creating initial MLflow database tables...") off: every
-    driver and stage run would print them once per store."""
+    driver and stage run would print them once per store; and its artifact download bars (its own switch, read as
+    each download starts), which ``make tables`` would print once per table."""
     import logging
+
+    os.environ.setdefault("MLFLOW_ENABLE_ARTIFACTS_PROGRESS_BAR", "false")
 
     for name in ("mlflow.store.db.utils", "alembic.runtime.migration"):
         logging.getLogger(name).setLevel(logging.WARNING)

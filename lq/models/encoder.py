@@ -118,6 +118,7 @@ def build_encoder(
         return BertModel(config, add_pooling_layer=False)
     verbosity = hf_logging.get_verbosity()
     hf_logging.set_verbosity_error()  # the sentence-transformers checkpoint has no pooler: expected, not news
+    hf_logging.disable_progress_bar()  # transformers' own switch: no "Loading weights" bar per load, in any process
     try:
         # from_pretrained hands back eval mode; training code expects dropout on until it says otherwise
         return BertModel.from_pretrained(resolve(spec.init), add_pooling_layer=False, local_files_only=True).train()
