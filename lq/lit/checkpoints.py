@@ -68,7 +68,7 @@ def agent_name(module: AgentModule) -> str:
 def agent_label(stage: str, h) -> str:
     """``agent_name`` from a stage and its hyperparameters. An RL agent trained otherwise than the paper's says how, in
     brackets: ``from BC`` (started from its BC agent's weights; ``from an agent``: another's), ``imitation W`` (the
-    imitation term's weight), ``no policy gradient`` (``coefficients.policy`` 0): lq's objective reads ``RL (from BC,
+    imitation term's weight), ``no policy gradient`` (``coefficients.policy`` 0): lq's objective reads ``RL (from BC +
     imitation 1)``, the paper's ``RL``."""
     name = stage.upper()
     if stage == "rl":
@@ -76,7 +76,7 @@ def agent_label(stage: str, h) -> str:
         how = [{"bc": "from BC"}.get(start, "from an agent")] if start else []
         how += [f"imitation {coef['imitation']:g}"] if coef.get("imitation") else []
         how += ["no policy gradient"] if coef.get("policy", 1.0) == 0 else []
-        name += f" ({', '.join(how)})" if how else ""
+        name += f" ({' + '.join(how)})" if how else ""  # no comma: the row name is a CSV file's first field
     return f"{name} {h['encoder']['name']} {h['ability']} {h['switch']}"
 
 

@@ -95,7 +95,11 @@ class Trained(Stage):
 
     def outputs(self, run: Run) -> dict[str, str]:
         return {"checkpoint": run.checkpoint, "last": f"{run.dir}/{LAST}", "done": f"{run.dir}/{DONE}",
-                "config": f"{run.dir}/{CONFIG}", "retrain": f"{run.dir}/{RETRAIN}/{CONFIG}"}  # fmt: skip
+                "config": f"{run.dir}/{CONFIG}"}  # fmt: skip
+
+    def retrain_config(self, run: Run) -> str:
+        """Where a run trained again beside the finished one in its folder reads its config (:meth:`retrain_args`)."""
+        return f"{run.dir}/{RETRAIN}/{CONFIG}"
 
     def done_as(self, run: Run) -> str | None:
         return run.checkpoint if finished(run.checkpoint) else None
@@ -132,7 +136,7 @@ class Trained(Stage):
         """``NAME fit --config RUN_DIR/.retrain/config.yaml``: the run trained again from its start beside the finished
         one in its folder (``retrain: true`` in that file: ``lq.lit.cli.StageCLI``), which it replaces only once it
         finishes (FORCE=1, ``--force``)."""
-        return [self.name, "fit", "--config", run.outputs["retrain"]]
+        return [self.name, "fit", "--config", self.retrain_config(run)]
 
     def config(self, run: Run) -> dict[str, Any]:
         return self.resolve(run)
@@ -162,10 +166,11 @@ class Trained(Stage):
         with ``retrain: true``, and the finished run's files are left as they are."""
         from lq.data.io import atomic_open
 
-        folder = Path(run.outputs["retrain"]).parent if retrain else Path(run.dir)
+        config = self.retrain_config(run) if retrain else run.outputs["config"]
+        folder = Path(config).parent
         folder.mkdir(parents=True, exist_ok=True)
         unfinished(folder, fresh or retrain)
-        with atomic_open(run.outputs["retrain" if retrain else "config"]) as f:
+        with atomic_open(config) as f:
             f.write(yaml.safe_dump({**run.config, **({"retrain": True} if retrain else {})}, sort_keys=False))
 
 

@@ -101,7 +101,7 @@ def test_unknown_quest_and_missing_models_are_named(default_data, tmp_path, monk
     with pytest.raises(ValueError, match=r"options\['quest'\] = 1000000: this environment has quests 0 to 79"):
         env.reset(options={"quest": 10**6})
     monkeypatch.chdir(tmp_path)  # no outputs/ here
-    with pytest.raises(FileNotFoundError, match=r"no trained partner for .* make partner dm \(or make quickstart\)"):
+    with pytest.raises(FileNotFoundError, match=r"no partner trained on .* make partner dm DATA=.* \(or make quick"):
         gymnasium.make("lq/Quest-v0", data_dir=default_data["data_dir"])
     with pytest.raises(FileNotFoundError, match=r"data_dir='data/default' holds no dataset: make data"):
         gymnasium.make("lq/Quest-v0")

@@ -151,8 +151,8 @@ def test_bc_and_rl_fit_evaluate_and_compare(setup_dir, tmp_path, capsys):
     printed = capsys.readouterr().out
     rows = [line.split(",")[0] for line in out.with_suffix(".csv").read_text().splitlines()[1:]]
     assert rows == [
-        "RL (from BC, imitation 1) scratch act_speech hardcoded (greedy)",
-        "RL (from BC, imitation 1) scratch act_speech hardcoded (sampled)",
+        "RL (from BC + imitation 1) scratch act_speech hardcoded (greedy)",
+        "RL (from BC + imitation 1) scratch act_speech hardcoded (sampled)",
         "BC scratch act_speech hardcoded (greedy)",
         "BC scratch act_speech hardcoded (sampled)",
         "Random (whole spaces)",

@@ -560,9 +560,9 @@ def test_a_stage_target_keeps_a_run_that_finished_with_its_settings_and_resumes_
     assert "--ckpt_path" not in forced
     # beside the finished run, which stays done with its own config until the forced one finishes (lq pretrain fit
     # --retrain: tests/lit/test_agent_cli.py)
-    assert forced[-2:] == ["--config", run.outputs["retrain"]] and finished(run.checkpoint)
+    assert forced[-2:] == ["--config", run.kind.retrain_config(run)] and finished(run.checkpoint)
     assert X.running.finished_as(run) == run.checkpoint
-    assert yaml.safe_load(Path(run.outputs["retrain"]).read_text()) == {**run.config, "retrain": True}
+    assert yaml.safe_load(Path(run.kind.retrain_config(run)).read_text()) == {**run.config, "retrain": True}
     other = dataclasses.replace(run, extra=(*run.extra, "--model.lr", "1.0"))  # trained with other settings
     other.kind.write(other)
     assert not finished(run.checkpoint)  # a folder written for a run is not done until that run finishes
