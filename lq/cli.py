@@ -14,8 +14,7 @@ import sys
 from collections.abc import Sequence
 
 from lq.commands import Stopped, UsageError, again, agents, data, experiments
-from lq.experiments.launchers import CHILD
-from lq.stages import STAGES, kind_of  # the registry: light (its kinds import torch only to compute)
+from lq.stages import CHILD, STAGES, kind_of  # the registry: light (its kinds import torch only to compute)
 
 
 def build_parser() -> argparse.ArgumentParser:

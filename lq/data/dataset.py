@@ -31,6 +31,7 @@ from lq.data.release import (
     link_raw_logs,
     load_processed,
     load_raw_logs,
+    norm_text,
 )
 from lq.data.splits import Splits
 
@@ -65,7 +66,7 @@ def _link_by_quest_id(demos: Splits[Demonstration], quests: Splits[Quest], sourc
                 report.skip("its quest has no graph", f"{where}: {qid}")
             elif not ("self_id" in d.conv_extra and "partner_id" in d.conv_extra):
                 report.skip("no conv_info.self_id or partner_id", where)
-            elif "goal" in d.conv_extra and _goal_text(d.conv_extra["goal"]) != _goal_text(by_id[qid].goal):
+            elif "goal" in d.conv_extra and norm_text(str(d.conv_extra["goal"])) != norm_text(by_id[qid].goal):
                 report.skip(
                     "its conv_info.goal is not its quest's goal: link it to the quest it plays, or fix the goal",
                     f"{where}: {d.conv_extra['goal']!r}, its quest {qid} {by_id[qid].goal!r}",
@@ -74,11 +75,6 @@ def _link_by_quest_id(demos: Splits[Demonstration], quests: Splits[Quest], sourc
                 out[split].append(d)
     report.split = out.counts()
     return out, report
-
-
-def _goal_text(goal: object) -> str:
-    """A goal as two goals are compared: case and spacing aside."""
-    return " ".join(str(goal).lower().split())
 
 
 def _signature(root: Path) -> str:

@@ -244,7 +244,8 @@ class LinkReport:
         return out
 
 
-def _norm(text: str) -> str:
+def norm_text(text: str) -> str:
+    """A text as the linking compares goals, names and motivations: case and spacing aside."""
     return " ".join(text.lower().split())
 
 
@@ -253,7 +254,7 @@ def _graph_id(graph: WorldGraph, given: str | int, name: str) -> str | None:
     of that name."""
     if str(given) in graph.nodes and graph.nodes[str(given)].kind == "agent":
         return str(given)
-    matches = [a.node_id for a in graph.agents() if _norm(a.name) == _norm(name)]
+    matches = [a.node_id for a in graph.agents() if norm_text(a.name) == norm_text(name)]
     return matches[0] if len(matches) == 1 else None
 
 
@@ -334,9 +335,9 @@ def link_raw_logs(
 def match_stem(demo: Demonstration, index: dict[tuple[str, str], list[Quest]]) -> tuple[Quest | None, str]:
     """The stem a processed demonstration was played on: same goal and one of its motivations, then same name."""
     me = demo.self_character
-    found = index.get((_norm(me.goal), _norm(me.motivation)), [])
+    found = index.get((norm_text(me.goal), norm_text(me.motivation)), [])
     if len(found) > 1:
-        named = [q for q in found if _norm(q.character) == _norm(me.name)]
+        named = [q for q in found if norm_text(q.character) == norm_text(me.name)]
         found = named or found
     if len(found) == 1:
         return found[0], ""
@@ -348,8 +349,8 @@ def match_stem(demo: Demonstration, index: dict[tuple[str, str], list[Quest]]) -
 def stem_index(quests: Sequence[Quest]) -> dict[tuple[str, str], list[Quest]]:
     index: dict[tuple[str, str], list[Quest]] = {}
     for q in quests:
-        for m in dict.fromkeys(_norm(getattr(q, m)) for m in MOTIVATIONS):
-            index.setdefault((_norm(q.goal), m), []).append(q)
+        for m in dict.fromkeys(norm_text(getattr(q, m)) for m in MOTIVATIONS):
+            index.setdefault((norm_text(q.goal), m), []).append(q)
     return index
 
 

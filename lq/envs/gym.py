@@ -275,21 +275,25 @@ def check_settings(settings: dict[str, Any]) -> None:
 def trained_on(checkpoint: str | Path, data: str | Path) -> bool:
     """Whether ``checkpoint`` was trained on the dataset at ``data`` (the ``lq_dataset`` it records:
     :func:`lq.data.dataset.dataset_id`; one from before lq recorded it counts)."""
-    import torch
-
     from lq.data.dataset import dataset_id
 
-    saved = torch.load(checkpoint, map_location="cpu", weights_only=True, mmap=True).get("lq_dataset")
+    saved = _recorded(checkpoint, "lq_dataset")
     return saved is None or saved == dataset_id(data)
 
 
 def _trained_length(checkpoint: str | Path) -> int | None:
     """The word pieces a poly-encoder was trained to read (``lq_context_length``; None in checkpoints before it)."""
+    return _recorded(checkpoint, "lq_context_length")
+
+
+def _recorded(checkpoint: str | Path, key: str) -> Any:
+    """What a Lightning checkpoint records under ``key`` (None where it records nothing, or is no ``.ckpt``), read
+    without loading its weights (memory-mapped)."""
     import torch
 
     if Path(checkpoint).suffix != ".ckpt":
         return None
-    return torch.load(checkpoint, map_location="cpu", weights_only=True, mmap=True).get("lq_context_length")
+    return torch.load(checkpoint, map_location="cpu", weights_only=True, mmap=True).get(key)
 
 
 class QuestGymEnv(gymnasium.Env[str, str]):

@@ -19,12 +19,9 @@ from pathlib import Path
 from typing import Protocol
 
 from lq.experiments.reporting import _print
+from lq.stages import CHILD
 
 Job = tuple[str, Sequence[str]]  # a label, and the arguments of an ``lq`` command
-
-
-# set in a driver's children: a child stopped leaves the one line on how to go on to its driver (lq.cli)
-CHILD = "LQ_CHILD"
 
 
 def command(args: Sequence[str]) -> list[str]:

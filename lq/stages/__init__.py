@@ -33,9 +33,13 @@ AGENT_STAGES = tuple(name for name, kind in KINDS.items() if kind.agent)  # rl, 
 ENV_STAGES = tuple(name for name, kind in KINDS.items() if kind.profile_file == "env")  # partner, dm
 PREPARATION = tuple(name for name, kind in KINDS.items() if not kind.trains)  # data, pool, calibrate, spaces, ...
 JOBS = tuple(name for name, kind in KINDS.items() if kind.job)  # calibrate, spaces, baselines: lq experiment NAME
+# set in a driver's children (lq.experiments.launchers): a child stopped leaves the one line on how to go on to its
+# driver (lq.cli)
+CHILD = "LQ_CHILD"
 
 __all__ = [
     "AGENT_STAGES",
+    "CHILD",
     "CONFIG",
     "ENVIRONMENT",
     "ENV_STAGES",

@@ -61,6 +61,13 @@ def _reachable_container(actor: Node, c: Node) -> bool:
     return c.kind == "object" and c.is_container and (c.container is actor.container or c.container is actor)
 
 
+def _not_an_open_container(actor: Node, t: Node) -> str | None:
+    """Why ``t`` is no container to get from or put in now (not one; one out of reach), else None."""
+    if t.kind != "object" or not t.is_container:
+        return f"{capitalize(t.the())} is not a container."
+    return None if _reachable_container(actor, t) else f"{capitalize(t.the())} is out of your reach."
+
+
 def _try(world: World, actor: Node, verb: str, o: Node, t: Node | None = None) -> str:
     """`` Try 'COMMAND'.`` for the command that does ``verb o (t)`` now, as the listing names it, else ``""``."""
     if why_not(world, actor, verb, o, t) is not None:
@@ -142,10 +149,8 @@ def _why_not_get(world: World, actor: Node, o: Node, t: Node | None) -> str | No
             return (
                 f"{capitalize(t.the())} has {o.the()}: from a character, you steal.{_try(world, actor, 'steal', o, t)}"
             )
-        if not t.is_container:
-            return f"{capitalize(t.the())} is not a container."
-        if not _reachable_container(actor, t):
-            return f"{capitalize(t.the())} is out of your reach."
+        if reason := _not_an_open_container(actor, t):
+            return reason
         if o.container is not t:
             return _elsewhere(world, actor, o, f"{capitalize(o.the())} is not {t.surface} {t.the()}")
     if not o.gettable:
@@ -192,10 +197,8 @@ def _why_not_put(world: World, actor: Node, o: Node, t: Node | None) -> str | No
         return f"You can't put {o.the()} {t.surface} itself."
     if t.kind == "agent":
         return f"{capitalize(t.the())} is not a container.{_try(world, actor, 'give', o, t)}"
-    if t.kind != "object" or not t.is_container:
-        return f"{capitalize(t.the())} is not a container."
-    if not _reachable_container(actor, t):
-        return f"{capitalize(t.the())} is out of your reach."
+    if reason := _not_an_open_container(actor, t):
+        return reason
     return None if t.fits(o) else f"You can't put {o.the()} {t.surface} {t.the()}: there's no room left for it."
 
 
