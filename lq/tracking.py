@@ -47,6 +47,20 @@ def check_finite(metrics: Mapping[str, object], step: int | None, what: str = "m
             raise NonFiniteMetric(f"{what} {name} = {number}{at}: not a finite number; {fix}")
 
 
+FIGURES = 4  # significant digits a logged figure keeps
+
+
+def stored(value: float) -> float:
+    """``value`` as lq stores it in MLflow: at :data:`FIGURES` significant digits, its whole part kept whole
+    (0.395833... -> 0.3958, 12.3456 -> 12.35, 123456.7 -> 123457; integers and non-finite values as they are). The
+    UI shows a figure as stored (Hits@1 with 17 digits otherwise); a rate of k in N examples loses nothing a table
+    shows (3 decimals) for N up to 10,000."""
+    value = float(value)
+    if value == 0 or not math.isfinite(value) or value.is_integer():
+        return value
+    return round(value, max(0, FIGURES - 1 - math.floor(math.log10(abs(value)))))
+
+
 def quiet_store() -> None:
     """MLflow's INFO lines as it makes a new store's tables ("Creating initial MLflow database tables...") off: every
     driver and stage run would print them once per store; and its artifact download bars (its own switch, read as
@@ -146,6 +160,38 @@ def log_dataset(client, run_id: str, data_dir: str | Path, context: str = "train
         if "UNIQUE constraint failed: datasets." not in str(err):
             raise
         client.log_inputs(run_id, datasets=inputs)
+
+
+ENDED = {"KILLED": "stopped", "FAILED": "failed"}  # what a run's name says of an end other than FINISHED
+
+
+def plain_name(name: str | None) -> str | None:
+    """A run's name without what :func:`end_run` added to it ("rl-scratch-s0 (stopped)" -> "rl-scratch-s0")."""
+    for word in ENDED.values():
+        if name and name.endswith(f" ({word})"):
+            return name.removesuffix(f" ({word})")
+    return name
+
+
+def end_run(client, run_id: str, status: str) -> None:
+    """End the MLflow run ``run_id`` with ``status`` (FINISHED, KILLED, FAILED); one that did not finish says so in its
+    name ("pretrain-general_light-tiny (stopped)", "... (failed)"), so that the runs table tells it from the run of the
+    same configuration that finished; :func:`reopen_run` takes it off again."""
+    client.set_terminated(run_id, status)
+    name_end(client, run_id, status)
+
+
+def name_end(client, run_id: str, status: str) -> None:
+    """The ended run's name as :func:`end_run` leaves it, for a run ended otherwise (Lightning's logger)."""
+    if status in ENDED and (name := plain_name(client.get_run(run_id).info.run_name)):
+        client.set_tag(run_id, "mlflow.runName", f"{name} ({ENDED[status]})")
+
+
+def reopen_run(client, run_id: str) -> None:
+    """The MLflow run ``run_id`` RUNNING again (a resumed run goes on in it), its name without the end
+    :func:`end_run` gave it."""
+    name = client.get_run(run_id).info.run_name
+    client.update_run(run_id, status="RUNNING", name=plain_name(name) if name else None)
 
 
 def run_tags() -> dict[str, str]:

@@ -19,7 +19,7 @@ from lq.experiments.reporting import best_agent, children, experiment_id
 from lq.experiments.setup import Setup
 from lq.experiments.specs import Config, Experiment
 from lq.stages import Run
-from lq.tracking import check_finite, commit_tag, log_dataset, model_tags, run_tags
+from lq.tracking import check_finite, commit_tag, end_run, log_dataset, model_tags, run_tags, stored
 
 if TYPE_CHECKING:
     from lq.envs.spec import EnvSpec
@@ -87,12 +87,13 @@ def run_baselines(client, experiment: str, run: Run, pid: str, validation: bool 
                 figures = {k: v for k, v in result.metrics(f"{prefix}/{key}/").items() if v == v}
                 check_finite(figures, None, "evaluation figure")
                 for name, value in figures.items():
-                    client.log_metric(run_id, name, value)
-        client.log_metric(run_id, "time/cpu_s", time.process_time() - started)  # what a stage run logs (StageTimer)
+                    client.log_metric(run_id, name, stored(value))
+        cpu = stored(time.process_time() - started)
+        client.log_metric(run_id, "time/cpu_s", cpu)  # what a stage run logs (StageTimer)
     except BaseException as error:
-        client.set_terminated(run_id, "KILLED" if isinstance(error, KeyboardInterrupt) else "FAILED")
+        end_run(client, run_id, "KILLED" if isinstance(error, KeyboardInterrupt) else "FAILED")
         raise
-    client.set_terminated(run_id, "FINISHED")
+    end_run(client, run_id, "FINISHED")
     return run_id
 
 

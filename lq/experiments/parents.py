@@ -11,7 +11,7 @@ from lq.experiments.records import origin
 from lq.experiments.reporting import children, experiment_id, parent_runs, parent_view
 from lq.experiments.setup import Setup
 from lq.experiments.specs import Experiment
-from lq.tracking import commit_tag
+from lq.tracking import commit_tag, end_run, reopen_run
 
 
 def parent_identity(setup: Setup) -> dict[str, str]:
@@ -52,7 +52,7 @@ def end_dead_runs(client, runs, gone: bool = False) -> list:
     them end) as KILLED, so that none is left RUNNING after a kill; returns those runs."""
     dead = [r for r in runs if r.info.status == "RUNNING" and (gone or alive(r) is False)]
     for run in dead:
-        client.set_terminated(run.info.run_id, "KILLED")
+        end_run(client, run.info.run_id, "KILLED")
     return dead
 
 
@@ -92,7 +92,7 @@ def _reopen(client, pid: str, experiment: Experiment, setup: Setup) -> set[tuple
             f"{first.get('lq.pid')}): wait for it to end, or stop it (kill {first.get('lq.pid')}), then resume"
         )
     end_dead_runs(client, kids, gone=True)  # their processes are gone (or elsewhere): they will be trained again
-    client.update_run(pid, status="RUNNING")
+    reopen_run(client, pid)
     return _finished_pairs(kids)
 
 

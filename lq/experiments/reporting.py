@@ -37,6 +37,7 @@ from lq.tracking import (
     init_store,
     mark_model_training,
     save_view,
+    stored,
 )
 
 
@@ -322,7 +323,7 @@ def build_tables(
             md, csv = render(table, values, evaluated)
             metrics = cell_metrics(table, values)
             if metrics:
-                client.log_batch(parent_id, metrics=[Metric(k, v, timestamp, 0) for k, v in metrics.items()])
+                client.log_batch(parent_id, metrics=[Metric(k, stored(v), timestamp, 0) for k, v in metrics.items()])
             client.log_text(parent_id, render(table, values, evaluated, short=True)[0], f"tables/{table.name}.md")
             client.log_text(parent_id, csv, f"tables/{table.name}.csv")
             log(md)

@@ -20,6 +20,7 @@ from lq.experiments.setup import Setup
 from lq.experiments.specs import Config, Experiment
 from lq.stages import Resolver, Run, kind_of, read_config, same_run, shared_with_bc, start_differences
 from lq.stages.families import flag_value, without_flag
+from lq.tracking import end_run
 
 
 def run_of(config: Config, setup: Setup, seed: int, out_dir: str | None = None) -> Run:
@@ -624,9 +625,9 @@ def run_experiment(
         end_dead_runs(
             client, children(client, pid, finished=False), gone=isinstance(error, (JobFailed, KeyboardInterrupt))
         )
-        client.set_terminated(pid, "KILLED" if isinstance(error, KeyboardInterrupt) else "FAILED")
+        end_run(client, pid, "KILLED" if isinstance(error, KeyboardInterrupt) else "FAILED")
         raise
-    client.set_terminated(pid, "FINISHED")
+    end_run(client, pid, "FINISHED")
     return pid, tables
 
 

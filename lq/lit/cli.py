@@ -303,7 +303,13 @@ class StageCLI(LightningCLI):
         }
 
     def run_name(self) -> str:
-        return f"{self.stage}-{self.stage_config.model.encoder.name}"
+        """The MLflow run's name: what it trains and, where a config file chose one, its profile
+        ("pretrain-general_light-tiny")."""
+        return self.named(f"{self.stage}-{self.stage_config.model.encoder.name}")
+
+    def named(self, name: str) -> str:
+        profile = config_choice(self.configs, "profile")
+        return f"{name}-{profile}" if profile else name
 
     def describe_run(self) -> None:
         """Its description (in :meth:`fit`, after :meth:`before_fit`)."""
@@ -455,7 +461,7 @@ class AgentCLI(StageCLI):
 
     def run_name(self) -> str:
         model = self.stage_config.model
-        return f"{self.stage}-{model.encoder.name}-{model.ability}-{model.switch}-s{model.seed}"
+        return self.named(f"{self.stage}-{model.encoder.name}-{model.ability}-{model.switch}-s{model.seed}")
 
     def finish(self) -> dict[str, float]:
         self.mark_trained()  # RL's after it kept the weights chosen on validation (RLCLI.finish)

@@ -16,7 +16,7 @@ from lightning.pytorch.cli import SaveConfigCallback
 from lightning.pytorch.loggers import MLFlowLogger
 
 from lq.stages import CONFIG
-from lq.tracking import check_finite, ensure_experiment, init_store
+from lq.tracking import check_finite, end_run, ensure_experiment, init_store, name_end, reopen_run, stored
 
 
 class StageLogger(MLFlowLogger):
@@ -47,7 +47,7 @@ class StageLogger(MLFlowLogger):
         self._logged_steps = {
             key: max(m.step for m in self._mlflow_client.get_metric_history(run_id, key)) for key in run.data.metrics
         }
-        self._mlflow_client.update_run(run_id, status="RUNNING")
+        reopen_run(self._mlflow_client, run_id)
         return True
 
     @rank_zero_only
@@ -75,14 +75,15 @@ class StageLogger(MLFlowLogger):
 
     @rank_zero_only
     def log_metrics(self, metrics: Mapping[str, float], step: int | None = None) -> None:
-        """MLflow's, refusing a NaN or infinite figure (:class:`NonFiniteMetric`) instead of storing it; in a continued
-        run (:meth:`continue_run`), without the figures of steps it holds already."""
+        """MLflow's, each figure at 4 significant digits (:func:`lq.tracking.stored`), refusing a NaN or infinite one
+        (:class:`NonFiniteMetric`) instead of storing it; in a continued run (:meth:`continue_run`), without the
+        figures of steps it holds already."""
         check_finite(metrics, step)
         logged = getattr(self, "_logged_steps", None)
         if logged and step is not None:
             metrics = {k: v for k, v in metrics.items() if step > logged.get(k, -1)}
         if metrics:
-            super().log_metrics(metrics, step)
+            super().log_metrics({k: stored(v.item() if hasattr(v, "item") else v) for k, v in metrics.items()}, step)
 
     def finalize(self, status: str = "success") -> None:
         if status not in ("success", "finished"):
@@ -91,6 +92,7 @@ class StageLogger(MLFlowLogger):
     def end(self, status: str) -> None:
         if self._initialized:
             super().finalize(status)
+            name_end(self.experiment, self.run_id, status)
 
 
 def end_runs(loggers, status: str) -> None:
@@ -99,7 +101,7 @@ def end_runs(loggers, status: str) -> None:
         if isinstance(logger, StageLogger):
             logger.end(status)
         elif isinstance(logger, MLFlowLogger) and logger._initialized:  # a plain MLFlowLogger a config chose
-            logger.experiment.set_terminated(logger.run_id, status)
+            end_run(logger.experiment, logger.run_id, status)
 
 
 class LogConfigToMLflow(SaveConfigCallback):
