@@ -4,13 +4,15 @@ its table, taken by a real headless browser (Debian's chromium: ``apt-get instal
     python experiments/ui_screenshot.py --experiment table1 --out outputs/ui
     python experiments/ui_screenshot.py --links        # the addresses of lq's views of a store's runs (make ui)
 
-Writes ``runs.png`` (the parent's children in lq's view of them, :func:`lq.experiments.reporting.parent_view`:
-their test goal rates as columns, the best act & speech goals first, their names whole), ``parent.png`` (the parent
-run's page), ``table.png`` (the parent's table artifact, its columns under short titles), ``compare.png`` (MLflow's
+Writes each page at the widths of common screens, 1,366 and 1,600 pixels (``runs-1366.png``, ``runs-1600.png``,
+...), as tall as such a screen (768, 900), the compare view and the transcript as tall as they read: ``runs`` (the
+parent's children in lq's view of them, :func:`lq.experiments.reporting.parent_view`: their test goal rates as
+columns, the best act & speech goals first, that column beside their names), ``parent`` (the parent run's page, its
+description on top), ``table`` (the parent's table artifact, its columns under short titles), ``compare`` (MLflow's
 compare view of the parent's agent children, one per configuration, its first seed's, the RL agents where there are
 two or more: "Show diff only" switched on for the params and the metrics, the metrics' table scrolled to the test
-goal rates and its parallel-coordinates plot drawn against them: which configuration won, and the params that tell
-them apart, such as the encoder) and ``transcript.png`` (an agent run's HTML transcripts,
+goal rates and its box plot drawn of act & speech goals by what tells the runs apart, the encoder: which
+configuration won, its labels whole) and ``transcript`` (an agent run's HTML transcripts,
 ``transcripts/test_seed0.html``, as the UI renders them: the newest BC or RL run that logged one, or
 ``--transcript-run``), and exits non-zero if the server or the browser fails or a screenshot is blank. Without a
 finished parent of the experiment only the transcript is taken.
@@ -37,7 +39,7 @@ import urllib.request
 from pathlib import Path
 from urllib.parse import quote
 
-from lq.envs.protocol import GOAL_RATES  # plain data, no torch
+from lq.envs.protocol import RANKED_RATES  # plain data, no torch
 from lq.tracking import VIEWS  # MLflow's saved views (experiment tags); plain MLflow: make ui's --links stays light
 
 CHROMIUM_FLAGS = [  # no sandbox (root), and no background traffic on a closed network
@@ -56,9 +58,10 @@ CHROMIUM_FLAGS = [  # no sandbox (root), and no background traffic on a closed n
 ]
 
 
-SIZES = {"transcript.png": "1600,1400", "runs.png": "2100,1300"}  # runs: a table's 30-odd children, the generalisation
-# experiments' six goal columns whole
-GOALS = tuple(f"test/{rate}" for rate, *_ in GOAL_RATES)  # what compare.png plots
+WIDTHS = (1366, 1600)  # common screens' widths (a laptop's, a desktop's): every page is taken at each
+SCREENS = {1366: 768, 1600: 900}  # their heights: what a person sees without scrolling
+TALL = {"compare": 2000, "transcript": 1400}  # pages read down their length: taken as tall as that
+GOALS = tuple(f"test/{rate}" for rate in RANKED_RATES)  # the compare view's, the headline first (its box plot's)
 # before any page's own script: the browser chose "Model training" in the sidebar's switch, and closed the assistant
 PREPARE = """try {
   localStorage.setItem("mlflow.workflowType_v1", JSON.stringify("machine_learning"));
@@ -156,9 +159,14 @@ class DevTools:
                 raise TimeoutError(f"{what}: never on the page")
             time.sleep(0.5)
 
-    def press(self, key: str, code: int) -> None:
-        for kind in ("keyDown", "keyUp"):
-            self.call("Input.dispatchKeyEvent", True, type=kind, key=key, code=key, windowsVirtualKeyCode=code)
+    def click(self, element: str) -> None:
+        """Click the element the JavaScript expression ``element`` finds, as a pointer does (the pressed and released
+        events at its centre: Radix's tabs and selects ignore a script's ``click()``)."""
+        box = self.evaluate(f"(() => {{const r = ({element}).getBoundingClientRect(); return {{x: r.x + r.width / 2, "
+                            "y: r.y + r.height / 2};})()")  # fmt: skip
+        for kind in ("mouseMoved", "mousePressed", "mouseReleased"):
+            self.call("Input.dispatchMouseEvent", True, type=kind, button="left", clickCount=1, **box)
+        time.sleep(0.8)
 
     def screenshot(self, path: Path, url: str, clip: dict | None = None) -> None:
         """The page as it is now, or the part of it in ``clip`` (x, y, width, height), to ``path``."""
@@ -228,10 +236,12 @@ def scroll_to(tools: DevTools, name: str) -> None:
         raise RuntimeError(f"the compare view's metrics did not scroll to {name}, names and values in step: {place}")
 
 
-def compare_goals(metrics: list[str]):
-    """The compare view's clicks: the params' and the metrics' "Show diff only" on, the parallel-coordinates plot
-    drawn against ``metrics`` (the goal rates the runs logged), the metrics' table (a virtualised grid of 300 pixels)
-    scrolled down to them; returns the page down to the end of the metrics' table."""
+def compare_goals(metrics: list[str], by: str):
+    """The compare view's clicks: the params' and the metrics' "Show diff only" on, its box plot drawn of the first of
+    ``metrics`` (the goal rates the runs logged, the headline first) by the param ``by`` (the encoder where the runs
+    differ in it; the parallel-coordinates plot cuts every value to 10 characters, "general_li", the box plot names
+    them whole), the metrics' table (a virtualised grid of 300 pixels) scrolled down to the goal rates; returns the
+    page down to the end of the metrics' table."""
 
     def prepare(tools: DevTools) -> dict:
         for table in ("Parameters", "Metrics"):
@@ -239,24 +249,18 @@ def compare_goals(metrics: list[str]):
             tools.evaluate(f"{switch}.click()")
             if tools.evaluate(f"{switch}.getAttribute('aria-checked')") != "true":
                 raise RuntimeError(f"the compare view's {table.lower()} were not diffed (the switch did not turn on)")
-        if metrics:  # the plot's metrics: its second select (the first is its params)
-            select = "document.querySelectorAll('input[role=combobox]')[1]"
-            chips = f"{select}.closest('[class*=select-selector]').querySelectorAll('[class$=selection-item-remove]')"
-            tools.evaluate(f"{chips}.forEach(e => e.click())")  # its first metric, taken by default
-            for metric in metrics:  # typed into its search, then its own option clicked: the search also leaves
-                # the metrics that end with it (budget/100000/test/act_goal_rate), and they sort first
-                tools.evaluate(f"{select}.focus()")
-                tools.call("Input.insertText", True, text=metric)
-                time.sleep(0.5)
-                options = (  # the options themselves, not their content's element (its class ends -content)
-                    "[...document.querySelectorAll('[class*=select-item-option]')]"
-                    ".filter(e => e.className.split(' ').some(c => c.endsWith('select-item-option')))"
-                )
-                found = tools.evaluate(f"{options}.filter(e => e.textContent.trim() === {json.dumps(metric)}).length")
-                if found != 1:
-                    raise RuntimeError(f"the compare view's plot offers {found} options named {metric}, not one")
-                tools.evaluate(f"{options}.find(e => e.textContent.trim() === {json.dumps(metric)}).click()")
-            tools.press("Escape", 27)
+        if metrics:  # the plot's tab, then its axes: Radix controls, opened by the pointer's events
+            tools.click("[...document.querySelectorAll('button')].find(e => e.textContent.trim() === 'Box Plot')")
+            for axis, name in (("x", by), ("y", metrics[0])):
+                tools.click(f"document.getElementById('{axis}-axis-selector')")
+                option = f"[...document.querySelectorAll('[role=option]')].find(e => e.textContent.trim() === {name!r})"
+                if not tools.evaluate(f"!!{option}"):
+                    raise RuntimeError(f"the compare view's box plot offers no {name} on its {axis} axis")
+                tools.evaluate(f"{option}.scrollIntoView()")
+                tools.click(option)
+                shown = tools.evaluate(f"document.getElementById('{axis}-axis-selector').textContent.trim()")
+                if shown != name:
+                    raise RuntimeError(f"the compare view's box plot shows {shown!r} on its {axis} axis, not {name}")
             scroll_to(tools, min(metrics))  # the table's rows are in name order
         return tools.evaluate(METRICS_END)
 
@@ -328,7 +332,8 @@ def links(client, base: str) -> str:
     rates, best first), and its three newest parents' children in theirs."""
     lines = [
         f"The MLflow UI at {base}/. MLflow 3.17 opens an experiment on its GenAI overview unless the sidebar's switch "
-        "says 'Model training' (click it once: the browser remembers) or the address asks for it, as these do:"
+        "says 'Model training' (click it once: the browser remembers) or the address asks for it, as these do (its "
+        "assistant panel opens on a first visit, a quarter of a 1,600-pixel screen: close it once, it stays closed):"
     ]
     for exp in sorted(client.search_experiments(filter_string="name LIKE 'lq-%'"), key=lambda e: e.name):
         views = {k.removeprefix(VIEWS) for k in exp.tags if k.startswith(VIEWS)}
@@ -368,7 +373,6 @@ def main(argv: list[str] | None = None) -> int:
     from lq.experiments.reporting import parent_view
 
     pages: dict[str, tuple] = {}  # name: (page, ready, clicks)
-    sizes = dict(SIZES)
     parent = latest_parent(args.tracking_uri, args.experiment)
     if parent is not None:
         run = client.get_run(parent)
@@ -376,26 +380,27 @@ def main(argv: list[str] | None = None) -> int:
         view = parent_view(client, parent)  # written by lq where it ran or was imported; here where older
         table = next((a.path for a in client.list_artifacts(parent, "tables") if a.path.endswith(".md")), None)
         shown = "!!document.querySelector('.ag-header-cell[col-id^=\"metrics.\"]')"
-        pages["runs.png"] = (runs_page(exp_id, view), f"{shown} && !!document.querySelector('.ag-row')", show_runs)
+        pages["runs"] = (runs_page(exp_id, view), f"{shown} && !!document.querySelector('.ag-row')", show_runs)
         title = json.dumps(run.info.run_name or parent)
-        pages["parent.png"] = (f"#/experiments/{exp_id}/runs/{parent}?workflowType=machine_learning",
+        pages["parent"] = (f"#/experiments/{exp_id}/runs/{parent}?workflowType=machine_learning",
                                f"!!document.body && document.body.innerText.includes({title})", None)  # fmt: skip
         if table is not None:  # built by lq experiment tables (an imported parent has none before)
             page = f"#/experiments/{exp_id}/runs/{parent}/artifacts/{table}?workflowType=machine_learning"
-            pages["table.png"] = (page, "document.body.innerText.includes('mean ± std over seeds')", None)
+            pages["table"] = (page, "document.body.innerText.includes('mean ± std over seeds')", None)
         agents = compared(client, exp_id, parent)
         if agents:  # their params side by side (the encoder, ...), their goal rates
             runs, experiments = (quote(json.dumps(ids)) for ids in ([r.info.run_id for r in agents], [exp_id]))
             goals = [m for m in GOALS if any(m in r.data.metrics for r in agents)]
-            pages["compare.png"] = (f"#/compare-runs?runs={runs}&experiments={experiments}",
+            differ = [k for k in ("encoder", "stage", "ability", "switch")
+                      if len({r.data.params.get(k) for r in agents}) > 1]  # fmt: skip
+            pages["compare"] = (f"#/compare-runs?runs={runs}&experiments={experiments}",
                                     "!!document.body && document.body.innerText.includes('Show diff only')",
-                                    compare_goals(goals))  # fmt: skip
-            sizes["compare.png"] = f"{max(1600, 500 + 260 * len(agents))},2000"  # a column of 260 pixels a run
+                                    compare_goals(goals, (differ or ['encoder'])[0]))  # fmt: skip
     transcript = transcript_page(client, args.transcript_run)
     if transcript is not None:  # the HTML in its sandboxed frame, given time to paint
         path = json.dumps(transcript.split("/artifacts/", 1)[1])
         shown = f"!!document.querySelector('iframe') && document.body.innerText.includes({path})"
-        pages["transcript.png"] = (f"{transcript}?workflowType=machine_learning", shown, lambda _: time.sleep(3.0))
+        pages["transcript"] = (f"{transcript}?workflowType=machine_learning", shown, lambda _: time.sleep(3.0))
     if not pages:
         print(
             f"error: no finished parent run of {args.experiment} and no agent run with an HTML transcript in "
@@ -415,8 +420,10 @@ def main(argv: list[str] | None = None) -> int:
         wait_for(base + "/health")
         for name, (page, ready, clicks) in pages.items():
             url = f"{base}/{page}"
-            page_screenshot(args.browser, url, args.out / name, sizes.get(name, "1600,1000"), ready, clicks)
-            print(f"{args.out / name}: {url}")
+            for width in WIDTHS:
+                path = args.out / f"{name}-{width}.png"
+                page_screenshot(args.browser, url, path, f"{width},{TALL.get(name, SCREENS[width])}", ready, clicks)
+                print(f"{path}: {url}")
     finally:
         server.terminate()
         server.wait(timeout=30)

@@ -253,7 +253,8 @@ def mark_model_training(client, experiment_id: str) -> None:
     on its runs table; 3.17's reads only its sidebar's workflow switch (*GenAI* / *Model training*, which the browser
     remembers) or ``?workflowType=machine_learning`` in the page's address, and opens on the GenAI overview without
     them. The tag stays for the earlier versions. The view ``lq: goal rates`` (:data:`EXPERIMENT_VIEW`,
-    :func:`save_view`) shows the test goal rates as columns, the runs sorted by act & speech goals, best first (the
+    :func:`save_view`) shows the test goal rates as columns, the runs sorted by act & speech goals, best first, that
+    column first (the
     generalisation experiments' also validation act & speech, which chose each agent, and act & speech on the test
     quests greedy and on the unseen worlds; the poly-encoders' experiments: Hits@1, 5 and 10, by Hits@1). Each is
     written only where missing or changed."""
@@ -268,11 +269,12 @@ def mark_model_training(client, experiment_id: str) -> None:
         name, sort = "lq: goal rates", f"test/{HEADLINE_RATE}"
         if experiment.name.startswith("lq-generalisation"):  # what chose the agent, and where it is tested beside test
             metrics = (f"val/{HEADLINE_RATE}", *metrics, f"test_greedy/{HEADLINE_RATE}", f"worlds/{HEADLINE_RATE}")
-    columns = [f"metrics.`{m}`" for m in metrics]
+    # the sort column first, beside the names: on screen at 1,366 pixels whatever else the table shows
+    columns = [f"metrics.`{m}`" for m in (sort, *(m for m in metrics if m != sort))]
     state = json.dumps({
         "selectedColumns": columns,
         "columnOrder": ["attributes.`Run Name`", *columns],
-        "columnWidths": {"attributes.`Run Name`": 330, **{c: 210 for c in columns}},
+        "columnWidths": {"attributes.`Run Name`": 340, **{c: 220 if c == columns[0] else 170 for c in columns}},
         "orderByKey": f"metrics.`{sort}`",
         "orderByAsc": False,
     })  # fmt: skip

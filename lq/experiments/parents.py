@@ -178,10 +178,11 @@ def open_parent(
         tags={"lq.experiment": experiment.name, **parent_identity(setup), "lq.role": "parent", **commit_tag()},
     )
     pid = parent.info.run_id
-    parent_view(client, pid)  # the UI's view of its children, their goal rates as columns, filled as they finish
     client.log_param(pid, "seeds", " ".join(map(str, setup.seeds)))
     client.log_param(pid, "encoders", " ".join(experiment.encoders))
     client.log_param(pid, "configurations", len(experiment.configs))
     if experiment.variants:  # its rows, as they were when it ran (the tables read them back from here)
         client.log_param(pid, "variants", " ".join(experiment.variants))
+    parent_view(client, pid)  # the UI's view of its children, their goal rates as columns, filled as they finish;
+    # the parent's description
     return pid, set()

@@ -58,6 +58,29 @@ def experiment_id(client, name: str) -> str:
     return ensure_experiment(client, f"lq-{name}")
 
 
+NOTE = "mlflow.note.content"  # a run's description, shown at the top of its page
+
+
+def parent_description(run) -> str:
+    """A parent run's description (MLflow's ``mlflow.note.content``): which experiment (its title), under which
+    profile, protocol, objective and data, with which seeds, where its children and tables are."""
+    tags, params = run.data.tags, run.data.params
+    name = tags.get("lq.experiment", "")
+    try:
+        title = EXPERIMENTS[name](objective=tags.get("lq.objective")).title
+    except (KeyError, TypeError, ValueError):  # an experiment lq no longer has, or not under this objective
+        title = name
+    seeds = params.get("seeds", "?").split()
+    return (
+        f"lq experiment {name}: {title}. Profile {tags.get('lq.profile', '?')}, protocol "
+        f"{tags.get('lq.protocol', '?')}, RL objective {tags.get('lq.objective', '?')}, data "
+        f"{tags.get('lq.data', '?')}; {params.get('configurations', '?')} configurations x {len(seeds)} seed"
+        f"{'s' * (len(seeds) != 1)} ({' '.join(seeds)}). Its children are the runs nested under it (one per "
+        "configuration and seed); its tables and curves are under Artifacts (tables/, curves/), rebuilt from the "
+        "store by make tables."
+    )
+
+
 def parent_view(client, parent_id: str) -> str:
     """Save on a parent's experiment the view of its children: the experiment's own (the goal rates as columns, the
     runs best first: :func:`lq.lit.cli.mark_model_training`) narrowed to the parent's children (sorted by a metric,
@@ -66,6 +89,8 @@ def parent_view(client, parent_id: str) -> str:
     where missing or changed."""
     run = client.get_run(parent_id)
     exp_id = run.info.experiment_id
+    if NOTE not in run.data.tags:
+        client.set_tag(parent_id, NOTE, parent_description(run))
     mark_model_training(client, exp_id)
     experiment = client.get_experiment(exp_id)
     base = json.loads(experiment.tags[VIEWS + EXPERIMENT_VIEW])

@@ -1509,13 +1509,15 @@ def test_the_mlflow_ui_shows_the_parent_its_children_and_the_table_in_a_real_bro
     out = tmp_path / "ui"
     argv = ["--tracking-uri", uri, "--experiment", "table1", "--out", str(out), "--transcript-run", agent]
     assert script.main(argv) == 0
-    for name in ("runs.png", "parent.png", "table.png", "compare.png", "transcript.png"):
-        data = (out / name).read_bytes()
-        assert data[:8] == b"\x89PNG\r\n\x1a\n" and len(data) > 10_000
     from PIL import Image
 
+    for name in ("runs", "parent", "table", "compare", "transcript"):
+        for width in (1366, 1600):  # a laptop's and a desktop's screen
+            data = (out / f"{name}-{width}.png").read_bytes()
+            assert data[:8] == b"\x89PNG\r\n\x1a\n" and len(data) > 10_000
+            assert Image.open(out / f"{name}-{width}.png").width == width
     # the page itself is painted where the UI shows the artifact (not just the UI's frame around an empty iframe)
-    artifact_view = Image.open(out / "transcript.png").convert("L").crop((460, 200, 1160, 900))
+    artifact_view = Image.open(out / "transcript-1366.png").convert("L").crop((460, 200, 1160, 900))
     assert len(set(artifact_view.get_flattened_data())) > 20
 
 
