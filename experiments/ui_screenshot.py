@@ -383,7 +383,7 @@ def main(argv: list[str] | None = None) -> int:
         pages["runs"] = (runs_page(exp_id, view), f"{shown} && !!document.querySelector('.ag-row')", show_runs)
         title = json.dumps(run.info.run_name or parent)
         pages["parent"] = (f"#/experiments/{exp_id}/runs/{parent}?workflowType=machine_learning",
-                               f"!!document.body && document.body.innerText.includes({title})", None)  # fmt: skip
+                           f"!!document.body && document.body.innerText.includes({title})", None)  # fmt: skip
         if table is not None:  # built by lq experiment tables (an imported parent has none before)
             page = f"#/experiments/{exp_id}/runs/{parent}/artifacts/{table}?workflowType=machine_learning"
             pages["table"] = (page, "document.body.innerText.includes('mean ± std over seeds')", None)
@@ -394,8 +394,8 @@ def main(argv: list[str] | None = None) -> int:
             differ = [k for k in ("encoder", "stage", "ability", "switch")
                       if len({r.data.params.get(k) for r in agents}) > 1]  # fmt: skip
             pages["compare"] = (f"#/compare-runs?runs={runs}&experiments={experiments}",
-                                    "!!document.body && document.body.innerText.includes('Show diff only')",
-                                    compare_goals(goals, (differ or ['encoder'])[0]))  # fmt: skip
+                                "!!document.body && document.body.innerText.includes('Show diff only')",
+                                compare_goals(goals, (differ or ['encoder'])[0]))  # fmt: skip
     transcript = transcript_page(client, args.transcript_run)
     if transcript is not None:  # the HTML in its sandboxed frame, given time to paint
         path = json.dumps(transcript.split("/artifacts/", 1)[1])

@@ -162,6 +162,9 @@ def log_dataset(client, run_id: str, data_dir: str | Path, context: str = "train
         client.log_inputs(run_id, datasets=inputs)
 
 
+# MLflow's tags of a run's name and description (mlflow.utils.mlflow_tags' MLFLOW_RUN_NAME, MLFLOW_RUN_NOTE), named here
+# without importing MLflow (a second and a half at start-up)
+RUN_NAME, RUN_NOTE = "mlflow.runName", "mlflow.note.content"
 ENDED = {"KILLED": "stopped", "FAILED": "failed"}  # what a run's name says of an end other than FINISHED
 
 
@@ -184,7 +187,7 @@ def end_run(client, run_id: str, status: str) -> None:
 def name_end(client, run_id: str, status: str) -> None:
     """The ended run's name as :func:`end_run` leaves it, for a run ended otherwise (Lightning's logger)."""
     if status in ENDED and (name := plain_name(client.get_run(run_id).info.run_name)):
-        client.set_tag(run_id, "mlflow.runName", f"{name} ({ENDED[status]})")
+        client.set_tag(run_id, RUN_NAME, f"{name} ({ENDED[status]})")
 
 
 def reopen_run(client, run_id: str) -> None:

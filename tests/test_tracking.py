@@ -3,6 +3,7 @@
 import math
 
 import pytest
+import torch
 from mlflow.tracking import MlflowClient
 
 from lq.lit.loggers import StageLogger
@@ -39,7 +40,7 @@ def client(tmp_path):
 
 def test_a_stage_logs_its_figures_as_stored(client, tmp_path):
     logger = StageLogger(experiment_name="lq-x", tracking_uri=client.tracking_uri, run_name="pretrain-scratch-tiny")
-    logger.log_metrics({"test/hits_at_1": 19 / 48, "train/loss": 2.302585092994046}, step=3)
+    logger.log_metrics({"test/hits_at_1": 19 / 48, "train/loss": torch.tensor(2.302585092994046)}, step=3)
     logger.end("FINISHED")
     run = client.get_run(logger.run_id)
     assert run.data.metrics == {"test/hits_at_1": 0.3958, "train/loss": 2.303}

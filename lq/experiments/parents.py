@@ -183,6 +183,5 @@ def open_parent(
     client.log_param(pid, "configurations", len(experiment.configs))
     if experiment.variants:  # its rows, as they were when it ran (the tables read them back from here)
         client.log_param(pid, "variants", " ".join(experiment.variants))
-    parent_view(client, pid)  # the UI's view of its children, their goal rates as columns, filled as they finish;
-    # the parent's description
+    parent_view(client, pid)  # its description (params logged first), the UI's view of its children
     return pid, set()

@@ -32,6 +32,7 @@ from lq.results import CURVES, budget_label, cell, markdown_table, mean_std_of, 
 from lq.tracking import (
     DEFAULT_TRACKING_URI,
     EXPERIMENT_VIEW,
+    RUN_NOTE,
     VIEWS,
     ensure_experiment,
     init_store,
@@ -56,9 +57,6 @@ def experiment_id(client, name: str) -> str:
     """The MLflow experiment ``lq-<name>`` (created if missing), marked for model training so that the UI opens on
     its runs table."""
     return ensure_experiment(client, f"lq-{name}")
-
-
-NOTE = "mlflow.note.content"  # a run's description, shown at the top of its page
 
 
 def parent_description(run) -> str:
@@ -89,8 +87,8 @@ def parent_view(client, parent_id: str) -> str:
     where missing or changed."""
     run = client.get_run(parent_id)
     exp_id = run.info.experiment_id
-    if NOTE not in run.data.tags:
-        client.set_tag(parent_id, NOTE, parent_description(run))
+    if RUN_NOTE not in run.data.tags:  # its description, at the top of its page
+        client.set_tag(parent_id, RUN_NOTE, parent_description(run))
     mark_model_training(client, exp_id)
     experiment = client.get_experiment(exp_id)
     base = json.loads(experiment.tags[VIEWS + EXPERIMENT_VIEW])

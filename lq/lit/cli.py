@@ -29,7 +29,16 @@ from lq.lit.callbacks import RUN_ID, FiniteLosses, LogProgress, RunInCheckpoint,
 from lq.lit.loggers import LogConfigToMLflow, StageLogger, end_runs  # noqa: F401
 from lq.lit.quiet import quiet_libraries
 from lq.stages import KINDS
-from lq.tracking import DEFAULT_TRACKING_URI, commit_tag, log_dataset, mark_model_training, model_tags, run_tags
+from lq.tracking import (
+    DEFAULT_TRACKING_URI,
+    RUN_NAME,
+    RUN_NOTE,
+    commit_tag,
+    log_dataset,
+    mark_model_training,
+    model_tags,
+    run_tags,
+)
 
 
 def config_choice(names: Sequence[str], group: str) -> str | None:
@@ -264,7 +273,7 @@ class StageCLI(LightningCLI):
             if isinstance(logger, MLFlowLogger):  # the run is created lazily: tagging it now is in time
                 identity = self.identity_tags()
                 if logger._run_name is not None:  # a name given (a table's child's short one) is the run's name
-                    identity.pop("mlflow.runName", None)
+                    identity.pop(RUN_NAME, None)
                 logger.tags = {**(logger.tags or {}), **run_tags(), **identity}
 
     def continue_run(self) -> None:
@@ -294,7 +303,7 @@ class StageCLI(LightningCLI):
             if key in params
         }
         return {
-            "mlflow.runName": self.run_name(),
+            RUN_NAME: self.run_name(),
             **tags,
             "lq.data": str(self.data_dir),
             "lq.dataset": dataset_id(self.data_dir),
@@ -315,7 +324,7 @@ class StageCLI(LightningCLI):
         """Its description (in :meth:`fit`, after :meth:`before_fit`)."""
         for logger in self.trainer.loggers:
             if isinstance(logger, MLFlowLogger) and self.trainer.is_global_zero:
-                logger.experiment.set_tag(logger.run_id, "mlflow.note.content", self.description())
+                logger.experiment.set_tag(logger.run_id, RUN_NOTE, self.description())
 
     def after_fit(self) -> dict[str, float]:
         """What a stage does after fitting (:meth:`finish`), then where the wall time went; returns the metrics."""

@@ -83,7 +83,7 @@ class StageLogger(MLFlowLogger):
         if logged and step is not None:
             metrics = {k: v for k, v in metrics.items() if step > logged.get(k, -1)}
         if metrics:
-            super().log_metrics({k: stored(v.item() if hasattr(v, "item") else v) for k, v in metrics.items()}, step)
+            super().log_metrics({k: stored(v) for k, v in metrics.items()}, step)
 
     def finalize(self, status: str = "success") -> None:
         if status not in ("success", "finished"):
