@@ -333,7 +333,7 @@ def links(client, base: str) -> str:
     lines = [
         f"The MLflow UI at {base}/. MLflow 3.17 opens an experiment on its GenAI overview unless the sidebar's switch "
         "says 'Model training' (click it once: the browser remembers) or the address asks for it, as these do (its "
-        "assistant panel opens on a first visit, a quarter of a 1,600-pixel screen: close it once, it stays closed):"
+        "assistant panel opens on a first visit: close it once, it stays closed):"
     ]
     for exp in sorted(client.search_experiments(filter_string="name LIKE 'lq-%'"), key=lambda e: e.name):
         views = {k.removeprefix(VIEWS) for k in exp.tags if k.startswith(VIEWS)}
