@@ -38,15 +38,16 @@ PLAY_AGENT ?=
 help: ## show this help
 	@grep -hE '^[a-zA-Z_.-]+:.*?## ' $(MAKEFILE_LIST) | awk 'BEGIN {FS = ":.*?## "}; {printf "  \033[36mmake %-12s\033[0m %s\n", $$1, $$2}'
 
+# The install: torch first, pinned (pip takes the local CPU wheel; an unpinned torch pulls a multi-GB CUDA build).
+# Nothing byte-compiled here (half the install's time, 19,000 files): a process compiles the 4,500 it imports on first
+# use and keeps them (see PYTHONDONTWRITEBYTECODE above). setuptools' "Editable installation" notice (information
+# only: a folder named lq in the working directory would be imported first, which is where lq's source is) filtered.
 $(STAMP): pyproject.toml
 	@command -v $(PYTHON) >/dev/null || { echo "error: $(PYTHON) not found; lq needs Python 3.11 (set PYTHON=...)"; exit 1; }
 	test -d $(VENV) || $(PYTHON) -m venv $(VENV)
 	$(BIN)/pip install --quiet --upgrade pip
-	# torch first, pinned: pip takes the local CPU wheel; an unpinned torch pulls a multi-GB CUDA build.
 	$(BIN)/pip install --quiet --no-compile "torch==2.13.0"
-	# not byte-compiled here (half the install's time, 19,000 files): a process compiles the 4,500 it imports on
-	# first use and keeps them (see PYTHONDONTWRITEBYTECODE above)
-	$(BIN)/pip install --quiet --no-compile -e ".[dev]"
+	PYTHONWARNINGS="ignore:Editable installation" $(BIN)/pip install --quiet --no-compile -e ".[dev]"
 	touch $(STAMP)
 
 # the command the user typed, for the one line a stopped driver prints on how to go on (lq.commands.again)
