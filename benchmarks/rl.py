@@ -8,8 +8,8 @@ one run, since this machine's speed drifts between days: compare only figures of
                             [--objective lq] [--device cpu|cuda] [--precision 32-true|bf16-mixed] [--fit N]
                             [--json PATH]
 
-Each encoder runs the same loop as ``lq rl fit`` (``lq.rl.a2c.collect``, ``RLModule.objective``: the A2C terms and
-the objective's imitation term, backward, clipping and an Adam step) with the profile's sizes, then the objective's
+Each encoder runs the same loop as ``lq rl fit`` (``lq.rl.a2c.SwitchA2C``'s collect and objective: the A2C terms
+and the objective's imitation term, backward, clipping and an Adam step) with the profile's sizes, then the objective's
 (``conf/objective/``: the paper's has 32 environments and 100-turn training episodes). The first ``--warmup``
 updates fill the caches that a run keeps (each context line's word pieces; for a pretrained encoder each line's
 frozen states), as the first minutes of a 300-update run do; their rate is printed as the cold start, and the
@@ -61,7 +61,6 @@ from lq.lit.rl import RLModule
 from lq.models.agent import AgentConfig
 from lq.models.encoder import EncoderConfig, EncoderSpec, scratch_like
 from lq.models.poly_encoder import PolyEncoder
-from lq.rl.a2c import collect
 from lq.stages import Resolver
 
 from timing import COUNTS, TIMES, Yardstick, timed
@@ -129,7 +128,7 @@ def run(encoder: str, protocol: str, args: argparse.Namespace, folder: Path) -> 
     ``fit_transitions_per_s`` with ``--fit``, ``peak_gpu_memory_gib`` on a GPU)."""
     module, note = build_module(encoder, protocol, args, folder)
     part = partial(timed, sync=synchronizer(args.device))
-    env, actor = module.env, module.rollout_actor
+    env, actor = module.env, module.a2c.actor
     env.partner.act = part("partner", env.partner.act)
     env.dm.rank = part("DM", env.dm.rank)
     actor._scores = part("agent forward", actor._scores)
@@ -247,14 +246,13 @@ def lightning_updates(module: RLModule, args: argparse.Namespace) -> float:
 def updater(module: RLModule, args: argparse.Namespace):
     """One A2C update of ``module`` as ``lq rl fit`` makes it (a rollout and the objective under ``args.precision``,
     backward, clipping, an Adam step of a fresh optimiser), its backward and step timed apart in ``TIMES``."""
-    env, actor, h = module.env, module.rollout_actor, module.hparams
     optimizer = module.configure_optimizers()
     sync = synchronizer(args.device)
 
     def update() -> None:
         with forward_context(args.device, args.precision):
-            rollout = collect(env, actor, module.rollout_state, h.rollout_steps)
-            losses = module.objective(rollout)
+            rollout = module.a2c.collect()
+            losses = module.a2c.objective(rollout)
         if sync is not None:
             sync()
         start = time.perf_counter()
@@ -360,7 +358,7 @@ def arithmetic_limit(module: RLModule, args: argparse.Namespace, reached: float)
     (:data:`LIMIT_PARTS`); its matrix products replayed alone on this machine, at these threads and shapes, give the
     rate this machine does them at; the limit is the transitions per second of the whole arithmetic at that rate (the
     attention's FLOPs counted at it too), and ``share_of_limit`` what the loop reaches of it."""
-    env, actor, h = module.env, module.rollout_actor, module.hparams
+    env, h = module.env, module.hparams
     sync = synchronizer(args.device)
     counter = FlopCounterMode(display=False, custom_mapping=CPU_ATTENTION)
     shapes, parts = MatmulShapes(), dict.fromkeys(LIMIT_PARTS, 0)
@@ -382,9 +380,9 @@ def arithmetic_limit(module: RLModule, args: argparse.Namespace, reached: float)
         patches.enter_context(mock.patch.object(module, "imitation_loss", imitation))
         with counter, shapes, forward_context(args.device, args.precision):
             before = counter.get_total_flops()
-            rollout = collect(env, actor, module.rollout_state, h.rollout_steps)
+            rollout = module.a2c.collect()
             parts["rollout forward"] = counter.get_total_flops() - before - parts["partner"] - parts["DM"]
-            losses = module.objective(rollout)
+            losses = module.a2c.objective(rollout)
             counted("update backward", losses.total.backward)()
     module.zero_grad()
     transitions = h.rollout_steps * h.num_envs

@@ -198,6 +198,15 @@ def tiny_agent_config():
     )
 
 
+def a2c_settings(coefficients=None, **changes):
+    """The switch A2C settings of conf/rl.yaml's coefficients and the paper's loss (raw advantages, valid terms summed
+    over the candidates), with ``changes``."""
+    from lq.rl.losses import A2CSettings, LossCoefficients
+
+    given = {"gamma": 0.99, "normalize_advantages": False, "valid_reduction": "sum", "imitation_batch": 4, **changes}
+    return A2CSettings(coefficients=LossCoefficients() if coefficients is None else coefficients, **given)
+
+
 def one_env_rollout(**given) -> Rollout:
     """A rollout of one environment over ``steps`` steps from ``[steps, ...]`` tensors; every candidate a choice."""
     a, u = given["action_logits"], given["speech_logits"]

@@ -159,8 +159,8 @@ def _cmd_gradients(args: argparse.Namespace) -> int:
     torch.manual_seed(0)
     module.train()
     module.setup("fit")
-    terms = module.term_gradients(args.rollouts)
-    h, settings = module.hparams, module.settings
+    terms = module.a2c.term_gradients([p for p in module.parameters() if p.requires_grad], args.rollouts)
+    h, settings = module.hparams, module.a2c.settings
     print(
         f"{args.checkpoint}: valid_reduction {settings.valid_reduction}, coefficients {asdict(settings.coefficients)}; "
         f"{args.rollouts} rollouts of {h.num_envs} environments x {h.rollout_steps} steps"

@@ -21,6 +21,7 @@ from lq.data.context import HEADER_TAGS, HISTORY_TAGS
 from lq.data.dataset import dataset_id, load_dataset
 from lq.data.demos import demonstration_spaces
 from lq.data.io import json_strings
+from lq.data.outputs import DONE, TRAINED, trained
 from lq.data.pools import load_pool
 from lq.envs.build import demonstrations_of, space_stores
 from lq.envs.episode import instances_from_data
@@ -109,7 +110,29 @@ VOCABULARY = "agent.encoder.vocabulary.ids"
 
 # the demonstrations of each split an agent run reads teacher-forced when it is evaluated (the default data's
 # validation split has 60): how much of what it imitates is memorised, at a fixed cost (demonstration_metrics)
+TEMPERATURES = "agent.head_log_temperature"  # the state-dict key of the heads' temperatures
 DEMONSTRATIONS_READ = 60
+
+
+def start_checkpoint(init_from: str | None, bc_checkpoint: str | None) -> str | None:
+    """The checkpoint RL's ``init_from`` names: ``bc`` stands for ``bc_checkpoint`` (the BC agent of the run's
+    configuration and seed, which its resolved config names), which must have finished its training."""
+    if init_from != "bc":
+        return init_from
+    if not bc_checkpoint:
+        raise ValueError(
+            "model.init_from: bc starts from the BC agent of this run's configuration and seed, but "
+            "model.bc_checkpoint is not set: run it through `lq stage rl` or `make rl` (its resolved config "
+            "names that agent), name it (--model.bc_checkpoint PATH) or another checkpoint (--model.init_from "
+            "PATH), or start from the encoder (--model.init_from null, the paper's)"
+        )
+    if Path(bc_checkpoint).is_file() and not trained(bc_checkpoint):
+        raise ValueError(
+            f"model.init_from: bc: the BC agent {bc_checkpoint} is a run's that did not finish its training "
+            f"(killed or interrupted: neither {DONE} nor {TRAINED} beside it); train it again (make bc, lq stage "
+            "bc) before RL starts from it"
+        )
+    return bc_checkpoint
 
 
 @dataclass
@@ -273,6 +296,40 @@ class AgentModule(L.LightningModule):
         )
         self.actor = self.make_actor()
 
+    def start_from(self, checkpoint: str) -> None:
+        """RL's ``init_from``: build the agent with ``checkpoint``'s weights (its critic too, where that agent trained
+        one). ``{seed}`` in the path stands for this run's seed, so that one argument starts every seed of ``make rl``
+        from the BC agent of the same seed (``outputs/bc/scratch/act_speech-hardcoded/seed-{seed}/best.ckpt``)."""
+        checkpoint = str(checkpoint).replace("{seed}", str(self.hparams.seed))
+        try:
+            saved = read_checkpoint(checkpoint)
+        except FileNotFoundError as e:
+            raise FileNotFoundError(f"model.init_from: {e}") from None
+        theirs = saved.get("hyper_parameters", {})
+        if saved.get("lq_stage") not in ("bc", "rl"):
+            raise ValueError(f"model.init_from: {checkpoint} is not an lq agent checkpoint (from lq bc or lq rl)")
+        differ = start_differences(theirs, self.hparams)
+        if differ:
+            raise ValueError(
+                f"model.init_from: {checkpoint} is an agent of another {', '.join(differ)} "
+                f"({', '.join(f'{k}={v!r}' for k, v in differ.items())}); start from one trained with this run's"
+            )
+        state = saved["state_dict"]
+        self.build_agent(state.get(VOCABULARY))
+        if self.agent_config.head_temperature and TEMPERATURES not in state:  # at the agent's start: the agent it was
+            state = {**state, TEMPERATURES: self.state_dict()[TEMPERATURES]}
+        self.load_state_dict(state)
+
+    def gains(self) -> dict[str, float]:
+        """The agent's scalar gains as they stand: the exact-match weight and, where learned, each head's
+        temperature (their curves say whether their own learning rate lets them move)."""
+        out = {}
+        if (weight := getattr(self.agent, "speech_match_weight", None)) is not None:
+            out["speech_match_weight"] = weight.item()
+        if (log_t := getattr(self.agent, "head_log_temperature", None)) is not None:
+            out["action_temperature"], out["speech_temperature"] = log_t.exp().tolist()
+        return out
+
     def build_spaces(self) -> None:
         """What the agent plays through besides its networks (idempotent): the dataset's demonstrations, its action
         and utterance spaces, the agent's tokenizer and context length (:class:`TextBatcher`) and its switch. All the
@@ -338,11 +395,18 @@ class AgentModule(L.LightningModule):
         ``policy``, ``restrict``, ``greedy``, ``env``)."""
         return evaluate_agent(self, split, seed, **options)
 
-    def demonstration_episodes(self, split: str) -> list[Episode]:
+    def demonstration_episodes(self, split: str, needed_by: str | None = None) -> list[Episode]:
         """The supervised episodes of ``split``'s demonstrations (:meth:`cloning_episodes`): what BC trains and
-        validates on, and RL's imitation term imitates (``train``)."""
+        validates on, and RL's imitation term imitates (``train``). ``needed_by``: what needs them (the setting, for
+        the error), where none is a ``ValueError``."""
         dataset = load_dataset(self.data_dir)
-        return self.cloning_episodes(instances_from_data(*demonstrations_of(dataset, split, self.env_spec.pool)))
+        episodes = self.cloning_episodes(instances_from_data(*demonstrations_of(dataset, split, self.env_spec.pool)))
+        if needed_by and not episodes:
+            raise ValueError(
+                f"{needed_by}: {self.data_dir} has no {split} demonstration linked to a quest whose goal can be "
+                "played; `lq data stats` on this folder says what became of each demonstration"
+            )
+        return episodes
 
     def demonstration_figures(self, split: str, limit: int | None = None, batch_size: int = 16) -> dict[str, float]:
         """Teacher-forced figures on ``split``'s demonstrations (the first ``limit`` the agent can follow): their

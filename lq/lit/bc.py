@@ -32,12 +32,7 @@ class BCModule(AgentModule):
         if self.episodes or stage not in ("fit", "validate"):
             return
         for split in ("train", "valid"):
-            self.episodes[split] = self.demonstration_episodes(split)
-            if not self.episodes[split]:
-                raise ValueError(
-                    f"{self.data_dir}: no {split} demonstration is linked to a quest whose goal can be played; "
-                    "`lq data stats` on this folder says what became of each demonstration"
-                )
+            self.episodes[split] = self.demonstration_episodes(split, needed_by="behaviour cloning")
 
     def _loader(self, split: str, shuffle: bool) -> DataLoader:
         return DataLoader(

@@ -568,15 +568,15 @@ class RLCLI(AgentCLI):
         return super().finish()
 
     def keep_chosen(self) -> None:
-        """Where the run chose its agent on the validation quests (:meth:`lq.lit.rl.RLModule.select`): ``best.ckpt``
-        becomes the run's agent (``agent.ckpt``, copied whole then renamed), so that its evaluation, its table and a run
-        that starts from it read the chosen weights; ``last.ckpt`` stays the last, to resume from. A ``best.ckpt``
-        missing, or saved at other interactions than the choice (a resume that did not retrace the run), is not
-        copied: the last weights stay the agent, with a warning."""
+        """Where the run chose its agent on the validation quests (:class:`lq.lit.selection.ValidationSelection`):
+        ``best.ckpt`` becomes the run's agent (``agent.ckpt``, copied whole then renamed), so that its evaluation, its
+        table and a run that starts from it read the chosen weights; ``last.ckpt`` stays the last, to resume from. A
+        ``best.ckpt`` missing, or saved at other interactions than the choice (a resume that did not retrace the run),
+        is not copied: the last weights stay the agent, with a warning."""
         import torch
 
         from lq.data.io import atomic_open
-        from lq.lit.rl import BEST
+        from lq.lit.selection import BEST
 
         callback = self.trainer.checkpoint_callback
         chosen = self.model.chosen()

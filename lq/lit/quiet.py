@@ -1,5 +1,6 @@
 """What the libraries print that a person reading a stage's output must not have to read past, switched off where it
-starts: transformers' "Loading weights" bars (its own switch), Lightning's device-availability lines and tips, its
+starts: transformers' "Loading weights" bars (its own switch), Lightning's device-availability lines and tips (and the
+second of its two lines on a checkpoint read), its
 warning that a run's checkpoint folder is not empty (lq trains again into its folders on purpose) and that a frozen
 base is in eval mode (on purpose too), the deprecations
 Lightning's CLI raises in jsonargparse (jsonargparse's own switch), torch's pytree
@@ -16,8 +17,11 @@ import warnings
 
 from lq.tracking import quiet_store
 
-# Lightning's INFO lines of every run that say nothing about it (no GPU on a CPU machine, an advertisement)
-LIGHTNING_NOISE = ("GPU available:", "TPU available:", "HPU available:", "💡 Tip", "LOCAL_RANK:")
+# Lightning's INFO lines of every run that say nothing about it (no GPU on a CPU machine, an advertisement), and the
+# second of the two it prints as it reads a checkpoint ("Restoring states from the checkpoint path at ...", kept, says
+# which)
+LIGHTNING_NOISE = ("GPU available:", "TPU available:", "HPU available:", "💡 Tip", "LOCAL_RANK:",
+                   "Loaded model weights from the checkpoint at")  # fmt: skip
 
 
 class _DropLines(logging.Filter):

@@ -22,12 +22,21 @@ import random
 from collections import Counter
 from collections.abc import Sequence
 
+from lq.data.dataset import load_dataset
 from lq.rl.priority import PrioritySampler
 
 
 def goal_verb(goal: str) -> str:
     """The verb of a goal action (``"give the basket to the dwarf"`` -> ``"give"``)."""
     return goal.split(maxsplit=1)[0].lower() if goal.strip() else ""
+
+
+def dataset_rarity_order(goals: Sequence[str], data_dir: str) -> list[int]:
+    """:func:`rarity_order` of ``goals`` (a pool's quests' goals) by the goals of ``data_dir``'s own training quests
+    (those of its training demonstrations)."""
+    dataset = load_dataset(data_dir)
+    quests = dataset.quests_by_id()
+    return rarity_order(goals, [quests[d.conv_extra["quest_id"]].goal for d in dataset.demos.train])
 
 
 def rarity_order(goals: Sequence[str], reference: Sequence[str]) -> list[int]:

@@ -31,3 +31,19 @@ class StartedEpisodes:
         for serial in [s for s in self.ended if s < start]:
             del self.ended[serial]
         return [self.ended[s] for s in range(start, horizon)]
+
+    def figures(self, playing: Iterable[int], unsolvable: set[int]) -> dict[str, tuple[float, int]]:
+        """The training curves over :meth:`window` (``playing``: the serials in play), each with the episodes it
+        averages: act and speech goals, return, the share of episodes in which a character left the starting room
+        (episodes saved before lq kept it left out) and of those on ``unsolvable`` quest instances (whose goal is not
+        in the action space: priority sampling must not let them take over). Empty until an episode counts."""
+        window = self.window(playing)
+        if not window:
+            return {}
+        m = len(window)
+        out = {name: (sum(e[key] for e in window) / m, m) for name, key in
+               (("act_goal_rate", "act_goal"), ("speech_goal_rate", "speech_goal"), ("return", "return"))}  # fmt: skip
+        if left := [e["left_start"] for e in window if "left_start" in e]:
+            out["left_start_share"] = (sum(left) / len(left), len(left))
+        out["unsolvable_share"] = (sum(e["instance"] in unsolvable for e in window) / m, m)
+        return out

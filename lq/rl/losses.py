@@ -1,4 +1,5 @@
-"""The switch A2C losses (paper 4.2 and appendix 8.2, equations 1 to 3), as plain functions.
+"""The switch A2C objective's term functions (paper 4.2 and appendix 8.2, equations 1 to 3) and its settings; the
+objective itself, the table of its terms, is :data:`lq.rl.a2c.TERMS`.
 
 Every per-step term takes a ``mask`` of the steps it applies to: the action head's terms on the steps
 where the switch chose to act, the dialogue head's where it chose to speak, so that neither head
@@ -7,12 +8,9 @@ learns from the other's steps.
 
 from __future__ import annotations
 
-from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 
 import torch
-
-from lq.rl.rollout import Rollout
 
 
 @dataclass(frozen=True)
@@ -47,11 +45,11 @@ class A2CSettings:
     (training demonstrations per update in the imitation term, where ``coefficients.imitation`` turns it on).
     :class:`lq.lit.rl.RLModule` builds it from its hyperparameters; conf/objective/ sets them."""
 
-    coefficients: LossCoefficients = LossCoefficients()  # noqa: RUF009 (frozen dataclass)
-    gamma: float = 0.99
-    normalize_advantages: bool = False
-    valid_reduction: str = "sum"
-    imitation_batch: int = 4
+    coefficients: LossCoefficients
+    gamma: float
+    normalize_advantages: bool
+    valid_reduction: str
+    imitation_batch: int
 
     def __post_init__(self) -> None:
         if self.valid_reduction not in VALID_REDUCTIONS:
@@ -146,116 +144,3 @@ def entropy(logits: torch.Tensor, mask: torch.Tensor) -> torch.Tensor:
 
 def value_loss(values: torch.Tensor, returns: torch.Tensor) -> torch.Tensor:
     return 0.5 * (returns.detach() - values).pow(2).mean()
-
-
-@dataclass
-class TermInputs:
-    """What the objective's terms read (:data:`TERMS`): the rollout and its returns ``[T, B]``, flattened to ``[T*B]``
-    rows (which the action head chose, which the dialogue head; the heads' scores; the advantages), the settings, and
-    the imitation term's loss where the module has one (:meth:`lq.lit.rl.RLModule.imitation_loss`)."""
-
-    rollout: Rollout
-    returns: torch.Tensor  # [T*B]
-    settings: A2CSettings
-    imitation: Callable[[], torch.Tensor] | None = None
-
-    def __post_init__(self) -> None:
-        self.acted = self.rollout.flat("acted")
-        self.spoke = ~self.acted
-        self.values = self.rollout.flat("values")
-        self.action_logits, self.speech_logits = self.rollout.flat("action_logits"), self.rollout.flat("speech_logits")
-        adv = advantages(self.returns, self.values)
-        self.advantage = normalized(adv.detach()) if self.settings.normalize_advantages else adv
-
-
-@dataclass(frozen=True)
-class Term:
-    """One term of the objective: its ``name`` (its curve ``losses/NAME``), its ``value`` unweighted, and its
-    ``weight`` as it enters the total, from the coefficients (the entropies, maximised, negated). An ``own_forward``
-    term runs a forward pass of its own: it is computed only where its weight is not 0."""
-
-    name: str
-    value: Callable[[TermInputs], torch.Tensor]
-    weight: Callable[[LossCoefficients], float]
-    own_forward: bool = False
-
-
-def _speech_policy_weight(c: LossCoefficients) -> float:
-    return c.policy if c.speech_policy is None else c.speech_policy
-
-
-# the objective, term by term, in the order the total sums them (equations 1 to 3 and appendix 8.2; the imitation term
-# is lq's: conf/objective/lq.yaml). A new term is one entry here (and, where it has a coefficient of its own, a field
-# of LossCoefficients).
-TERMS: tuple[Term, ...] = (
-    Term("action_policy", lambda x: policy_gradient_loss(x.rollout.flat("action_log_probs"), x.advantage, x.acted),
-         lambda c: c.policy),
-    Term("speech_policy", lambda x: policy_gradient_loss(x.rollout.flat("speech_log_probs"), x.advantage, x.spoke),
-         _speech_policy_weight),
-    Term("valid_action", lambda x: valid_candidates_loss(
-        x.action_logits, x.rollout.flat("valid_actions"), x.acted, x.settings.valid_reduction),
-         lambda c: c.valid_action),
-    Term("valid_speech", lambda x: valid_candidates_loss(
-        x.speech_logits, x.rollout.flat("valid_utterances"), x.spoke, x.settings.valid_reduction),
-         lambda c: c.valid_speech),
-    Term("action_entropy", lambda x: entropy(masked(x.action_logits, x.rollout.flat("action_choices")), x.acted),
-         lambda c: -c.action_entropy),
-    Term("speech_entropy", lambda x: entropy(masked(x.speech_logits, x.rollout.flat("speech_choices")), x.spoke),
-         lambda c: -c.speech_entropy),
-    Term("value", lambda x: value_loss(x.values, x.returns), lambda c: c.value),
-    Term("imitation", lambda x: x.imitation(), lambda c: c.imitation, own_forward=True),
-)  # fmt: skip
-
-
-@dataclass
-class Losses:
-    """An update's objective: ``total`` (what it minimises: each term's weight times its value, summed in the table's
-    order) and each computed term's value unweighted, by name (``losses.valid_action`` reads ``terms["valid_action"]``);
-    ``weighted``, each as it entered the total."""
-
-    total: torch.Tensor
-    terms: dict[str, torch.Tensor]
-    weighted: dict[str, torch.Tensor]
-
-    def __getattr__(self, name: str) -> torch.Tensor:
-        terms = self.__dict__.get("terms", {})
-        if name in terms:
-            return terms[name]
-        raise AttributeError(f"no term {name!r} in this objective (its terms: {', '.join(terms)})")
-
-
-def objective(inputs: TermInputs, terms: Sequence[Term] = TERMS) -> Losses:
-    """The terms of ``terms`` weighted by the settings' coefficients and summed: the rollout's terms first, in order
-    (their values, then their weights, then the sum), then each ``own_forward`` term where its weight is not 0 and
-    its input is there, added to the total. The same operations in the same order as ever: the losses, and so the
-    gradients, are bit for bit those of lq before the table (``tests/lit/test_loop_bits.py``)."""
-    coef = inputs.settings.coefficients
-    rollout_terms = [t for t in terms if not t.own_forward]
-    values = {t.name: t.value(inputs) for t in rollout_terms}
-    weighted = {t.name: t.weight(coef) * values[t.name] for t in rollout_terms}
-    total = sum(weighted.values())
-    for term in (t for t in terms if t.own_forward):
-        weight = term.weight(coef)
-        if weight == 0 or inputs.imitation is None:
-            continue
-        values[term.name] = term.value(inputs)
-        weighted[term.name] = weight * values[term.name]
-        total = total + weighted[term.name]
-    return Losses(total=total, terms=values, weighted=weighted)
-
-
-def switch_a2c_loss(
-    rollout: Rollout,
-    returns: torch.Tensor,
-    settings: A2CSettings = A2CSettings(),  # noqa: B008 (frozen dataclass)
-    imitation: Callable[[], torch.Tensor] | None = None,
-) -> Losses:
-    """All terms of the switch A2C objective (:data:`TERMS`) of a rollout and its ``returns`` ``[T, B]``, the
-    imitation term too where ``imitation`` gives it and its coefficient is not 0. ``rollout.acted`` marks the steps
-    where the switch chose the action head; the dialogue head's terms use the others.
-
-    The entropies are those of the distributions each head sampled from (``action_choices`` / ``speech_choices``:
-    the valid candidates where the protocol restricts choice to them, else every candidate); the valid-candidate
-    terms always see every candidate. ``settings``: the weights, the advantages' normalisation and the valid terms'
-    reduction (:class:`A2CSettings`; its ``gamma`` made ``returns``)."""
-    return objective(TermInputs(rollout, returns.reshape(-1), settings, imitation))

@@ -123,11 +123,11 @@ def test_a_curriculum_run_on_a_pool_draws_the_open_quests_and_resumes_exactly(sc
     common half, after it the rare half too; a run killed after an epoch and resumed from its last checkpoint ends with
     the same weights, the same losses and the same priority table as the run that was not."""
     whole, steps, drawn = _curriculum_fit(scale, tmp_path / "whole", 3)
-    common = set(whole.sampler.open(0))
+    common = set(whole.a2c.sampler.open(0))
     assert len(whole.env.instances) == 412 and len(common) == 206
     assert {i for at, i in drawn if at < 24} <= common and {i for at, i in drawn if at >= 24} - common
     _curriculum_fit(scale, tmp_path / "killed", 1)
     resumed, resumed_steps, _ = _curriculum_fit(scale, tmp_path / "resumed", 3, str(tmp_path / "killed" / "last.ckpt"))
-    assert resumed_steps == steps[2:] and resumed.sampler.state_dict() == whole.sampler.state_dict()
+    assert resumed_steps == steps[2:] and resumed.a2c.sampler.state_dict() == whole.a2c.sampler.state_dict()
     for (name, p), q in zip(whole.state_dict().items(), resumed.state_dict().values(), strict=True):
         assert torch.equal(p, q), name

@@ -70,7 +70,7 @@ def test_rl_trains_and_logs(setup_dir, tmp_path):
     for name in ("valid_action", "valid_speech", "action_entropy", "speech_entropy", "value"):
         assert f"losses/{name}" in metrics
     saved = torch.load(tmp_path / "last.ckpt", weights_only=True)  # the rollout is kept as bytes, safely loadable
-    assert saved["lq_priority"]["plays"] == module.sampler.plays != [0] * len(module.sampler.plays)
+    assert saved["lq_priority"]["plays"] == module.a2c.sampler.plays != [0] * len(module.a2c.sampler.plays)
 
 
 @pytest.mark.slow
@@ -83,7 +83,7 @@ def test_rl_resumes_exactly_where_an_interrupted_run_stopped(setup_dir, tmp_path
     resumed, trainer, resumed_steps = _fit(setup_dir, tmp_path / "resumed", 2, ckpt_path=str(checkpoint))
     assert trainer.global_step == 4 and len(steps) == 4 and len(resumed_steps) == 2
     assert resumed_steps == steps[2:]
-    assert resumed.sampler.state_dict() == whole.sampler.state_dict()
+    assert resumed.a2c.sampler.state_dict() == whole.a2c.sampler.state_dict()
     assert resumed.env.rng.getstate() == whole.env.rng.getstate()
     for (name, p), q in zip(whole.state_dict().items(), resumed.state_dict().values(), strict=True):
         assert torch.equal(p, q), name
@@ -283,6 +283,10 @@ def test_the_imitation_term_trains_the_agent_on_the_training_demonstrations(setu
     assert cloning[1.0] < 0.95 * min(before, cloning[0.0]), (before, cloning)  # 4.71 against 5.34 and 5.16
 
 
+def _trainable(module) -> list:
+    return [p for p in module.parameters() if p.requires_grad]
+
+
 @pytest.mark.slow
 def test_term_gradients_of_summed_valid_terms_are_the_candidates_times_the_averaged(setup_dir):
     """``lq gradients``' figures: on the same rollouts, the valid-speech term summed over the candidates has exactly
@@ -292,7 +296,7 @@ def test_term_gradients_of_summed_valid_terms_are_the_candidates_times_the_avera
         L.seed_everything(0)
         module = _module(setup_dir, valid_reduction=reduction)
         module.setup("fit")
-        terms[reduction] = module.term_gradients(2)
+        terms[reduction] = module.a2c.term_gradients(_trainable(module), 2)
     n = len(module.utterance_space)
     assert n > 1 and terms["sum"]["valid_speech"][1] > 0
     assert terms["sum"]["valid_speech"][1] == pytest.approx(n * terms["mean"]["valid_speech"][1], rel=1e-3)
@@ -301,7 +305,7 @@ def test_term_gradients_of_summed_valid_terms_are_the_candidates_times_the_avera
     L.seed_everything(0)
     silent = _module(setup_dir, coefficients={"policy": 0.0})  # the policy gradients off: nothing of theirs moves
     silent.setup("fit")
-    off = silent.term_gradients(1)
+    off = silent.a2c.term_gradients(_trainable(silent), 1)
     assert off["action_policy"][1] == off["speech_policy"][1] == 0.0 < off["valid_speech"][1]
     assert agent_name(silent) == "RL (no policy gradient) scratch act_speech hardcoded"
 
@@ -423,7 +427,7 @@ class _Weights(L.Callback):
 def _select_fit(root, tmp_path, epochs, monkeypatch, ckpt_path=None, **settings):
     """A run choosing every update, its validation figures :data:`SCRIPTED` (each a real evaluation's episodes, their
     goals set to the figure); its losses and curves, weights per update and what it logged of the selections."""
-    import lq.lit.rl as rl
+    import lq.lit.selection as rl
 
     def scripted(module, split, seed):
         played = evaluate_agent(module, split, seed=seed)
@@ -438,7 +442,11 @@ def _select_fit(root, tmp_path, epochs, monkeypatch, ckpt_path=None, **settings)
     trainer.loggers = [logger]
     trainer.callbacks += [record, weights]
     trainer.fit(module, ckpt_path=ckpt_path)
-    logged = [(s, m) for s, m in logger.logged if "select/val/act_and_speech_goal_rate" in m]
+    chosen = {}  # what each selection logged (its validation figures, the held-out schedule's), by step
+    for step, metrics in logger.logged:
+        if any(k.startswith("select/") for k in metrics):
+            chosen.setdefault(step, {}).update(metrics)
+    logged = [(s, m) for s, m in chosen.items() if "select/val/act_and_speech_goal_rate" in m]
     return module, record.steps, weights.after, logged
 
 
@@ -498,7 +506,7 @@ def test_the_imitation_term_weakens_when_the_held_out_demonstrations_pass_their_
     module, steps, _, logged = _select_fit(setup_dir, tmp_path / "whole", 3, monkeypatch, **settings)
     assert [m["select/demos_val_accuracy"] for _, m in logged] == pytest.approx(list(HELD_OUT.values()))
     assert [m["select/imitation"] for _, m in logged] == [1.0, 0.5, 0.5, 0.25, 0.125, 0.125]
-    assert module.settings.coefficients.imitation == 0.125
+    assert module.a2c.settings.coefficients.imitation == 0.125
     _select_fit(setup_dir, tmp_path / "short", 1, monkeypatch, **settings)
     resumed, resumed_steps, _, again = _select_fit(
         setup_dir, tmp_path / "short", 3, monkeypatch, ckpt_path=str(tmp_path / "short" / "last.ckpt"), **settings

@@ -11,7 +11,6 @@ import torch
 from lq.lit.bc import BCModule
 from lq.lit.entry import STAGES, stage_classes
 from lq.lit.rl import RLModule
-from lq.rl.a2c import collect
 from lq.stages import Resolver
 from tests.lit.test_rl import _module
 from tests.samples import env_spec, tiny_agent_config
@@ -108,30 +107,30 @@ def test_the_rollout_state_follows_the_module_through_to_and_an_update_runs(setu
     """``.to(float64)`` stands in for ``.to("cuda")``: a module moved after setup (Lightning moves it then) plays its
     next rollout with its GRU states, and every tensor the rollout makes, on its device and in its dtype."""
     module = _rl_module(setup_dir)
-    assert module.rollout_state.actor.hidden_a.dtype == torch.float32  # made in setup, before the move
+    assert module.a2c.state.actor.hidden_a.dtype == torch.float32  # made in setup, before the move
     module.to(torch.float64)
     optimizer = module.configure_optimizers()
     for _ in range(2):  # the second from the state the first left
-        rollout = collect(module.env, module.rollout_actor, module.rollout_state, module.hparams.rollout_steps)
-        losses = module.objective(rollout)
+        rollout = module.a2c.collect()
+        losses = module.a2c.objective(rollout)
         optimizer.zero_grad()
         losses.total.backward()
         optimizer.step()
-    state = module.rollout_state.actor
+    state = module.a2c.state.actor
     assert state.hidden_a.dtype == state.hidden_u.dtype == torch.float64
     assert state.steps.device.type == "cpu"  # the switch's counters stay where Python reads them
     assert rollout.action_logits.dtype == rollout.values.dtype == rollout.rewards.dtype == torch.float64
     assert losses.total.dtype == torch.float64 and torch.isfinite(losses.total)
     module.to(torch.float32)  # and back: the state follows again
-    collect(module.env, module.rollout_actor, module.rollout_state, 1)
-    assert module.rollout_state.actor.hidden_a.dtype == torch.float32
+    module.a2c.collect(1)
+    assert module.a2c.state.actor.hidden_a.dtype == torch.float32
 
 
 def test_a_resumed_rollout_keeps_its_switch_counters_on_the_cpu_and_its_states_on_the_agents_device(setup_dir):
     module = _rl_module(setup_dir)
     module.to(torch.float64)
-    module.restore_rollout(module.rollout_snapshot())
-    state = module.rollout_state.actor
+    module.a2c.restore_rollout(module.a2c.rollout_snapshot())
+    state = module.a2c.state.actor
     assert state.hidden_a.dtype == torch.float64 and state.k.dtype == torch.long and state.k.device.type == "cpu"
 
 
@@ -151,8 +150,8 @@ def test_an_rl_update_runs_under_cpu_autocast_with_a_gru_as_cuda_runs_it(setup_d
     optimizer = module.configure_optimizers()
     for _ in range(2):
         with torch.autocast("cpu", dtype=torch.bfloat16):
-            rollout = collect(module.env, module.rollout_actor, module.rollout_state, module.hparams.rollout_steps)
-            losses = module.objective(rollout)
+            rollout = module.a2c.collect()
+            losses = module.a2c.objective(rollout)
         optimizer.zero_grad()
         losses.total.backward()
         optimizer.step()
@@ -174,9 +173,9 @@ def test_on_a_gpu_rl_plays_and_updates_where_lightning_moved_the_module(setup_di
     trainer.fit(module)
     assert trainer.global_step == 2 and math.isfinite(float(trainer.callback_metrics["losses/total"]))
     assert module.env.partner.model.codes.device.type == module.env.dm.model.codes.device.type == "cuda"
-    assert module.rollout_state.actor.hidden_a.device.type == "cuda"  # the last rollout's (Lightning ends on the CPU)
+    assert module.a2c.state.actor.hidden_a.device.type == "cuda"  # the last rollout's (Lightning ends on the CPU)
     module.to("cuda")  # moved by hand after setup, as a benchmark does: the next rollout follows
-    rollout = collect(module.env, module.rollout_actor, module.rollout_state, 2)
+    rollout = module.a2c.collect(2)
     assert rollout.action_logits.device.type == rollout.rewards.device.type == "cuda"
 
 

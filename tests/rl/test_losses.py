@@ -3,22 +3,23 @@ import math
 import pytest
 import torch
 
-from lq.rl.a2c import a2c_losses
+from lq.rl.a2c import TERMS, Term, TermInputs, a2c_losses, objective
 from lq.rl.losses import (
-    TERMS,
-    A2CSettings,
     LossCoefficients,
-    Term,
     advantages,
     discounted_returns,
     entropy,
     normalized,
     policy_gradient_loss,
-    switch_a2c_loss,
     valid_candidates_loss,
     value_loss,
 )
-from tests.samples import one_env_rollout
+from tests.samples import a2c_settings, one_env_rollout
+
+
+def switch_a2c_loss(rollout, returns, settings):
+    """The objective of ``rollout`` with the given ``returns`` (in place of its discounted rewards)."""
+    return objective(TermInputs(rollout, returns.reshape(-1), settings))
 
 
 def test_discounted_returns_by_hand():
@@ -105,7 +106,7 @@ def test_switch_masks_each_heads_terms():
         valid_utterances=torch.randint(0, 2, (steps, n_utts)),
         values=torch.zeros(steps),
     )
-    out = switch_a2c_loss(rollout, torch.ones(steps, 1), A2CSettings(LossCoefficients()))
+    out = switch_a2c_loss(rollout, torch.ones(steps, 1), a2c_settings(LossCoefficients()))
     (out.action_policy + out.valid_action - out.action_entropy).backward()
     assert action_logits.grad[~acted].abs().sum() == 0 and action_logits.grad[acted].abs().sum() > 0
     assert speech_logits.grad is None  # no path from the action terms to the speech scores at all
@@ -133,9 +134,10 @@ def test_entropy_is_that_of_the_candidates_a_head_chose_among():
         valid_utterances=torch.ones(1, 2),
         values=torch.zeros(1),
     )
-    whole = switch_a2c_loss(one_env_rollout(**common), torch.zeros(1, 1)).action_entropy
+    whole = switch_a2c_loss(one_env_rollout(**common), torch.zeros(1, 1), a2c_settings()).action_entropy
     two = torch.tensor([[True, True, False, False]])
-    restricted = switch_a2c_loss(one_env_rollout(**common, action_choices=two), torch.zeros(1, 1)).action_entropy
+    restricted = switch_a2c_loss(one_env_rollout(**common, action_choices=two), torch.zeros(1, 1), a2c_settings())
+    restricted = restricted.action_entropy
     assert whole.item() == pytest.approx(math.log(4)) and restricted.item() == pytest.approx(math.log(2))
 
 
@@ -154,8 +156,8 @@ def test_normalized_advantages_have_zero_mean_and_unit_std_and_drive_the_policy_
         values=torch.zeros(4),
     )
     returns = torch.tensor([0.1, 0.1, 0.3, 0.3])  # small rewards: raw advantages of 0.1 and 0.3
-    raw = switch_a2c_loss(rollout, returns).action_policy
-    scaled = switch_a2c_loss(rollout, returns, A2CSettings(normalize_advantages=True)).action_policy
+    raw = switch_a2c_loss(rollout, returns, a2c_settings()).action_policy
+    scaled = switch_a2c_loss(rollout, returns, a2c_settings(normalize_advantages=True)).action_policy
     assert torch.isclose(raw, -(log_probs * returns).mean())
     unit = normalized(returns)  # [-0.866, -0.866, 0.866, 0.866]
     assert torch.isclose(scaled, -(log_probs * unit).mean())
@@ -163,8 +165,8 @@ def test_normalized_advantages_have_zero_mean_and_unit_std_and_drive_the_policy_
 
 def test_the_loss_takes_the_rollout_and_one_settings_value():
     with pytest.raises(ValueError, match=r"valid_reduction='avg': choose sum, total, mean, positives"):
-        A2CSettings(valid_reduction="avg")
-    stored = A2CSettings({"valid_action": 1.0, "value": 2.0})  # as a checkpoint's hyperparameters hold them
+        a2c_settings(valid_reduction="avg")
+    stored = a2c_settings({"valid_action": 1.0, "value": 2.0})  # as a checkpoint's hyperparameters hold them
     assert stored.coefficients == LossCoefficients(valid_action=1.0, value=2.0)
     rollout = one_env_rollout(
         action_logits=torch.zeros(2, 2),
@@ -181,7 +183,7 @@ def test_the_loss_takes_the_rollout_and_one_settings_value():
     value_only = LossCoefficients(0, 0, 0, 0, value=1.0, policy=0.0)
     # returns [gamma, 1] against values 0: the value term (R - V)^2 / 2 averaged is (gamma^2 + 1) / 4
     for gamma in (0.5, 0.9):
-        out = a2c_losses(rollout, A2CSettings(value_only, gamma=gamma))
+        out = a2c_losses(rollout, a2c_settings(value_only, gamma=gamma))
         assert out.total.item() == pytest.approx((gamma**2 + 1) / 4)
 
 
@@ -189,8 +191,6 @@ def test_a_new_objective_term_is_one_entry_of_the_table_and_at_zero_weight_moves
     """A term added to the table is computed, logged by its name and weighted into the total; at weight 0 the total,
     every other term and the gradients are bit for bit those without it; an own-forward term at weight 0 is not even
     computed."""
-    from lq.rl.losses import TermInputs, objective
-
     torch.manual_seed(0)
     logits = torch.randn(4, 5, requires_grad=True)
     rollout = one_env_rollout(
@@ -203,7 +203,7 @@ def test_a_new_objective_term_is_one_entry_of_the_table_and_at_zero_weight_moves
         valid_utterances=torch.randint(0, 2, (4, 5)),
         values=logits.mean(-1),
     )
-    inputs = TermInputs(rollout, torch.ones(4), A2CSettings())
+    inputs = TermInputs(rollout, torch.ones(4), a2c_settings())
     extra = Term("logit_norm", lambda x: x.action_logits.pow(2).mean(), lambda c: 0.0)
     never = Term("never", lambda x: 1 / 0, lambda c: 0.0, own_forward=True)
     plain, more = objective(inputs), objective(inputs, (*TERMS, extra, never))
