@@ -105,9 +105,10 @@ def _cmd_data_atomic_light(args: argparse.Namespace) -> int:
     events = [e for path in args.atomic for e in load_atomic_csv(path)]
     filler = None
     if args.fill == "mlm":
-        from lq.models.mlm_fill import MaskedLMFiller
+        from lq.models.mlm_fill import MaskedLMFiller, fill_settings
 
-        filler = MaskedLMFiller.fine_tune(db, light_nouns(db), steps=args.mlm_steps, seed=args.seed).fill
+        settings = fill_settings()
+        filler = MaskedLMFiller.fine_tune(db, light_nouns(db), steps=args.mlm_steps, seed=args.seed, **settings).fill
     samples = build_atomic_light(events, db, seed=args.seed, filler=filler)
     with atomic_dir(args.out, overwrite=args.overwrite) as tmp:
         write_atomic_light(samples, tmp)

@@ -168,9 +168,10 @@ def generate_dataset(
     atomic_events = seed_events()
     filler = None
     if atomic_fill == "mlm":
-        from lq.models.mlm_fill import MaskedLMFiller  # torch and transformers only when asked for
+        from lq.models.mlm_fill import MaskedLMFiller, fill_settings  # torch and transformers only when asked for
 
-        filler = MaskedLMFiller.fine_tune(db, light_nouns(db), steps=mlm_steps, seed=seed, log=log).fill
+        settings = fill_settings()
+        filler = MaskedLMFiller.fine_tune(db, light_nouns(db), steps=mlm_steps, seed=seed, log=log, **settings).fill
     atomic_light = build_atomic_light(atomic_events, db, seed=seed, filler=filler)
     derived = engine_triples(db, seed=seed, per_verb=size.engine_triples_per_verb)
     for split in SPLITS:

@@ -152,7 +152,8 @@ class AgentModule(L.LightningModule):
     The hyperparameters every agent has: ``env`` (:class:`lq.envs.spec.EnvSpec`: the dataset, the partner and DM, the
     protocol the agent is trained and evaluated under, the partner's calibration, what the context lists; ``model.env``
     in the configs), ``encoder`` / ``pretrained_checkpoint`` (the frozen encoder; none for scratch), ``switch`` and
-    ``switch_every``, ``ability``, ``lr``, ``context_length`` (the agent's word pieces), ``candidate_dim``, ``agent``
+    ``switch_every``, ``ability``, ``lr`` (Adam's learning rate, no default here: conf/agent.yaml, the profiles and the
+    objectives set it), ``context_length`` (the agent's word pieces), ``candidate_dim``, ``agent``
     (Table 6 sizes), ``eval_max_steps`` (None: the protocol's), ``eval_batch_size``, ``seed``; ``worlds``: another
     dataset whose test quests every zero-shot evaluation also plays (``data_dir``, ``partner_checkpoint``,
     ``dm_checkpoint``: :meth:`on_worlds`; e.g. quests generated from the LIGHT DB, worlds the agent never saw).
@@ -163,12 +164,12 @@ class AgentModule(L.LightningModule):
     def __init__(
         self,
         env: EnvSpec,
+        lr: float,
         encoder: EncoderConfig = SCRATCH,
         pretrained_checkpoint: str | None = None,
         switch: str = "hardcoded",
         switch_every: int = 3,
         ability: str = "act_speech",
-        lr: float = 1e-4,
         context_length: int = 256,
         candidate_dim: int = 256,
         agent: AgentConfig = AgentConfig(),  # noqa: B008 (a dataclass default, never mutated)

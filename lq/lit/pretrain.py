@@ -166,10 +166,13 @@ class PretrainModule(L.LightningModule):
         self,
         encoder: EncoderConfig = GENERAL_LIGHT,
         n_codes: int = 64,
-        lr: float = 5e-5,
+        *,
+        lr: float,
         weight_decay: float = 0.01,
         warmup_steps: int = 100,
     ):
+        """A poly-encoder of ``encoder``'s type with ``n_codes`` codes, trained by AdamW at ``lr`` (no default here:
+        conf/poly_encoder.yaml and the profiles set it) with ``weight_decay``, after ``warmup_steps`` linear steps."""
         super().__init__()
         if isinstance(encoder, dict):  # as stored in a checkpoint's hyperparameters
             encoder = EncoderConfig(**{**encoder, "spec": EncoderSpec(**encoder.get("spec", {}))})

@@ -25,6 +25,16 @@ ENVIRONMENT = ("env.protocol", "env.context_length", "env.partner_calibration", 
 REPORTED = ("sources", "trainer.logger", "tables", "eval_seeds", "zero_shot", "retrain")
 
 
+# settings the config files name since 2026-12-07 (conf/agent.yaml, conf/rl.yaml: every setting a module reads has
+# its value there), with the value the runs written before had (the module's default then): a saved config without
+# one reads as having it, so that a run finished before is still found as done
+NAMED_SINCE = {"model.eval_max_steps": None, "model.worlds": None, "model.max_steps": None, "model.priority_mix": 0.5,
+               "model.recent_episodes": 200, "model.adam_betas": [0.9, 0.999], "model.gain_lr_scale": 1.0,
+               "model.imitation_batch": 4, "model.budgets": [], "model.select_every": 0, "model.curriculum": None,
+               "model.curriculum_stages": 4, "model.curriculum_interactions": 100_000, "model.imitation_patience": 0,
+               "model.imitation_decay": 0.0}  # fmt: skip
+
+
 def read_config(file: str | Path) -> dict[str, Any] | None:
     """A run's resolved config file, or None where there is none (a run not started, or one from before lq resolved
     runs into files)."""
@@ -58,7 +68,19 @@ def _less(config: Mapping, keys: Sequence[str]) -> dict:
 def same_run(saved: Mapping, resolved: Mapping) -> bool:
     """Whether a run's folder holds what ``resolved`` would train: its resolved config ``saved`` is the same, but for
     what a run only reports (:data:`REPORTED`: its logger, its tables, its evaluation seeds, the names of its files)."""
+    saved = _with_named_since(saved, resolved)
     return _less(saved, REPORTED) == _less(resolved, REPORTED)
+
+
+def _with_named_since(saved: Mapping, resolved: Mapping) -> dict:
+    """``saved`` with each :data:`NAMED_SINCE` setting it lacks and ``resolved`` names, at the value it had."""
+    out = dict(saved)
+    for key, value in NAMED_SINCE.items():
+        head, _, rest = key.partition(".")
+        theirs, ours = out.get(head), resolved.get(head)
+        if isinstance(theirs, Mapping) and isinstance(ours, Mapping) and rest in ours and rest not in theirs:
+            out[head] = {**theirs, rest: value}
+    return out
 
 
 def differences(theirs: Mapping[str, Any], ours: Mapping[str, Any], keys: Sequence[str]) -> dict:

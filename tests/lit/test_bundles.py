@@ -157,8 +157,8 @@ def test_eval_quests_plays_the_first_n_quests_of_the_split_agents_and_baselines_
     from tests.samples import env_spec, tiny_agent_config
 
     untrained = BCModule(
-        env=env_spec(setup_dir), context_length=64, candidate_dim=16, agent=tiny_agent_config(), eval_max_steps=3,
-        eval_batch_size=8,
+        env=env_spec(setup_dir), lr=1e-4, context_length=64, candidate_dim=16, agent=tiny_agent_config(),
+        eval_max_steps=3, eval_batch_size=8,
     )  # fmt: skip
     monkeypatch.setattr(checkpoints, "load_agent", lambda *_, **__: untrained)  # what it plays, not how well
     rows = dict(checkpoints.evaluate_checkpoints(["agent"], 1, sampled=False, quests=5, log=lambda _: None))

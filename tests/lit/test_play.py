@@ -97,7 +97,7 @@ def _untrained_agent(root):
     from lq.lit.bc import BCModule
 
     return BCModule(
-        env=env_spec(root), context_length=64, candidate_dim=16, agent=tiny_agent_config(), eval_max_steps=6,
+        env=env_spec(root), lr=1e-4, context_length=64, candidate_dim=16, agent=tiny_agent_config(), eval_max_steps=6,
         eval_batch_size=1,
     )  # fmt: skip
 

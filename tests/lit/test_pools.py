@@ -83,8 +83,9 @@ def test_the_same_agent_is_evaluated_against_the_same_candidates_whatever_the_po
     """An agent trained with a pool has the dataset's spaces, in the same order, and plays the same test quests: the
     same weights played with or without the pool give the same episodes, turn for turn; only its training split
     grows (by the pool's quests) and its scratch encoder's word pieces are drawn from the pool's texts too."""
-    agents = [RLModule(env=env_spec(scale, pool=pool), context_length=64, candidate_dim=8, agent=tiny_agent_config(),
-                       eval_max_steps=4, eval_batch_size=20) for pool in (None, str(scale / "pool"))]  # fmt: skip
+    agents = [RLModule(env=env_spec(scale, pool=pool), lr=1e-4, context_length=64, candidate_dim=8,
+                       agent=tiny_agent_config(), eval_max_steps=4, eval_batch_size=20)
+              for pool in (None, str(scale / "pool"))]  # fmt: skip
     agents[0].build_agent()
     agents[1].build_agent(vocabulary=agents[0].agent.encoder.vocabulary.ids)  # the one agent: its word pieces
     agents[1].load_state_dict(agents[0].state_dict())

@@ -16,9 +16,10 @@ from tests.samples import env_spec, tiny_agent_config
 AGENT = tiny_agent_config()
 
 
-def _module(root, env=None, agent=AGENT, eval_max_steps=4, **kwargs):
+def _module(root, env=None, agent=AGENT, eval_max_steps=4, lr=1e-4, **kwargs):
     return RLModule(
         env=env or env_spec(root),
+        lr=lr,
         num_envs=4,
         rollout_steps=3,
         max_steps=3,  # every episode ends within the first rollout: the curves have a figure from the first update
@@ -203,7 +204,7 @@ def test_a_scratch_agent_has_a_row_for_every_word_piece_its_quests_show(setup_di
 @pytest.mark.slow
 def test_rl_starts_from_a_behaviour_cloned_agent_of_the_same_sizes(trained_agent):
     saved = torch.load(trained_agent, map_location="cpu", weights_only=False)
-    keep = (*SAME_AGENT, "env")
+    keep = (*SAME_AGENT, "env", "lr")
     same = {k: v for k, v in saved["hyper_parameters"].items() if k in keep}
     module = RLModule(init_from=str(trained_agent), **same)
     assert agent_name(module) == "RL (from an agent) scratch act_speech hardcoded"  # a checkpoint named, not bc

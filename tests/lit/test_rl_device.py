@@ -136,7 +136,7 @@ def test_a_resumed_rollout_keeps_its_switch_counters_on_the_cpu_and_its_states_o
 
 def test_behaviour_cloning_follows_the_module_through_to(setup_dir):
     L.seed_everything(0)
-    module = BCModule(env=env_spec(setup_dir), context_length=64, candidate_dim=8, agent=tiny_agent_config())
+    module = BCModule(env=env_spec(setup_dir), lr=1e-4, context_length=64, candidate_dim=8, agent=tiny_agent_config())
     module.setup("fit")
     module.to(torch.float64)
     loss = module.cloning_loss(module.episodes["train"][:4])["loss"]
@@ -182,7 +182,7 @@ def test_on_a_gpu_rl_plays_and_updates_where_lightning_moved_the_module(setup_di
 @CUDA
 def test_on_a_gpu_behaviour_cloning_trains_under_bf16_mixed(setup_dir):
     L.seed_everything(0)
-    module = BCModule(env=env_spec(setup_dir), context_length=64, candidate_dim=8, agent=tiny_agent_config())
+    module = BCModule(env=env_spec(setup_dir), lr=1e-4, context_length=64, candidate_dim=8, agent=tiny_agent_config())
     trainer = _gpu_trainer(max_epochs=1, limit_train_batches=2, limit_val_batches=1)
     trainer.fit(module)
     assert math.isfinite(float(trainer.callback_metrics["val/loss"]))

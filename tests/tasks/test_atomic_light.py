@@ -8,7 +8,7 @@ from lq.cli import main
 from lq.data.atomic import RELATIONS, AtomicEvent, write_atomic_csv
 from lq.data.atomic_light import load_atomic_light
 from lq.data.default_db import load_default_db
-from lq.models.mlm_fill import MASK, MaskedLMFiller
+from lq.models.mlm_fill import MASK, MaskedLMFiller, fill_settings
 from lq.models.pretrained import minilm_dir
 from lq.tasks.atomic_light import build_atomic_light, engine_triples, light_characters, light_nouns
 
@@ -52,7 +52,8 @@ def _tiny_filler(nouns):
             vocab_size=tok.vocab_size, hidden_size=32, num_hidden_layers=2, num_attention_heads=2, intermediate_size=64
         )
     )
-    return MaskedLMFiller.fine_tune(DB, nouns, model=model, tokenizer=tok, steps=3, batch_size=4, log=lambda _: None)
+    settings = {**fill_settings(), "batch_size": 4}
+    return MaskedLMFiller.fine_tune(DB, nouns, model=model, tokenizer=tok, steps=3, log=lambda _: None, **settings)
 
 
 def test_masked_lm_fills_only_light_nouns():
