@@ -4,7 +4,7 @@
         --dm outputs/dm/small/best.ckpt [--split test] [--calibration completions] [--context-length N]
 
 Plays each quest of the split once (one episode per demonstration linked to its quest) with the demonstrations' self
-turns and the environment's own partner and DM (lq.rl.baselines.REPLAY_WITH_PARTNER: an agent that stays in the
+turns and the environment's own partner and DM (lq.rl.baseline_policies.REPLAY_WITH_PARTNER: an agent that stays in the
 scene), twice: as the environment is by default, and with ``EnvSpec(scene_filter=True)``. For each it prints the share
 of the partner's utterances that name a character or a place absent from the scene (lq.envs.scene: the two
 characters, the room the partner is in, its name and category), split into characters and places, and the share of

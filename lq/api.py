@@ -77,8 +77,8 @@ class AgentPolicy:
     ``lq/Quest-v0`` environment; the agent reads the Dungeon Master's ranking of its own context from it, as in
     training). Its recurrent state starts again at each episode's first step (``info["steps"] == 0``). Decoding is the
     agent's protocol's (sampled under ``paper``) unless ``greedy`` is given. ``baseline`` ("random", "overlap": the
-    rules of :mod:`lq.rl.baselines`) plays that rule in place of the agent's policies, with the agent's switch and
-    spaces, as the tables' baselines do; ``restrict``: among the valid candidates only (default: the protocol's
+    rules of :mod:`lq.rl.baseline_policies`) plays that rule in place of the agent's policies, with the agent's switch
+    and spaces, as the tables' baselines do; ``restrict``: among the valid candidates only (default: the protocol's
     choice; the tables' "valid candidates" rows are ``restrict=True``)."""
 
     def __init__(

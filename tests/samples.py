@@ -233,9 +233,9 @@ def parsed_cli(stage: str, args: list[str]):
     """The stage's LightningCLI with ``args`` parsed and checked (its context lengths: ``StageCLI.check_lengths``)
     and nothing built: what a test reads the stage CLI's own reading of a command line from (lq never reads a
     setting back from one: a run's configuration is ``lq.stages.Run.config``)."""
-    from lq.lit.entry import STAGES, stage_classes
+    from lq.lit.entry import STAGE_CLIS, stage_classes
 
-    class Parsed(STAGES[stage]):
+    class Parsed(STAGE_CLIS[stage]):
         def before_instantiate_classes(self) -> None:
             self.check_lengths()
 

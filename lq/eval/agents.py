@@ -14,7 +14,7 @@ from typing import Protocol as Interface
 
 from lq.envs.protocol import Protocol
 from lq.envs.quest_env import QuestEnv
-from lq.eval.baselines import baseline_results
+from lq.eval.baseline_results import baseline_results
 from lq.eval.episodes import EvalResult, decodings, evaluate
 from lq.rl.acting import Actor
 from lq.rl.registry import TITLES
@@ -106,7 +106,7 @@ def first_quests(env: QuestEnv, quests: int | None, split: str) -> QuestEnv:
 def agent_baselines(
     agent: Playable, split: str = "test", seeds: Sequence[int] = (0,), quests: int | None = None
 ) -> dict[str, list[EvalResult]]:
-    """The baselines through ``agent``'s actor and environment (:func:`lq.eval.baselines.baseline_results`: its
+    """The baselines through ``agent``'s actor and environment (:func:`lq.eval.baseline_results.baseline_results`: its
     protocol, switch, ability and spaces; one environment for every rule and seed), on the first ``quests`` quests of
     ``split`` (None: all)."""
     env = first_quests(agent.eval_env(split), quests, split)

@@ -3,7 +3,7 @@
 sampled (temperature 1) decoding, one of them or both in one environment (:func:`decodings`).
 
 The same code path serves behaviour cloning and RL agents and the baselines (an :class:`lq.rl.acting.Actor` with a
-rule of :mod:`lq.rl.baselines` for a policy), all with the same switch in the same environment.
+rule of :mod:`lq.rl.baseline_policies` for a policy), all with the same switch in the same environment.
 """
 
 from __future__ import annotations

@@ -33,7 +33,7 @@ from lq.lit.rl import RLModule
 from lq.models.poly_encoder import stores_beside
 
 FORMAT = "lq-agent-bundle/1"
-STAGES = {"bc": BCModule, "rl": RLModule}
+AGENT_MODULES = {"bc": BCModule, "rl": RLModule}
 DATA_SUFFIXES = (".json", ".jsonl", ".csv")  # the files a dataset's fingerprint covers (lq.data.dataset)
 # the files a bundle copies, by where its hyperparameters name them ("env.": in the environment's, EnvSpec) and the
 # name of the copy (the poly-encoders as NAME.safetensors, the dataset under data/)
@@ -52,9 +52,9 @@ def is_bundle(path: str | Path) -> bool:
 def built_module(stage: str, hparams: dict, vocabulary: torch.Tensor | None, where: str | Path) -> AgentModule:
     """An agent module of ``stage`` with ``hparams`` and its agent built (the weights still to load): a scratch
     encoder's rows are ``vocabulary``'s (what the checkpoint saved), or the whole tokenizer's where it saved none."""
-    if stage not in STAGES:
+    if stage not in AGENT_MODULES:
         raise ValueError(f"{where}: not an lq agent checkpoint (from lq bc or lq rl); lq_stage={stage!r}")
-    module = STAGES[stage](**hparams)
+    module = AGENT_MODULES[stage](**hparams)
     module.build_agent(vocabulary, whole_vocabulary=vocabulary is None)
     return module
 

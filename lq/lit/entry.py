@@ -8,7 +8,7 @@ from collections.abc import Sequence
 
 from lq.lit.cli import BCCLI, RLCLI, DungeonMasterCLI, PartnerCLI, PretrainCLI, StageCLI
 
-STAGES: dict[str, type[StageCLI]] = {
+STAGE_CLIS: dict[str, type[StageCLI]] = {
     "pretrain": PretrainCLI,
     "partner": PartnerCLI,
     "dm": DungeonMasterCLI,
@@ -19,7 +19,7 @@ STAGES: dict[str, type[StageCLI]] = {
 
 def stage_main(stage: str, args: Sequence[str] | None = None) -> StageCLI:
     """``lq STAGE COMMAND ...`` with LightningCLI's commands (fit, validate, test, predict)."""
-    return STAGES[stage](
+    return STAGE_CLIS[stage](
         *stage_classes(stage), args=list(args) if args is not None else None, seed_everything_default=0
     )
 
@@ -33,7 +33,7 @@ def fit_stage(stage: str, args: Sequence[str] | dict) -> dict[str, float]:
     args = args if isinstance(args, dict) else list(args)
     threads = torch.get_num_threads()  # the run sets its own (--threads); the caller's come back after it
     try:
-        return STAGES[stage](*stage_classes(stage), args=args, run=False, seed_everything_default=0).fit()
+        return STAGE_CLIS[stage](*stage_classes(stage), args=args, run=False, seed_everything_default=0).fit()
     finally:
         torch.set_num_threads(threads)
 

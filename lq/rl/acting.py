@@ -10,7 +10,7 @@ protocol) only among the candidates the environment says are valid: the engine's
 Master's M valid utterances (Jericho's valid-action handicap). The valid-output losses are trained either way, on
 targets the protocol sets (:meth:`Actor._loss_targets`).
 
-The baselines are the same actor with a rule of :mod:`lq.rl.baselines` for a policy, so they play through the
+The baselines are the same actor with a rule of :mod:`lq.rl.baseline_policies` for a policy, so they play through the
 same switch, candidates and environment.
 """
 
@@ -22,7 +22,7 @@ import torch
 
 from lq.models.agent import SwitchAgent
 from lq.models.poly_encoder import TextBatcher
-from lq.rl.baselines import rule_scores
+from lq.rl.baseline_policies import rule_scores
 from lq.rl.losses import masked
 from lq.rl.registry import RULE_DECODING, RULES
 from lq.rl.switch import HardcodedSwitch, RatioSwitch

@@ -1,7 +1,7 @@
 """The baselines' registry, in one place: every row a baselines table shows beside the agents (the rules an actor plays
 in place of an agent's policies, the ceiling, the demonstrations replayed), by key (in metric names) and title. Plain
-data, without torch: the experiments' specs read it to build their tables, :mod:`lq.rl.baselines` plays the rules and
-:mod:`lq.eval.baselines` runs every row."""
+data, without torch: the experiments' specs read it to build their tables, :mod:`lq.rl.baseline_policies` plays the
+rules and :mod:`lq.eval.baseline_results` runs every row."""
 
 from __future__ import annotations
 

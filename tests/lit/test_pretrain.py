@@ -13,7 +13,7 @@ from lq.conf import resolver
 from lq.data.atomic_light import load_atomic_light
 from lq.data.dataset import load_dataset
 from lq.generate import generate_dataset
-from lq.lit.entry import STAGES, fit_pretrain
+from lq.lit.entry import STAGE_CLIS, fit_pretrain
 from lq.lit.metrics import HitsAtK
 from lq.lit.pretrain import PretrainDataModule, PretrainModule
 from lq.models.encoder import EncoderConfig
@@ -204,11 +204,11 @@ def test_every_encoder_config_parses_with_every_stage_and_profile(encoder, monke
     """Every profile the resolver knows, every stage, as it orders their config files."""
     monkeypatch.chdir(ROOT)
     stage_files = {Path(p).stem for p in glob.glob(str(ROOT / "conf/*.yaml"))} - {"agent", "poly_encoder"}  # bases
-    assert stage_files == set(STAGES), "a stage config without a CLI"
+    assert stage_files == set(STAGE_CLIS), "a stage config without a CLI"
     assert set(resolver.profiles()) >= {"tiny", "paper", "quick"}
     for profile in resolver.profiles():
         where = stages.Resolver(profile=profile)
-        for stage in STAGES:
+        for stage in STAGE_CLIS:
             run = where.run(stage, encoder)
             cli = parsed_cli(stage, written(run.config, tmp_path))  # its resolved config alone, as lq stage runs it
             assert cli.config.model.encoder.name == encoder

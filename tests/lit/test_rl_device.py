@@ -9,7 +9,7 @@ import pytest
 import torch
 
 from lq.lit.bc import BCModule
-from lq.lit.entry import STAGES, stage_classes
+from lq.lit.entry import STAGE_CLIS, stage_classes
 from lq.lit.rl import RLModule
 from lq.stages import Resolver
 from tests.lit.test_rl import _module
@@ -55,7 +55,7 @@ def _paper_cli(stage: str, root, out, encoder: str, *extra: str):
                   str(root / "dm.ckpt"))  # fmt: skip
         run = dataclasses.replace(run, extra=models)
     run.kind.write(run)
-    return STAGES[stage](*stage_classes(stage), args=[*run.args[2:], *QUIET, *extra], run=False)
+    return STAGE_CLIS[stage](*stage_classes(stage), args=[*run.args[2:], *QUIET, *extra], run=False)
 
 
 def _finite(trainer, key: str) -> float:

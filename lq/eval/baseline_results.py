@@ -1,6 +1,6 @@
-"""The baselines' runner: every rule of :mod:`lq.rl.baselines` played through an agent's actor and environment (its
-protocol, switch, ability and spaces), one evaluation per seed; the ceiling and the demonstrations replayed (with their
-own partner, and with the environment's), once: neither samples."""
+"""The baselines' runner: every rule of :mod:`lq.rl.baseline_policies` played through an agent's actor and environment
+(its protocol, switch, ability and spaces), one evaluation per seed; the ceiling and the demonstrations replayed (with
+their own partner, and with the environment's), once: neither samples."""
 
 from __future__ import annotations
 
@@ -9,7 +9,7 @@ from collections.abc import Callable, Sequence
 from lq.envs.quest_env import QuestEnv
 from lq.eval.episodes import EvalResult, evaluate
 from lq.rl.acting import Actor
-from lq.rl.baselines import ceiling, replay_demonstrations
+from lq.rl.baseline_policies import ceiling, replay_demonstrations
 from lq.rl.registry import BASELINES, CEILING, REPLAY, REPLAY_WITH_PARTNER
 
 
