@@ -133,7 +133,7 @@ class StageCLI(LightningCLI):
                 "checkpoint.save_last": True,
                 # the name of the checkpoint the stage kind keeps (lq.stages: best.ckpt, RL's agent.ckpt); its folder
                 # is the run's config's (checkpoint.dirpath: lq stage and lq experiment resolve it)
-                "checkpoint.filename": Path(KINDS[self.stage].checkpoint_name).stem,
+                "checkpoint.filename": KINDS[self.stage].checkpoint_filename,
                 "checkpoint.enable_version_counter": False,  # a run trained again overwrites, never best-v1.ckpt
             }
         )

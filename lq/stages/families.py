@@ -90,6 +90,11 @@ class Trained(Stage):
     trains = True
     checkpoint_name = "best.ckpt"  # the checkpoint the run keeps
 
+    @property
+    def checkpoint_filename(self) -> str:
+        """The kept checkpoint's name as Lightning's ``ModelCheckpoint.filename`` takes it (no suffix)."""
+        return Path(self.checkpoint_name).stem
+
     def checkpoint(self, run: Run) -> str:
         return f"{run.dir}/{self.checkpoint_name}"
 
@@ -153,8 +158,7 @@ class Trained(Stage):
 
     def settings(self, run: Run) -> dict[str, Any]:
         """Its seed, its checkpoints' folder and name (every path of a run has its home here and in its kind)."""
-        name = Path(self.checkpoint_name).stem
-        return {"seed_everything": run.seed, "checkpoint": {"dirpath": run.dir, "filename": name}}
+        return {"seed_everything": run.seed, "checkpoint": {"dirpath": run.dir, "filename": self.checkpoint_filename}}
 
     def write(self, run: Run, fresh: bool = False, retrain: bool = False) -> None:
         """Its resolved configuration (:meth:`resolve`) as ``RUN_DIR/config.yaml``, written whole then renamed into
