@@ -9,7 +9,6 @@ from lq.envs.episode import SELF_INDENT, QuestInstance, instances_from_data
 from lq.envs.partner import PolyEncoderPartner, ScriptedPartner
 from lq.envs.quest_env import QuestEnv
 from lq.envs.replay import demonstration_turns
-from lq.eval import EvalResult
 from lq.generate import generate_dataset
 from lq.models.poly_encoder import PolyEncoder, TextBatcher
 from lq.models.pretrained import load_tokenizer
@@ -198,44 +197,6 @@ def test_partner_act_completion_earns_the_act_reward(batcher):
     assert f"{SELF_INDENT}dragon: Please, give me the egg." in lines
     assert "knight: Who goes there?" in lines
     assert "knight > give golden dragon egg to dragon    [You give the golden dragon egg to the dragon.]" in lines
-
-
-def test_eval_transcripts_are_grouped_as_in_the_appendix():
-    def episode(by, speech, text):
-        return {
-            "act_goal_by": by,
-            "act_goal": by is not None,
-            "speech_goal": speech,
-            "speech_score": 0.5 * speech,
-            "steps": 3,
-            "transcript": text,
-        }
-
-    result = EvalResult(
-        0.5,
-        0.5,
-        0.25,
-        [
-            episode(None, True, "A"),
-            episode("self", False, "B"),
-            episode("self", True, "C"),
-            episode("partner", False, "D"),
-        ],
-    )
-    text = result.transcripts()
-    order = [
-        text.index(mark)
-        for mark in (
-            "=== Self act completion transcripts: 2 episodes, 1 of them",
-            "C\n  => act goal: self, speech score 0.50 (speech goal: yes)",
-            "B\n  => act goal: self",
-            "=== Partner act completion transcripts: 1",
-            "D\n",
-            "=== Act goal not reached: 1 episodes, 1 of them",
-            "A\n",
-        )
-    ]
-    assert order == sorted(order)
 
 
 def test_random_agent_rarely_reaches_act_goals(data, batcher):

@@ -16,7 +16,7 @@ from lq.cli import main
 from lq.commands.jobs import run_baselines
 from lq.envs.models import load_poly_encoder
 from lq.models.poly_encoder import weights_digest
-from tests.lit.test_experiments import _tiny_setup
+from tests.experiments.helpers import _tiny_setup
 from tests.lit.test_pretrain import TINY_ARGS
 
 

@@ -1,13 +1,11 @@
 import pytest
 import torch
 
-from lq.data import Demonstration
 from lq.models.agent import SwitchAgent
 from lq.models.poly_encoder import PolyEncoder, TextBatcher
 from lq.models.pretrained import load_tokenizer
-from lq.rl.losses import switch_a2c_loss
-from lq.rl.switch import HardcodedSwitch, RatioSwitch, utterance_action_ratio
-from tests.samples import demo_json, one_env_rollout, tiny_agent_config, tiny_encoder_spec
+from lq.rl.a2c import TermInputs, objective
+from tests.samples import a2c_settings, one_env_rollout, tiny_agent_config, tiny_encoder_spec
 
 TINY = tiny_encoder_spec()
 CONFIG = tiny_agent_config()
@@ -79,7 +77,7 @@ def test_the_switch_masks_the_other_heads_gradient(batcher):
         valid_utterances=torch.zeros(3, 4),
         values=v,
     )
-    out = switch_a2c_loss(rollout, torch.ones(3))
+    out = objective(TermInputs(rollout, torch.ones(3), a2c_settings()))
     (out.total - 0.5 * out.value).backward()  # every policy term; the critic's own term aside
     action_grads = [
         p.grad
@@ -92,20 +90,6 @@ def test_the_switch_masks_the_other_heads_gradient(batcher):
     ]
     assert all(g is None or g.abs().sum() == 0 for g in action_grads)
     assert any(p.grad is not None and p.grad.abs().sum() > 0 for p in agent.speech_head.parameters())
-
-
-def test_switches():
-    steps = torch.arange(7)
-    assert HardcodedSwitch(3).acts(steps, torch.zeros(7)).tolist() == [False, False, True, False, False, True, False]
-    demo = Demonstration.from_json(demo_json(6))  # self: 2 utterances and 1 action
-    assert utterance_action_ratio(demo) == 2.0
-    switch = RatioSwitch([demo, Demonstration.from_json(demo_json(10))])  # ratios 2 and 4 -> average 3
-    assert switch.average_k == 3 and RatioSwitch.k_for(demo, 3) == 2
-    since = torch.tensor([0, 1, 2, 3])
-    assert switch.acts(steps[:4], since).tolist() == [False, False, False, True]
-    assert switch.acts(steps[:4], since, torch.tensor([2, 2, 2, 2])).tolist() == [False, False, True, True]
-    with pytest.raises(ValueError):
-        HardcodedSwitch(0)
 
 
 def test_exact_match_marks_a_candidates_content_words_in_the_context(batcher):

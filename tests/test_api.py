@@ -11,7 +11,7 @@ import pytest
 
 from lq.cli import main
 
-ROOT = Path(__file__).resolve().parents[2]
+ROOT = Path(__file__).resolve().parents[1]
 
 
 def docs_script(heading: str) -> str:
