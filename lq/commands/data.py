@@ -7,6 +7,7 @@ import argparse
 from pathlib import Path
 
 from lq.commands import UsageError, positive_count
+from lq.conf import read
 
 
 def _cmd_data_download(args: argparse.Namespace) -> int:
@@ -77,6 +78,7 @@ def _cmd_data_generate(args: argparse.Namespace) -> int:
         overwrite=args.overwrite,
         atomic_fill=args.atomic_fill,
         mlm_steps=args.mlm_steps,
+        mlm_settings=read("generate", "mlm_fill.yaml") if args.atomic_fill == "mlm" else None,
     )
     counts = "; ".join(f"{k} {'/'.join(str(v) for v in c.values())}" for k, c in manifest["counts"].items())
     print(f"wrote {args.out} (scale {args.scale}, seed {args.seed}): {counts}")
@@ -105,10 +107,10 @@ def _cmd_data_atomic_light(args: argparse.Namespace) -> int:
     events = [e for path in args.atomic for e in load_atomic_csv(path)]
     filler = None
     if args.fill == "mlm":
-        from lq.models.mlm_fill import MaskedLMFiller, fill_settings
+        from lq.models.mlm_fill import MaskedLMFiller
 
-        settings = fill_settings()
-        filler = MaskedLMFiller.fine_tune(db, light_nouns(db), steps=args.mlm_steps, seed=args.seed, **settings).fill
+        tune = {"steps": args.mlm_steps, "seed": args.seed, **read("generate", "mlm_fill.yaml")}
+        filler = MaskedLMFiller.fine_tune(db, light_nouns(db), **tune).fill
     samples = build_atomic_light(events, db, seed=args.seed, filler=filler)
     with atomic_dir(args.out, overwrite=args.overwrite) as tmp:
         write_atomic_light(samples, tmp)

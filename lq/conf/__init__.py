@@ -10,6 +10,13 @@ from pathlib import Path
 ROOT = Path(str(files(__name__)))
 
 
+def read(*parts: str) -> dict:
+    """The config file :func:`path` finds, parsed (e.g. ``read("generate", "mlm_fill.yaml")``)."""
+    import yaml
+
+    return yaml.safe_load(path(*parts).read_text(encoding="utf-8"))
+
+
 def path(*parts: str) -> Path:
     """The config file ``ROOT/parts...`` (e.g. ``path("protocol", "paper.yaml")``); a missing one is named with the
     ones that exist beside it."""

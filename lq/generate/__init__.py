@@ -23,7 +23,7 @@ from __future__ import annotations
 import json
 import random
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -119,17 +119,21 @@ def generate_dataset(
     overwrite: bool = False,
     atomic_fill: str = "vocab",
     mlm_steps: int = 300,
+    mlm_settings: Mapping[str, object] | None = None,
     log: Callable[[str], None] = print,
 ) -> dict[str, object]:
     """Write the dataset (see the module doc); returns its manifest.
 
     ``atomic_fill="mlm"`` fills ATOMIC-LIGHT's masks with a masked LM fine-tuned on the DB's text for
-    ``mlm_steps`` steps (as the paper does; minutes on a CPU), ``"vocab"`` with random LIGHT nouns.
+    ``mlm_steps`` steps (as the paper does; minutes on a CPU) with ``mlm_settings`` (conf/generate/mlm_fill.yaml's,
+    which the command reads: ``lq.conf.read("generate", "mlm_fill.yaml")``), ``"vocab"`` with random LIGHT nouns.
     """
     if scale not in SCALES:
         raise ValueError(f"unknown scale '{scale}': choose {', '.join(SCALES)}")
     if atomic_fill not in ("vocab", "mlm"):
         raise ValueError(f"unknown atomic_fill '{atomic_fill}': choose vocab or mlm")
+    if atomic_fill == "mlm" and mlm_settings is None:
+        raise ValueError("atomic_fill='mlm': give mlm_settings, the filler's fine-tuning (conf/generate/mlm_fill.yaml)")
     size = SCALES[scale]
     db: LightDB = load_light_db(light_db) if light_db else load_default_db()
     pools = Pools.from_db(db)
@@ -168,10 +172,10 @@ def generate_dataset(
     atomic_events = seed_events()
     filler = None
     if atomic_fill == "mlm":
-        from lq.models.mlm_fill import MaskedLMFiller, fill_settings  # torch and transformers only when asked for
+        from lq.models.mlm_fill import MaskedLMFiller  # torch and transformers only when asked for
 
-        settings = fill_settings()
-        filler = MaskedLMFiller.fine_tune(db, light_nouns(db), steps=mlm_steps, seed=seed, log=log, **settings).fill
+        tune = {"steps": mlm_steps, "seed": seed, "log": log, **mlm_settings}
+        filler = MaskedLMFiller.fine_tune(db, light_nouns(db), **tune).fill
     atomic_light = build_atomic_light(atomic_events, db, seed=seed, filler=filler)
     derived = engine_triples(db, seed=seed, per_verb=size.engine_triples_per_verb)
     for split in SPLITS:

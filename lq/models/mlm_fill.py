@@ -21,16 +21,6 @@ from lq.models.pretrained import minilm_dir
 MASK = "[MASK]"
 
 
-def fill_settings() -> dict:
-    """The filler's fine-tuning settings, conf/mlm_fill.yaml (``lr``, ``batch_size``, ``max_length``,
-    ``trainable_layers``), for :meth:`MaskedLMFiller.fine_tune`."""
-    import yaml
-
-    from lq.conf import path
-
-    return yaml.safe_load(path("mlm_fill.yaml").read_text(encoding="utf-8"))
-
-
 def light_sentences(db: LightDB) -> list[str]:
     """LIGHT's own text: room descriptions, personas, character and object descriptions, one sentence each."""
     texts = [r.description for r in db.rooms] + [p for c in db.characters for p in c.persona]
@@ -68,8 +58,8 @@ class MaskedLMFiller:
         log: Callable[[str], None] = print,
     ) -> MaskedLMFiller:
         """Fine-tune (the MLM head and the top ``trainable_layers``) on LIGHT text with 15% masking: ``steps`` AdamW
-        steps at ``lr`` of ``batch_size`` sentences of at most ``max_length`` word pieces (conf/mlm_fill.yaml's:
-        :func:`fill_settings`)."""
+        steps at ``lr`` of ``batch_size`` sentences of at most ``max_length`` word pieces
+        (conf/generate/mlm_fill.yaml's: ``lq.conf.read("generate", "mlm_fill.yaml")``)."""
         torch.manual_seed(seed)
         rng = random.Random(seed)
         if model is None or tokenizer is None:

@@ -64,7 +64,7 @@ def test_an_agent_with_worlds_plays_them_at_every_zero_shot_evaluation(setup_dir
     there = module.worlds_agent().evaluate("test", 0)
     assert logged["budget/12/worlds/act_goal_rate"] == there.act_goal_rate
     with pytest.raises(ValueError, match="model.worlds: give data_dir, partner_checkpoint, dm_checkpoint"):
-        type(module)(env=module.env_spec, worlds={"data_dir": "x"})
-    gone = type(module)(env=module.env_spec, worlds={**kwargs, "dm_checkpoint": str(worlds / "no-dm.ckpt")})
+        type(module)(env=module.env_spec, lr=1e-4, worlds={"data_dir": "x"})
+    gone = type(module)(env=module.env_spec, lr=1e-4, worlds={**kwargs, "dm_checkpoint": str(worlds / "no-dm.ckpt")})
     with pytest.raises(FileNotFoundError, match="model.worlds: dm_checkpoint .*no-dm.ckpt not found"):
         gone.setup("fit")  # before anything trains

@@ -5,10 +5,11 @@ import torch
 from transformers import AutoTokenizer, BertConfig, BertForMaskedLM
 
 from lq.cli import main
+from lq.conf import read
 from lq.data.atomic import RELATIONS, AtomicEvent, write_atomic_csv
 from lq.data.atomic_light import load_atomic_light
 from lq.data.default_db import load_default_db
-from lq.models.mlm_fill import MASK, MaskedLMFiller, fill_settings
+from lq.models.mlm_fill import MASK, MaskedLMFiller
 from lq.models.pretrained import minilm_dir
 from lq.tasks.atomic_light import build_atomic_light, engine_triples, light_characters, light_nouns
 
@@ -52,7 +53,7 @@ def _tiny_filler(nouns):
             vocab_size=tok.vocab_size, hidden_size=32, num_hidden_layers=2, num_attention_heads=2, intermediate_size=64
         )
     )
-    settings = {**fill_settings(), "batch_size": 4}
+    settings = {**read("generate", "mlm_fill.yaml"), "batch_size": 4}
     return MaskedLMFiller.fine_tune(DB, nouns, model=model, tokenizer=tok, steps=3, log=lambda _: None, **settings)
 
 
@@ -90,6 +91,7 @@ def test_cli_builds_from_atomic_csv(tmp_path, capsys):
 def test_generate_with_the_masked_lm(tmp_path):
     from lq.generate import generate_dataset
 
-    manifest = generate_dataset(tmp_path / "d", scale="tiny", atomic_fill="mlm", mlm_steps=5, log=lambda _: None)
+    manifest = generate_dataset(tmp_path / "d", scale="tiny", atomic_fill="mlm", mlm_steps=5,
+                                mlm_settings=read("generate", "mlm_fill.yaml"), log=lambda _: None)
     assert manifest["atomic_fill"] == "mlm (5 steps)"
     assert load_atomic_light(tmp_path / "d" / "atomic_light").train
