@@ -61,7 +61,6 @@ JOBS ?= 2
 quickstart: $(STAMP) ## from nothing: data, partner, DM, pretraining, BC and RL, zero-shot Table 1 (scratch vs general_light, 1 seed, QUICK_PROFILE=quick)
 	$(BIN)/lq experiment run table1 --encoders $(QUICK_ENCODERS) --seeds 0 --profile $(QUICK_PROFILE) --data $(DATA) --jobs $(JOBS) $(if $(RESUME),--resume) \
 		--protocol $(PROTOCOL) --objective $(OBJECTIVE)
-	@echo "Browse the runs: make ui, then open http://127.0.0.1:5000 (experiment lq-table1: the parent run, its children, tables/ and curves/)"
 
 EXPERIMENTS ?= table1 table2 table7 table45
 RESUME ?=

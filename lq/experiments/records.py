@@ -21,8 +21,8 @@ from pathlib import Path
 
 from lq.data.errors import DataFormatError
 from lq.data.io import atomic_open
-from lq.experiments.reporting import _client, children, experiment_id, parent_view
-from lq.tracking import VIEWS
+from lq.experiments.reporting import _client, children, experiment_id, parent_description, parent_view
+from lq.tracking import RUN_NOTE, VIEWS
 
 FORMAT = "lq-runs/1"
 ORIGIN = "lq.origin_run_id"  # on an imported run: the id it had in the store it ran in
@@ -35,6 +35,12 @@ def origin(run) -> str:
     return run.data.tags.get(ORIGIN, run.info.run_id)
 
 
+def _generated(run, key: str, value: str) -> bool:
+    """Whether a tag is the store's view of the run rather than part of it: a parent's description as
+    :func:`parent_description` writes it where it has none (one a person wrote is kept)."""
+    return key == RUN_NOTE and value == parent_description(run)
+
+
 def _run(client, run, metrics: bool) -> dict:
     out = {
         "run_id": origin(run),
@@ -42,7 +48,7 @@ def _run(client, run, metrics: bool) -> dict:
         "status": run.info.status,
         "start_time": run.info.start_time,
         "end_time": run.info.end_time,
-        "tags": {k: v for k, v in sorted(run.data.tags.items()) if k not in STRUCTURAL},
+        "tags": {k: v for k, v in sorted(run.data.tags.items()) if k not in STRUCTURAL and not _generated(run, k, v)},
         "params": dict(sorted(run.data.params.items())),
     }
     if metrics:

@@ -1,6 +1,9 @@
 """A parent run and its children as a record file (:mod:`lq.experiments.records`): exported, imported into a new store
 once, the same results page rebuilt from it."""
 
+import gzip
+import json
+
 from mlflow.tracking import MlflowClient
 
 from lq import experiments as X
@@ -34,6 +37,9 @@ def test_a_tables_records_rebuild_the_same_page_in_a_new_store_once(tmp_path, ca
     assert main(["experiment", "export", "--tracking-uri", uri, "--records", str(records)]) == 0
     [written] = sorted(records.iterdir())
     assert written.name == "tiny-paper-table1-lq.json.gz"
+    # the parent's description, as lq writes it where it has none, is the store's view, not part of the record
+    assert client.get_run(pid).data.tags["mlflow.note.content"].startswith("lq experiment table1: Table 1")
+    assert "mlflow.note.content" not in json.loads(gzip.decompress(written.read_bytes()))["parent"]["tags"]
     assert main(["experiment", "import", "--tracking-uri", other, "--records", str(records)]) == 0
     assert f"{written}: imported as parent run " in capsys.readouterr().out
     [imported] = X.parent_runs(MlflowClient(other), "table1")
@@ -72,9 +78,6 @@ def test_a_tables_records_rebuild_the_same_page_in_a_new_store_once(tmp_path, ca
     assert main(["experiment", "report", "--tracking-uri", other, "--page", str(rebuilt)]) == 0
     assert rebuilt.read_bytes() == page.read_bytes() and "killed or failed" not in page.read_text()
 
-    import gzip
-    import json
-
     data = json.loads(gzip.decompress(written.read_bytes()))
     del data["children"][3]["status"]
     broken = tmp_path / "broken"
@@ -95,3 +98,16 @@ def test_a_tables_records_rebuild_the_same_page_in_a_new_store_once(tmp_path, ca
     assert main([*tables, "--parent", "0" * 32]) == 1
     assert f"--parent {'0' * 32}: no run of that id in {other}, nor one imported from it" in capsys.readouterr().err
     assert X.parent_runs(MlflowClient(empty), "table1") == []
+
+
+def test_a_description_a_person_wrote_on_a_parent_is_kept_in_its_record(tmp_path):
+    uri = f"sqlite:///{tmp_path / 'ran.db'}"
+    client = MlflowClient(uri)
+    setup = X.Setup(seeds=(0,), tracking_uri=uri, outputs=str(tmp_path / "o"))
+    pid, _ = X.parents.open_parent(client, X.table1(["scratch"]), setup, False, print)
+    client.set_tag(pid, "mlflow.note.content", "rerun after the partner fix")
+    client.set_terminated(pid, "FINISHED")
+    assert main(["experiment", "export", "--tracking-uri", uri, "--records", str(tmp_path / "records")]) == 0
+    [written] = sorted((tmp_path / "records").iterdir())
+    tags = json.loads(gzip.decompress(written.read_bytes()))["parent"]["tags"]
+    assert tags["mlflow.note.content"] == "rerun after the partner fix"
