@@ -144,11 +144,9 @@ def _cmd_gradients(args: argparse.Namespace) -> int:
     if module.stage != "rl":
         raise UsageError(f"{args.checkpoint}: a {module.stage.upper()} agent has no RL objective; name an RL agent's")
     if args.paper_objective:  # conf/objective/paper.yaml's loss (coefficients, gamma, reduction, raw advantages)
-        import yaml
+        from lq.conf import read
 
-        from lq.conf import path
-
-        paper = yaml.safe_load(path("objective", "paper.yaml").read_text(encoding="utf-8"))["model"]
+        paper = read("objective", "paper.yaml")["model"]
         module.settings = replace(
             module.settings,
             coefficients=LossCoefficients(**{**asdict(module.settings.coefficients), **paper["coefficients"]}),

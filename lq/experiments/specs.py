@@ -7,7 +7,7 @@ import json
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 
-from lq.conf import path
+from lq.conf import read
 from lq.data.pools import pool_dir
 from lq.envs.protocol import GOAL_RATES
 from lq.results import budget_label
@@ -286,9 +286,7 @@ def pretrain_args(encoder: str, variant: str = "") -> list[str]:
 
 def encoder_section(encoder: str) -> dict:
     """The ``model.encoder`` section of ``encoder``'s config file (conf/encoder/ENCODER.yaml): its spec and tasks."""
-    import yaml
-
-    return yaml.safe_load(path("encoder", f"{encoder}.yaml").read_text())["model"]["encoder"]
+    return read("encoder", f"{encoder}.yaml")["model"]["encoder"]
 
 
 def encoder_tasks(encoder: str) -> dict[str, float]:
