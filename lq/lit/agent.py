@@ -35,7 +35,7 @@ from lq.models.agent import AgentConfig, SwitchAgent
 from lq.models.encoder import EncoderConfig, EncoderSpec, Vocabulary, encoder_tokenizer
 from lq.models.poly_encoder import TextBatcher, stores_beside
 from lq.models.pretrained import load_tokenizer
-from lq.rl.acting import ABILITIES, Actor, choice_mask, valid_mask
+from lq.rl.acting import ABILITIES, Actor, CandidateScorer, choice_mask, valid_mask
 from lq.rl.losses import masked
 from lq.rl.switch import SWITCHES, HardcodedSwitch, RatioSwitch
 from lq.stages.configs import SAME_AGENT, differences
@@ -351,9 +351,12 @@ class AgentModule(L.LightningModule):
             return []
         return space_stores(h.pretrained_checkpoint, encoder_tokenizer(h.encoder), h.context_length, self.data_dir)
 
-    def make_actor(self, temperature: float = 1.0, policy: str | None = None, restrict: bool | None = None) -> Actor:
-        """The agent's actor, or with ``policy`` ("random", "overlap") a baseline with the same switch and spaces;
-        ``restrict`` overrides the protocol's choice among the valid candidates. A baseline's actor needs no network
+    def make_actor(
+        self, temperature: float = 1.0, policy: str | CandidateScorer | None = None, restrict: bool | None = None
+    ) -> Actor:
+        """The agent's actor, or with ``policy`` (a rule, "random" or "overlap", or a language model:
+        :class:`lq.rl.acting.CandidateScorer`) another policy with the same switch and spaces; ``restrict`` overrides
+        the protocol's choice among the valid candidates. Another policy's actor needs no network
         (:meth:`build_spaces`); the agent's builds the agent (:meth:`build_agent`)."""
         if policy:
             self.build_spaces()

@@ -11,12 +11,16 @@ Master's M valid utterances (Jericho's valid-action handicap). The valid-output 
 targets the protocol sets (:meth:`Actor._loss_targets`).
 
 The baselines are the same actor with a rule of :mod:`lq.rl.baseline_policies` for a policy, so they play through the
-same switch, candidates and environment.
+same switch, candidates and environment; so does a language model (:class:`CandidateScorer`: :mod:`lq.llm.policy`),
+which scores only the candidates its head chooses among this step.
 """
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from dataclasses import dataclass, fields
+from typing import Protocol as Interface
+from typing import runtime_checkable
 
 import torch
 
@@ -81,12 +85,24 @@ def choice_mask(valid: torch.Tensor, restrict: bool) -> torch.Tensor:
     return valid | ~valid.any(dim=1, keepdim=True)
 
 
+@runtime_checkable
+class CandidateScorer(Interface):
+    """A policy that scores, for each environment, the candidates its head chooses among given what the agent reads
+    (:class:`lq.llm.policy.LanguageModelPolicy`); decoded as the protocol says, as an agent is."""
+
+    name: str
+
+    def candidate_scores(self, contexts: Sequence[str], heads: Sequence[str], candidates: Sequence[Sequence[str]]
+                         ) -> list[torch.Tensor]: ...  # fmt: skip
+
+
 class Actor:
-    """``policy``: a :class:`SwitchAgent`, or a baseline rule (``"random"``, ``"overlap"``)."""
+    """``policy``: a :class:`SwitchAgent`, a baseline rule (``"random"``, ``"overlap"``) or a :class:`CandidateScorer`
+    (a language model)."""
 
     def __init__(
         self,
-        policy: SwitchAgent | str,
+        policy: SwitchAgent | str | CandidateScorer,
         batcher: TextBatcher | None,
         action_space: list[str],
         utterance_space: list[str],
@@ -99,8 +115,11 @@ class Actor:
             raise ValueError(f"unknown ability '{ability}': choose from {', '.join(ABILITIES)}")
         if isinstance(policy, str) and policy not in RULES:
             raise ValueError(f"unknown baseline '{policy}': choose from {', '.join(RULES)} (or give an agent)")
+        if not isinstance(policy, SwitchAgent | str | CandidateScorer):
+            raise TypeError(f"policy {type(policy).__name__}: give a SwitchAgent, a rule or a CandidateScorer")
         self.agent = policy if isinstance(policy, SwitchAgent) else None
         self.rule = policy if isinstance(policy, str) else None
+        self.scorer = policy if isinstance(policy, CandidateScorer) else None
         self.batcher, self.switch = batcher, switch
         self.action_space, self.utterance_space = action_space, utterance_space
         self.ability, self.temperature, self.restrict = ability, temperature, restrict
@@ -171,8 +190,11 @@ class Actor:
         device = self.device
         valid_a = valid_mask([info["valid_action_ids"] for info in infos], len(self.action_space)).to(device)
         valid_u = valid_mask(utterance_ids, len(self.utterance_space)).to(device)
-        a_logits, u_logits, value = self._scores(env, obs, infos, state, acted.to(device))
         choose_a, choose_u = choice_mask(valid_a, self.restrict), choice_mask(valid_u, self.restrict)
+        if self.scorer is not None:
+            a_logits, u_logits, value = self._scorer_scores(obs, acted, choose_a, choose_u)
+        else:
+            a_logits, u_logits, value = self._scores(env, obs, infos, state, acted.to(device))
         target_a, target_u = self._loss_targets(env, infos, valid_a, utterance_ids)
         a_masked, u_masked = masked(a_logits, choose_a), masked(u_logits, choose_u)
         greedy = RULE_DECODING[self.rule] == "greedy" if self.rule else greedy  # a rule decodes as the registry says
@@ -227,6 +249,21 @@ class Actor:
             return out.action_logits, out.speech_logits, out.value
         motivations = [env.instances[info["instance"]].quest.motivation("short") for info in infos]
         return (*rule_scores(self.rule, self.action_space, self.utterance_space, motivations), torch.zeros(b))
+
+    def _scorer_scores(
+        self, obs: list[str], acted: torch.Tensor, choose_a: torch.Tensor, choose_u: torch.Tensor
+    ) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor]:
+        """A :class:`CandidateScorer`'s scores: of each environment's chosen head, its candidates that it chooses among
+        (the others, and the other head's, stay 0: masked or not read); values 0."""
+        b = len(obs)
+        heads = ["act" if acted[i] else "speak" for i in range(b)]
+        logits = {"act": torch.zeros(choose_a.shape), "speak": torch.zeros(choose_u.shape)}
+        choices = {"act": (choose_a, self.action_space), "speak": (choose_u, self.utterance_space)}
+        ids = [choices[head][0][i].nonzero().squeeze(1) for i, head in enumerate(heads)]
+        texts = [[choices[head][1][j] for j in row.tolist()] for head, row in zip(heads, ids, strict=True)]
+        for i, scores in enumerate(self.scorer.candidate_scores(obs, heads, texts)):
+            logits[heads[i]][i, ids[i]] = scores.float()
+        return logits["act"], logits["speak"], torch.zeros(b)
 
     def _choose(self, logits: torch.Tensor, greedy: bool) -> torch.Tensor:
         if greedy:

@@ -1,0 +1,90 @@
+"""A causal language model as the policy of both heads (issue 111): each turn it reads the agent's context as chat
+messages (:mod:`lq.llm.prompt`) and scores the candidates its head chooses among by their log-likelihood as its answer
+(:mod:`lq.llm.scoring`: the prompt encoded once, its cache shared by the batched candidates).
+
+It is a policy of :class:`lq.rl.acting.Actor`, as a trained agent and the baselines' rules are: the same switch
+decides whether it acts or speaks, the same candidates (the engine's valid actions, the Dungeon Master's M valid
+utterances, or the whole spaces, as the protocol says) are offered, in the same environment, so that its zero-shot
+rows stand in the same tables. An answer is the candidate's tokens followed by the tokens the chat template closes an
+answer with (ChatML's ``<|im_end|>``): a candidate that begins another (``get sword`` and ``get sword from chest``) is
+not preferred for stopping early. ``score``: ``sum`` ranks by the answer's log-likelihood (nats), ``mean`` by nats per
+token; which one an experiment reports is chosen on the validation quests.
+"""
+
+from __future__ import annotations
+
+from collections import Counter
+from collections.abc import Sequence
+
+import torch
+
+from lq.llm.model import LanguageModel, ModelError
+from lq.llm.prompt import chat_messages, prompt_ids
+from lq.llm.scoring import score_candidates
+
+SCORES = ("sum", "mean")  # how a head ranks its candidates: the answer's log-likelihood, or nats per token
+_MARK = "\u2063answer\u2063"  # a placeholder answer no context contains (invisible separators around a word)
+
+
+def answer_end(tokenizer) -> list[int]:
+    """The token ids the tokenizer's chat template closes an assistant's answer with (SmolLM2's ``<|im_end|>``), read
+    from the template itself; the end-of-sequence token where the template's answer cannot be found; none without
+    one."""
+    probe = [{"role": "user", "content": "x"}]
+    opened = tokenizer.apply_chat_template(probe, add_generation_prompt=True, tokenize=False)
+    closed = tokenizer.apply_chat_template([*probe, {"role": "assistant", "content": _MARK}], tokenize=False)
+    if closed.startswith(opened) and _MARK in closed:
+        tail = closed[len(opened) :].split(_MARK, 1)[1].rstrip()
+        if tail:
+            return list(tokenizer(tail, add_special_tokens=False)["input_ids"])
+    return [tokenizer.eos_token_id] if tokenizer.eos_token_id is not None else []
+
+
+class LanguageModelPolicy:
+    """Both heads' scores from one causal LM (``lm``, :func:`lq.llm.model.load_language_model`), by ``score``
+    (:data:`SCORES`), ``batch_size`` candidates a forward pass. ``counted`` adds up what it read: turns, prompt tokens,
+    candidates and their tokens (``benchmarks/llm.py`` reads it)."""
+
+    def __init__(self, lm: LanguageModel, score: str = "sum", batch_size: int = 32):
+        if score not in SCORES:
+            raise ValueError(f"--llm-score {score}: choose {' or '.join(SCORES)}")
+        self.lm, self.score, self.batch_size = lm, score, batch_size
+        self.end = answer_end(lm.tokenizer)
+        self._answers: dict[str, list[int]] = {}  # a candidate's answer ids, by its text: the spaces are fixed
+        self.counted: Counter[str] = Counter()
+
+    @property
+    def name(self) -> str:
+        return f"{self.lm.source} ({self.score})"
+
+    def answer_ids(self, text: str) -> list[int]:
+        """The candidate ``text`` as the model's answer: its tokens, then the template's end of an answer."""
+        if (ids := self._answers.get(text)) is None:
+            ids = self._answers[text] = [*self.lm.tokenizer(text, add_special_tokens=False)["input_ids"], *self.end]
+        return ids
+
+    def prompt(self, context: str, head: str) -> list[int]:
+        """The prompt's token ids of a turn of ``head`` (``act``, ``speak``) given the agent's ``context``."""
+        return prompt_ids(self.lm.tokenizer, chat_messages(context, head))
+
+    def candidate_scores(self, contexts: Sequence[str], heads: Sequence[str], candidates: Sequence[Sequence[str]]
+                         ) -> list[torch.Tensor]:  # fmt: skip
+        """For each row, its candidates' scores ``[len(candidates[i])]`` as its head's answer given its context (one
+        prompt per row, its cache shared by that row's candidates). Raises :class:`lq.llm.model.ModelError` where a
+        prompt and its longest answer pass the model's context length."""
+        out = []
+        for context, head, texts in zip(contexts, heads, candidates, strict=True):
+            prompt = self.prompt(context, head)
+            answers = [self.answer_ids(t) for t in texts]
+            longest = max(map(len, answers), default=0)
+            if len(prompt) + longest > self.lm.context_length:
+                raise ModelError(
+                    f"--llm {self.lm.source}: a prompt of {len(prompt)} tokens and an answer of {longest} pass the "
+                    f"model's context length, {self.lm.context_length} tokens (max_position_embeddings); give a model "
+                    "with a longer context (the prompt is the whole scene and every turn so far)"
+                )
+            scores = score_candidates(self.lm.model, prompt, answers, self.batch_size)
+            out.append(scores.total if self.score == "sum" else scores.mean)
+            self.counted.update(turns=1, prompt_tokens=len(prompt), candidates=len(answers),
+                                candidate_tokens=int(scores.tokens.sum()))  # fmt: skip
+        return out
