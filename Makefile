@@ -33,7 +33,7 @@ WORLD ?=
 PLAY_AS ?=
 PLAY_AGENT ?=
 
-.PHONY: help venv test test-fast quickstart ablations plan tables ui-screenshot data download stats pretrain partner dm bc rl eval play bench ui clean
+.PHONY: help venv test test-fast quickstart ablations plan tables ui-screenshot data download stats pretrain partner dm bc rl llm eval play bench ui clean
 
 help: ## show this help
 	@grep -hE '^[a-zA-Z_.-]+:.*?## ' $(MAKEFILE_LIST) | awk 'BEGIN {FS = ":.*?## "}; {printf "  \033[36mmake %-12s\033[0m %s\n", $$1, $$2}'
@@ -54,7 +54,7 @@ $(STAMP): pyproject.toml
 	touch $(STAMP)
 
 # the command the user typed, for the one line a stopped driver prints on how to go on (lq.commands.again)
-quickstart ablations pretrain partner dm bc rl: export LQ_MAKE = make $(MAKECMDGOALS) $(MAKEOVERRIDES)
+quickstart ablations pretrain partner dm bc rl llm: export LQ_MAKE = make $(MAKECMDGOALS) $(MAKEOVERRIDES)
 
 QUICK_ENCODERS ?= scratch general_light
 # the quick profile: an overlay of tiny that trains each stage for less, apart from tiny's runs (outputs/quick/)
@@ -142,6 +142,16 @@ bc: $(STAMP) ## behaviour cloning, one agent per seed: make bc ENCODER=scratch [
 
 rl: $(STAMP) ## BC agents where missing, RL agents per seed started from them, then RL, BC and the baselines side by side: make rl ENCODER=scratch [ABILITY] [SWITCH] [PROFILE] [PROTOCOL] [OBJECTIVE=lq|paper] [SEEDS] [JOBS] [FORCE=1]
 	$(STAGE) rl $(AGENT) --compare
+
+LLM ?= smollm2
+QUESTS ?=
+# make llm plays under the restricted protocol unless PROTOCOL is given: the paper's whole spaces cost a CPU minutes a
+# turn with SmolLM2 (docs/agents.md); LLM_SEEDS its evaluations (the model itself has no training seed)
+LLM_PROTOCOL = $(if $(filter command line environment,$(origin PROTOCOL)),$(PROTOCOL),restricted)
+LLM_SEEDS ?= 0
+llm: $(STAMP) ## a local language model as a zero-shot agent on DATA's test quests beside the baselines (the partner and DM made first): make llm [LLM=smollm2|folder|file.gguf] [PROTOCOL=restricted|paper] [LLM_SEEDS="0 1 2"] [QUESTS=N]
+	$(BIN)/lq llm --llm $(LLM) --profile $(PROFILE) --protocol $(LLM_PROTOCOL) --data $(DATA) --seeds $(LLM_SEEDS) --jobs $(JOBS) \
+		$(if $(QUESTS),--quests $(QUESTS)) $(if $(ARGS),$(ARGS))
 
 CKPT ?=
 eval: $(STAMP) ## zero-shot evaluation of agent checkpoints side by side: make eval CKPT="a.ckpt b.ckpt" [ARGS="--baselines 3"]

@@ -13,7 +13,7 @@ import shlex
 import sys
 from collections.abc import Sequence
 
-from lq.commands import Stopped, UsageError, again, agents, data, experiments
+from lq.commands import Stopped, UsageError, again, agents, data, experiments, llm
 from lq.stages import CHILD, STAGES, kind_of  # the registry: light (its kinds import torch only to compute)
 
 
@@ -25,6 +25,7 @@ def build_parser() -> argparse.ArgumentParser:
     agents.add_parsers(sub)
     experiments.add_parsers(sub)
     data.add_parsers(sub)
+    llm.add_parsers(sub)
     return parser
 
 

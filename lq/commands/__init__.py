@@ -1,6 +1,7 @@
 """The ``lq`` command's subcommands, one module per family (:mod:`lq.cli` builds the parser and runs them): the data
 commands (:mod:`lq.commands.data`), what is done with trained agents (:mod:`lq.commands.agents`: play, eval, gradients,
-export) and the drivers of stages and experiments (:mod:`lq.commands.experiments`). Each module adds its parsers with
+export), the drivers of stages and experiments (:mod:`lq.commands.experiments`) and a language model as a
+zero-shot agent (:mod:`lq.commands.llm`). Each module adds its parsers with
 ``add_parsers(sub)``; what they share is here."""
 
 from __future__ import annotations

@@ -10,7 +10,10 @@ them).
 
 from __future__ import annotations
 
+import functools
 import importlib.util
+from collections.abc import Iterator
+from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -69,6 +72,20 @@ def model_file(name: str | Path | None = None) -> Path:
     return path
 
 
+@contextmanager
+def _quiet_gguf() -> Iterator[None]:
+    """Within: transformers' GGUF reader without its tensor-conversion progress bar (a tqdm of its own, which its
+    progress-bar switch does not reach: ``modeling_gguf_pytorch_utils.tqdm``)."""
+    from transformers import modeling_gguf_pytorch_utils as reader
+
+    bar = reader.tqdm
+    reader.tqdm = functools.partial(bar, disable=True)
+    try:
+        yield
+    finally:
+        reader.tqdm = bar
+
+
 def load_language_model(name: str | Path | None = None, dtype: str = "float32") -> LanguageModel:
     """The causal LM and tokenizer that ``name`` names (:func:`model_file`), weights in ``dtype`` (a GGUF file's
     dequantised to it), in eval mode. Raises :class:`ModelError`, naming the path and the fix, for a model that is not
@@ -82,8 +99,9 @@ def load_language_model(name: str | Path | None = None, dtype: str = "float32") 
     path = model_file(name)
     folder, options = (path.parent, {"gguf_file": path.name}) if path.is_file() else (path, {})
     try:
-        model = AutoModelForCausalLM.from_pretrained(folder, dtype=DTYPES[dtype], local_files_only=True, **options)
-        tokenizer = AutoTokenizer.from_pretrained(folder, local_files_only=True, **options)
+        with _quiet_gguf():
+            model = AutoModelForCausalLM.from_pretrained(folder, dtype=DTYPES[dtype], local_files_only=True, **options)
+            tokenizer = AutoTokenizer.from_pretrained(folder, local_files_only=True, **options)
     except (ValueError, KeyError, OSError) as error:  # transformers' own words say what it could not read
         first = str(error).strip().splitlines()[0].rstrip(".") if str(error).strip() else type(error).__name__
         kind = "a GGUF file" if options else "a model folder"

@@ -20,7 +20,7 @@ import torch
 
 from lq.llm.model import LanguageModel, ModelError
 from lq.llm.prompt import chat_messages, prompt_ids
-from lq.llm.scoring import score_candidates
+from lq.llm.scoring import PromptCache, score_candidates
 
 SCORES = ("sum", "mean")  # how a head ranks its candidates: the answer's log-likelihood, or nats per token
 _MARK = "\u2063answer\u2063"  # a placeholder answer no context contains (invisible separators around a word)
@@ -42,13 +42,19 @@ def answer_end(tokenizer) -> list[int]:
 
 class LanguageModelPolicy:
     """Both heads' scores from one causal LM (``lm``, :func:`lq.llm.model.load_language_model`), by ``score``
-    (:data:`SCORES`), ``batch_size`` candidates a forward pass. ``counted`` adds up what it read: turns, prompt tokens,
-    candidates and their tokens (``benchmarks/llm.py`` reads it)."""
+    (:data:`SCORES`), ``batch_size`` candidates a forward pass, at ``threads`` CPU threads (None: torch's setting; the
+    caller's setting is restored after each turn, so that the partner and the Dungeon Master beside it keep theirs and
+    play as they do beside every agent). The caches of the last ``kept_prompts`` prompts are kept
+    (:class:`lq.llm.scoring.PromptCache`: a turn's prompt runs from where it parts from the turn before's; at least
+    the environments played at once, so that each finds its own). ``counted`` adds up what it read: turns, prompt
+    tokens, candidates and their tokens (``benchmarks/llm.py`` reads it, and ``prompts.reused``)."""
 
-    def __init__(self, lm: LanguageModel, score: str = "sum", batch_size: int = 32):
+    def __init__(self, lm: LanguageModel, score: str = "sum", batch_size: int = 32, threads: int | None = None,
+                 kept_prompts: int = 64):  # fmt: skip
         if score not in SCORES:
-            raise ValueError(f"--llm-score {score}: choose {' or '.join(SCORES)}")
-        self.lm, self.score, self.batch_size = lm, score, batch_size
+            raise ValueError(f"--score {score}: choose {' or '.join(SCORES)}")
+        self.lm, self.score, self.batch_size, self.threads = lm, score, batch_size, threads
+        self.prompts = PromptCache(kept_prompts)
         self.end = answer_end(lm.tokenizer)
         self._answers: dict[str, list[int]] = {}  # a candidate's answer ids, by its text: the spaces are fixed
         self.counted: Counter[str] = Counter()
@@ -62,6 +68,15 @@ class LanguageModelPolicy:
         if (ids := self._answers.get(text)) is None:
             ids = self._answers[text] = [*self.lm.tokenizer(text, add_special_tokens=False)["input_ids"], *self.end]
         return ids
+
+    def _scored(self, prompt: list[int], answers: list[list[int]]):
+        before = torch.get_num_threads()
+        if self.threads:
+            torch.set_num_threads(self.threads)
+        try:
+            return score_candidates(self.lm.model, prompt, answers, self.batch_size, self.prompts)
+        finally:
+            torch.set_num_threads(before)
 
     def prompt(self, context: str, head: str) -> list[int]:
         """The prompt's token ids of a turn of ``head`` (``act``, ``speak``) given the agent's ``context``."""
@@ -83,7 +98,7 @@ class LanguageModelPolicy:
                     f"model's context length, {self.lm.context_length} tokens (max_position_embeddings); give a model "
                     "with a longer context (the prompt is the whole scene and every turn so far)"
                 )
-            scores = score_candidates(self.lm.model, prompt, answers, self.batch_size)
+            scores = self._scored(prompt, answers)
             out.append(scores.total if self.score == "sum" else scores.mean)
             self.counted.update(turns=1, prompt_tokens=len(prompt), candidates=len(answers),
                                 candidate_tokens=int(scores.tokens.sum()))  # fmt: skip

@@ -87,3 +87,35 @@ def test_under_the_paper_protocol_it_scores_the_whole_action_space(setup_dir, lm
     state.steps = torch.tensor([2])  # the hardcoded switch acts at the third step
     actor.step(env, obs, infos, state, greedy=True)
     assert policy.turns[-1][0] == ["act"] and policy.turns[-1][1] == [list(actor.action_space)]
+
+
+def test_its_score_is_chosen_on_validation_and_its_test_rows_stand_beside_the_baselines(setup_dir, lm):
+    from lq.eval.llm import evaluate_language_model, rank
+    from lq.rl.registry import TITLES
+
+    module = _restricted(setup_dir)
+    policies = {"sum": LanguageModelPolicy(lm, "sum"), "mean": LanguageModelPolicy(lm, "mean")}
+    lines = []
+    evaluation = evaluate_language_model(module, policies, seeds=(0, 1), quests=2, log=lines.append)
+    assert set(evaluation.validation) == {"sum", "mean"} and len(evaluation.test) == 2
+    assert evaluation.chosen == max(("sum", "mean"), key=lambda s: rank(evaluation.validation[s]))
+    names = [name for name, _ in evaluation.rows("LLM tiny")]
+    assert names[0] == f"LLM tiny ({evaluation.chosen}, greedy)"
+    assert names[1:] == [TITLES[k] for k in evaluation.baselines]
+    assert all(len(results) == 2 for key, results in evaluation.baselines.items() if key.startswith(("random", "over")))
+    assert [line.split(":")[0] for line in lines] == ["validation, sum", "validation, mean",
+                                                      f"test, {evaluation.chosen}, seed 0",
+                                                      f"test, {evaluation.chosen}, seed 1"]  # fmt: skip
+    only = evaluate_language_model(module, {"mean": policies["mean"]}, seeds=(0,), quests=1, log=lines.append)
+    assert only.validation == {} and only.chosen == "mean"  # one score: nothing to choose, validation not played
+
+
+def test_lq_llm_refuses_a_model_path_before_anything_is_made(tmp_path, capsys, monkeypatch):
+    from lq.cli import main
+
+    monkeypatch.chdir(tmp_path)
+    assert main(["llm", "--llm", str(tmp_path / "nowhere"), "--switch", "hardcodd"]) == 2
+    err = capsys.readouterr().err
+    assert "--switch hardcodd (SWITCH=hardcodd): unknown (did you mean hardcoded?)" in err
+    assert "nowhere: no such file or folder" in err
+    assert not list(tmp_path.iterdir())  # no data generated, no store opened

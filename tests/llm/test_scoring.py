@@ -5,7 +5,7 @@ import pytest
 import torch
 from transformers import LlamaConfig, LlamaForCausalLM
 
-from lq.llm.scoring import score_candidates
+from lq.llm.scoring import PromptCache, score_candidates
 
 
 @pytest.fixture(scope="module")
@@ -41,3 +41,20 @@ def test_empty_prompts_and_candidates_are_refused(model):
         score_candidates(model, [], [[1]])
     with pytest.raises(ValueError, match=r"candidates \[1\] have no token"):
         score_candidates(model, [1, 2], [[3], []])
+
+
+def test_prompts_run_from_where_they_part_from_a_kept_one_score_as_if_run_whole(model):
+    gen = torch.Generator().manual_seed(2)
+    scene, other = (torch.randint(1, 64, (n,), generator=gen).tolist() for n in (9, 6))
+    turn = torch.randint(1, 64, (4,), generator=gen).tolist()
+    candidates = [torch.randint(1, 64, (n,), generator=gen).tolist() for n in (2, 5, 1)]
+    prompts = PromptCache(size=2)
+    # a first prompt, one that goes on from it, one that parts from it early, the first again, then the second
+    # after the third pushed the first out (size 2): each scores as if run whole
+    for prompt in (scene, scene + turn, scene[:3] + other, scene, scene + turn + turn):
+        expected = torch.tensor([_alone(model, prompt, c) for c in candidates])
+        scores = score_candidates(model, prompt, candidates, batch_size=2, prompts=prompts)
+        assert torch.allclose(scores.total, expected, atol=1e-5), (prompt, scores.total, expected)
+    # reused: 9 of scene + turn, 3 of the parted one, 8 of scene again (from scene + turn: its last token is run,
+    # whose logits are the first candidate token's), then 9 of scene + turn + turn (scene + turn was pushed out)
+    assert prompts.reused == 9 + 3 + 8 + 9
