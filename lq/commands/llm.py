@@ -83,6 +83,8 @@ def _play(args: argparse.Namespace, run, out: Path) -> int:
     if evaluation.validation:
         chosen = results_table([(f"{name} ({s})", [r]) for s, r in evaluation.validation.items()])[0]
         parts += [f"Chosen on the validation quests (seed {args.seeds[0]}): {evaluation.chosen}", chosen]
+    else:
+        parts.append(f"The score given (--score {evaluation.chosen}), not chosen on the validation quests")
     parts += ["Where the act goals were lost (shares of all episodes)", lost_table(rows)]
     text = "\n\n".join(p.rstrip("\n") for p in parts) + "\n"
     print(f"\n{text}")

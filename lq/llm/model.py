@@ -95,7 +95,7 @@ def load_language_model(name: str | Path | None = None, dtype: str = "float32") 
 
     hf_logging.disable_progress_bar()  # transformers' own switch: no "Loading weights" bar per load
     if dtype not in DTYPES:
-        raise ModelError(f"--llm-dtype {dtype}: choose {', '.join(DTYPES)}")
+        raise ModelError(f"--dtype {dtype}: choose {', '.join(DTYPES)}")
     path = model_file(name)
     folder, options = (path.parent, {"gguf_file": path.name}) if path.is_file() else (path, {})
     try:

@@ -50,7 +50,7 @@ def test_paths_that_cannot_give_a_causal_lm_are_refused_with_the_path_and_the_fi
     with pytest.raises(ModelError, match=r"dragon.gguf: .*\(a GGUF file\): GGUF model with architecture dragon is not "
                                          "supported yet; give a causal LM"):  # fmt: skip
         load_language_model(tmp_path / "dragon.gguf")
-    with pytest.raises(ModelError, match="--llm-dtype int8: choose float32"):
+    with pytest.raises(ModelError, match="--dtype int8: choose float32"):
         load_language_model(tmp_path / "vit", dtype="int8")
 
 
