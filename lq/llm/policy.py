@@ -47,7 +47,7 @@ class LanguageModelPolicy:
     play as they do beside every agent). The caches of the last ``kept_prompts`` prompts are kept
     (:class:`lq.llm.scoring.PromptCache`: a turn's prompt runs from where it parts from the turn before's; at least
     the environments played at once, so that each finds its own). ``counted`` adds up what it read: turns, prompt
-    tokens, candidates and their tokens (``benchmarks/llm.py`` reads it, and ``prompts.reused``)."""
+    tokens, candidates and their tokens (with ``prompts.reused``: what the turns ran, for a benchmark to read)."""
 
     def __init__(self, lm: LanguageModel, score: str = "sum", batch_size: int = 32, threads: int | None = None,
                  kept_prompts: int = 64):  # fmt: skip
