@@ -4,6 +4,7 @@ MLflow parent and child runs, their plans, tables, records and jobs)."""
 from __future__ import annotations
 
 import argparse
+import dataclasses
 import shlex
 from collections.abc import Sequence
 from pathlib import Path
@@ -255,6 +256,7 @@ def _experiment_job(args: argparse.Namespace, names: list[str]) -> int:
     )  # fmt: skip
     encoder = (args.encoders or [""])[0]
     run = X.running.prep(args.action, setup, encoder, ability=args.ability, switch=args.switch, seed=args.seeds[0])
+    run = dataclasses.replace(run, written=args.config or "")  # the config its scheduler resolved, read alone
     if args.action != "baselines":
         run_preparation(run)
         return 0
@@ -343,6 +345,12 @@ def _experiment_parser(sub) -> None:
         action="store_true",
         help="plan: open no parent run (a new one is shown as PARENT; with --resume, the one it would resume), so "
         "that a look at the plan beside a running campaign leaves nothing for --resume to pick",
+    )
+    xp.add_argument(
+        "--config",
+        metavar="FILE",
+        help="calibrate, spaces, baselines: the RL run's resolved config its scheduler wrote (lq experiment plan "
+        "names it; without it, resolved here from the options)",
     )
     xp.add_argument("--args", help="extra arguments for every stage run, e.g. '--trainer.max_epochs 1'")
     xp.add_argument(

@@ -11,6 +11,7 @@ vectors, the baselines). Where things go::
 from __future__ import annotations
 
 import dataclasses
+import hashlib
 import json
 import os
 from collections.abc import Sequence
@@ -22,6 +23,7 @@ import yaml
 from lq.conf import path
 from lq.conf.resolver import Profile, config_names, flag_values, merged, merged_config
 from lq.data.outputs import DONE, LAST, RETRAIN, finished, outputs_for, unfinished
+from lq.stages.configs import read_config
 from lq.stages.run import Run, Stage
 
 
@@ -144,7 +146,9 @@ class Trained(Stage):
         return [self.name, "fit", "--config", self.retrain_config(run)]
 
     def config(self, run: Run) -> dict[str, Any]:
-        return self.resolve(run)
+        """Its configuration (:meth:`resolve`); a preparation job's module given the file its scheduler wrote
+        (:attr:`Run.written`: :meth:`Prepared.write`), that file's."""
+        return read_written(run.written) if run.written else self.resolve(run)
 
     def resolve(self, run: Run) -> dict[str, Any]:
         """Its whole configuration: its config files merged in order (:attr:`Run.configs`), then where it goes and what
@@ -258,10 +262,23 @@ class Agent(Trained):
         return f"{self.name} {run.encoder} {run.ability}-{run.switch} s{run.seed}"
 
 
+def read_written(file: str) -> dict[str, Any]:
+    """The resolved configuration a scheduler wrote for a job (:meth:`Prepared.write`); a missing or unreadable file
+    is a FileNotFoundError naming it and the fix."""
+    config = read_config(file)
+    if config is None:
+        raise FileNotFoundError(
+            f"{file}: no resolved configuration there (a job's --config is the file its scheduler wrote: run the "
+            "experiment again, or `lq experiment plan`, to write it)"
+        )
+    return config
+
+
 class Prepared(Stage):
     """A preparation job computed from the RL run of its identity (:meth:`module`), from its own inputs in that run's
-    configuration (no agent's networks built): ``lq experiment NAME`` and its identity; its configuration is that
-    run's."""
+    configuration (no agent's networks built): ``lq experiment NAME``, its identity and ``--config FILE``, the RL
+    run's configuration resolved once by its scheduler and written there (:meth:`write`), which the job reads
+    alone."""
 
     wave, at_once = 2, 2
     job = True
@@ -271,6 +288,26 @@ class Prepared(Stage):
 
     def config(self, run: Run) -> dict[str, Any]:
         return run.module.config
+
+    def config_file(self, run: Run) -> str:
+        """Where its scheduler writes its module's resolved config: ``OUTPUTS/jobs/NAME-DIGEST.yaml``, the digest
+        that of its identity (its module's extra arguments among it), so that jobs side by side never share one."""
+        digest = hashlib.sha256(json.dumps(run.identity).encode()).hexdigest()[:12]
+        return f"{run.root}/jobs/{self.name}-{digest}.yaml"
+
+    def args(self, run: Run) -> list[str]:
+        """``experiment NAME``, its identity and ``--config FILE`` (:meth:`config_file`)."""
+        return [*super().args(run), "--config", self.config_file(run)]
+
+    def write(self, run: Run, fresh: bool = False) -> None:
+        """Its module's resolved configuration (:meth:`Trained.resolve`) as :meth:`config_file`, written whole then
+        renamed into place, before the job starts."""
+        from lq.data.io import atomic_open
+
+        file = Path(self.config_file(run))
+        file.parent.mkdir(parents=True, exist_ok=True)
+        with atomic_open(file) as f:
+            f.write(yaml.safe_dump(run.config, sort_keys=False))
 
 
 class Keyed(Prepared):

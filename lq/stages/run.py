@@ -127,8 +127,10 @@ class Run:
     A preparation job is a run too: ``data`` (its dataset generated), ``calibrate`` (the partner's calibration in the
     agents' environment), ``spaces`` (``encoder``'s vectors of the agents' spaces) and ``baselines`` (the rules played
     in the environment of an agent of ``ability`` and ``switch``); the last three are computed from the RL run of
-    their identity (:attr:`module`: its resolved config) and ``extra`` is that run's arguments. What a run does not
-    depend on is set to one value (:meth:`Stage.fixed`), so that two runs that write the same files are equal."""
+    their identity (:attr:`module`: its resolved config) and ``extra`` is that run's arguments; ``written``: the file
+    its scheduler wrote that config to, which the job reads alone (``lq experiment NAME ... --config FILE``). What a
+    run does not depend on is set to one value (:meth:`Stage.fixed`), so that two runs that write the same files are
+    equal."""
 
     stage: str
     encoder: str = ""
@@ -142,6 +144,9 @@ class Run:
     root: str = ""
     folder: str = ""
     extra: tuple[str, ...] = field(default=(), compare=False)
+    # a preparation job's: the file its scheduler wrote its module's resolved config to (Prepared.write), read in place
+    # of resolving it again from the identity above
+    written: str = field(default="", compare=False)
 
     def __post_init__(self) -> None:
         kind = kind_of(self.stage)

@@ -85,11 +85,14 @@ def test_a_preparation_job_is_a_run_named_by_its_identity_and_equal_whoever_need
     [job] = spaces
     assert job.args == ["experiment", "spaces", "--profile", "tiny", "--protocol", "paper", "--objective", "lq",
                         "--data", "data/default", "--outputs", str(tmp_path), "--encoders", "light", "--ability",
-                        "act_speech", "--switch", "hardcoded", "--seeds", "0"]  # fmt: skip
+                        "act_speech", "--switch", "hardcoded", "--seeds", "0", "--config",
+                        job.kind.config_file(job)]  # fmt: skip
+    assert Path(job.kind.config_file(job)).parent == tmp_path / "jobs"  # its module's config, written by its scheduler
     assert job.outputs == {"candidates": f"{tmp_path}/pretrain/light/candidates"}
     assert job.module.stage == "rl" and job.module.args[:2] == ["rl", "fit"]
     with_args = dataclasses.replace(job, extra=("--model.env.objects", "false"))
-    assert with_args == job and with_args.args[-1] == "--args=--model.env.objects false"
+    assert with_args == job and with_args.args[-3] == "--args=--model.env.objects false"
+    assert with_args.args[-1] != job.args[-1]  # another module's config: another file
     from lq.cli import build_parser
 
     parsed = build_parser().parse_args(dataclasses.replace(job, extra=("--model.lr=1e-3",)).args)

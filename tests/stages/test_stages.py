@@ -156,6 +156,37 @@ def test_the_partners_calibration_is_computed_from_the_agents_environment_withou
     assert run.done_as == run.outputs["file"] and Path(run.done_as).parent == outputs / "partner/small/candidates"
 
 
+def test_a_preparation_job_reads_the_config_its_scheduler_wrote_not_its_options(
+    setup_dir, tmp_path, monkeypatch, capsys
+):
+    """A preparation job's command line names the file its scheduler wrote (``Prepared.write``: the RL run's config
+    resolved once, in the scheduler); the job reads that file alone, so a setting changed there is the one it runs
+    with, and a file that is not there is one line naming it."""
+    import dataclasses
+
+    import yaml
+
+    from lq.cli import main
+
+    monkeypatch.chdir(ROOT)
+    where = stages.Resolver(data_dir=str(setup_dir / "data"), outputs=str(tmp_path / "outputs"))
+    run = where.run("calibrate")
+    file = Path(run.args[run.args.index("--config") + 1])
+    assert file.parent == tmp_path / "outputs" / "jobs" and not file.exists()
+    run.kind.write(run)
+    written = yaml.safe_load(file.read_text(encoding="utf-8"))
+    assert written == run.module.config and written["model"]["env"]["data_dir"] == str(setup_dir / "data")
+    assert where.run("calibrate", seed=1).args == run.args  # the same job, whatever its fixed parts are given
+    assert where.run("baselines", seed=1).kind.config_file(where.run("baselines", seed=1)) != str(file)
+    file.write_text(yaml.safe_dump({**written, "threads": run.threads + 5}), encoding="utf-8")
+    job = dataclasses.replace(run, written=str(file))
+    assert job.threads == run.threads + 5 and job.config["threads"] == run.threads + 5
+    file.unlink()
+    assert main(run.args) == 1
+    error = capsys.readouterr().err
+    assert error.startswith(f"error: {file}: no resolved configuration there") and "lq experiment plan" in error
+
+
 def test_the_spaces_vectors_are_computed_from_the_encoder_and_data_without_an_agent_module(
     setup_dir, tmp_path, monkeypatch
 ):
