@@ -2,11 +2,11 @@
 among the environment's actions or the Dungeon Master's utterances.
 
 The prompt is encoded once; its keys and values (the model's cache) are shared by every candidate, which are scored
-in batches after it, each padded on the right (so that no candidate token attends to another's padding) at the
-positions that follow the prompt. A candidate's score is the sum of its tokens' log-probabilities (nats), each token
-given the prompt and the candidate's tokens before it; its length-normalised score divides by its token count. The
-two give the same log-likelihoods as scoring ``prompt + candidate`` whole, one at a time
-(``tests/llm/test_scoring.py``).
+in batches after it (candidates of similar lengths together, so that little is padding), each padded on the right (so
+that no candidate token attends to another's padding) at the positions that follow the prompt. A candidate's score is
+the sum of its tokens' log-probabilities (nats), each token given the prompt and the candidate's tokens before it; its
+length-normalised score divides by its token count. The two give the same log-likelihoods as scoring ``prompt +
+candidate`` whole, one at a time (``tests/llm/test_scoring.py``).
 
 A :class:`PromptCache` keeps the caches of recent prompts: an agent's prompt at one turn begins as its prompt at the
 turn before (the scene, then every turn so far), so a new prompt is run only from where it parts from the closest
@@ -111,8 +111,9 @@ def score_candidates(
     device = next(model.parameters()).device
     cache, first = (prompts or PromptCache(0)).encode(model, prompt_ids)  # first: the first candidate token's
     n_prompt, totals, counts = len(prompt_ids), [], []
-    for start in range(0, len(candidate_ids), batch_size):
-        chunk = candidate_ids[start : start + batch_size]
+    order = sorted(range(len(candidate_ids)), key=lambda i: len(candidate_ids[i]))  # batched by length: little padding
+    for start in range(0, len(order), batch_size):
+        chunk = [candidate_ids[i] for i in order[start : start + batch_size]]
         b, longest = len(chunk), max(len(c) for c in chunk)
         ids = torch.zeros(b, longest, dtype=torch.long, device=device)
         mask = torch.zeros(b, longest, dtype=torch.long, device=device)
@@ -129,4 +130,6 @@ def score_candidates(
         per_token = torch.cat([first[ids[:, 0]][:, None], later], dim=1) * mask
         totals.append(per_token.sum(1))
         counts.append(mask.sum(1))
-    return CandidateScores(torch.cat(totals).cpu(), torch.cat(counts).cpu())
+    back = torch.empty(len(order), dtype=torch.long)
+    back[torch.tensor(order)] = torch.arange(len(order))  # each candidate's place in the sorted order
+    return CandidateScores(torch.cat(totals).cpu()[back], torch.cat(counts).cpu()[back])
