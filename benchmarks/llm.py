@@ -51,7 +51,6 @@ from rl import (
 )
 from timing import Yardstick
 
-ROOT = Path(__file__).resolve().parents[1]
 HEADS = ("act", "speak")
 
 
