@@ -48,6 +48,7 @@ from rl import (
     matmul_rate,
     profile_file,
     synchronizer,
+    unusable,
 )
 from timing import Yardstick
 
@@ -236,11 +237,8 @@ def parse(argv: list[str] | None) -> argparse.Namespace:
 
 def main(argv: list[str] | None = None) -> int:
     args = parse(argv)
-    if not (args.data / "demos").is_dir():
-        print(f"no dataset at {args.data}: run `make data` first (or pass --data)", file=sys.stderr)
-        return 1
-    if args.device == "cuda" and not torch.cuda.is_available():
-        print("--device cuda: torch sees no GPU here", file=sys.stderr)
+    if problem := unusable(args.data, args.device):
+        print(problem, file=sys.stderr)
         return 1
     try:
         lm = load_language_model(args.llm, args.dtype)

@@ -502,13 +502,19 @@ def parse(argv: list[str] | None) -> argparse.Namespace:
     return args
 
 
+def unusable(data: Path, device: str) -> str | None:
+    """Why a benchmark cannot run on ``data`` and ``device`` (no dataset there, no GPU for cuda), or None."""
+    if not (data / "demos").is_dir():
+        return f"no dataset at {data}: run `make data` first (or pass --data)"
+    if device == "cuda" and not torch.cuda.is_available():
+        return "--device cuda: torch sees no GPU here"
+    return None
+
+
 def main(argv: list[str] | None = None) -> int:
     args = parse(argv)
-    if not (args.data / "demos").is_dir():
-        print(f"no dataset at {args.data}: run `make data` first (or pass --data)", file=sys.stderr)
-        return 1
-    if args.device == "cuda" and not torch.cuda.is_available():
-        print("--device cuda: torch sees no GPU here", file=sys.stderr)
+    if problem := unusable(args.data, args.device):
+        print(problem, file=sys.stderr)
         return 1
     results = {}
     stick = Yardstick()

@@ -130,6 +130,5 @@ def score_candidates(
         per_token = torch.cat([first[ids[:, 0]][:, None], later], dim=1) * mask
         totals.append(per_token.sum(1))
         counts.append(mask.sum(1))
-    back = torch.empty(len(order), dtype=torch.long)
-    back[torch.tensor(order)] = torch.arange(len(order))  # each candidate's place in the sorted order
+    back = torch.tensor(order).argsort()  # each candidate's place in the sorted order
     return CandidateScores(torch.cat(totals).cpu()[back], torch.cat(counts).cpu()[back])
