@@ -240,16 +240,18 @@ def _experiment(name: str, args: argparse.Namespace, setup: Setup) -> Experiment
 
 
 def _experiment_job(args: argparse.Namespace, names: list[str]) -> int:
-    """``lq experiment spaces``, ``calibrate`` and ``baselines``: the preparation jobs, each a :class:`Run` named by
-    the options ``lq experiment plan`` prints (profile, protocol, objective, data, outputs, encoder, ability, switch,
-    seed; ``--args``: its agent module's extra arguments)."""
+    """``lq experiment spaces``, ``calibrate``, ``baselines`` and ``llm``: the preparation jobs and the children that
+    train nothing, each a :class:`Run` named by the options ``lq experiment plan`` prints (profile, protocol,
+    objective, data, outputs, encoder (``llm``: the language model), ability, switch, seed; ``--args``: its agent
+    module's extra arguments)."""
     from lq import experiments as X
-    from lq.commands.jobs import run_baselines, run_preparation
+    from lq.commands.jobs import run_baselines, run_language_model, run_preparation
 
     if len(args.seeds) != 1 or len(args.encoders or [""]) != 1:
         raise UsageError(f"experiment {args.action}: one --seeds N and at most one --encoders ENCODER")
-    if args.action == "spaces" and not args.encoders:
-        raise UsageError("experiment spaces: --encoders ENCODER, the pretrained encoder whose vectors to compute")
+    if args.action in ("spaces", "llm") and not args.encoders:
+        what = "the pretrained encoder whose vectors to compute" if args.action == "spaces" else "the language model"
+        raise UsageError(f"experiment {args.action}: --encoders ENCODER, {what}")
     setup = _setup(
         args, "*", profile=args.profile or "tiny", protocol=args.protocol or "paper", objective=args.objective or "lq",
         outputs=args.outputs or "",
@@ -257,21 +259,23 @@ def _experiment_job(args: argparse.Namespace, names: list[str]) -> int:
     encoder = (args.encoders or [""])[0]
     run = X.running.prep(args.action, setup, encoder, ability=args.ability, switch=args.switch, seed=args.seeds[0])
     run = dataclasses.replace(run, written=args.config or "")  # the config its scheduler resolved, read alone
-    if args.action != "baselines":
+    if args.action not in ("baselines", "llm"):
         run_preparation(run)
         return 0
     if len(names) != 1 or not args.parent:
-        raise UsageError("experiment baselines: name one experiment and --parent RUN_ID")
+        raise UsageError(f"experiment {args.action}: name one experiment and --parent RUN_ID")
     experiment = X.EXPERIMENTS[names[0]](objective=setup.objective)
-    keys = [c.key for c in experiment.configs if c.stage == "baselines"]
-    if (key := X.Config("baselines", "", args.ability, args.switch).key) not in keys:
-        raise UsageError(f"--ability {args.ability} --switch {args.switch}: {names[0]}'s baselines: {', '.join(keys)}")
+    keys = [c.key for c in experiment.configs if c.stage == args.action]
+    if (key := X.Config(args.action, run.encoder, args.ability, args.switch).key) not in keys:
+        raise UsageError(f"{key}: not a child of {names[0]}; its {args.action} children: {', '.join(keys) or 'none'}")
     from mlflow.tracking import MlflowClient
 
-    child = run_baselines(
-        MlflowClient(args.tracking_uri), names[0], run, args.parent, validation=experiment.validation_baselines
-    )
-    print(f"baselines child run {child} ({key}) of parent {args.parent}")
+    client = MlflowClient(args.tracking_uri)
+    if args.action == "llm":
+        child = run_language_model(client, names[0], run, args.parent)
+    else:
+        child = run_baselines(client, names[0], run, args.parent, validation=experiment.validation_baselines)
+    print(f"{args.action} child run {child} ({key}) of parent {args.parent}")
     return 0
 
 

@@ -65,44 +65,100 @@ def run_baselines(client, experiment: str, run: Run, pid: str, validation: bool 
     no network), each rule in place of the agent (``baselines/<rule>/<goal>_rate``; with ``validation``, on the
     validation quests too: ``baselines_val/...``; where its module has worlds to play, their test quests too:
     ``baselines_worlds/...``); returns its run id."""
-    seed, started = run.seed, time.process_time()
-    module = baselines_module(run)
-    config = Config("baselines", "", run.ability, run.switch)
-    tags = {"mlflow.parentRunId": pid, "lq.config": config.key, "lq.seed": str(seed), "lq.stage": "baselines"}
-    exp_id = experiment_id(client, experiment)
-    identity, params = baselines_identity(run, module.env_spec)
-    run_id = client.create_run(
-        exp_id, run_name=f"{config.key}-s{seed}", tags={**tags, **identity, **run_tags()}
-    ).info.run_id
-    try:
-        log_identity(client, run_id, params, module.data_dir)
+
+    def play(module, child: str, log_figures) -> None:
         played = [(module, "valid", "baselines_val"), (module, "test", "baselines")][0 if validation else 1 :]
         if (worlds := module.worlds_agent(networks=False)) is not None:  # model.worlds: worlds its agents never saw
             played.append((worlds, "test", "baselines_worlds"))
         for agent, split, prefix in played:
             with stage_threads(run):
-                results = agent_baselines(agent, split, [seed])
+                results = agent_baselines(agent, split, [run.seed])
             for key, [result] in results.items():
-                # the ceiling has no speech columns (NaN, left out); an infinite figure is refused
-                figures = {k: v for k, v in result.metrics(f"{prefix}/{key}/").items() if v == v}
-                check_finite(figures, None, "evaluation figure")
-                for name, value in figures.items():
-                    client.log_metric(run_id, name, stored(value))
-        cpu = stored(time.process_time() - started)
-        client.log_metric(run_id, "time/cpu_s", cpu)  # what a stage run logs (StageTimer)
+                log_figures(result.metrics(f"{prefix}/{key}/"))
+
+    return _figures_child(client, experiment, run, pid, Config("baselines", "", run.ability, run.switch), play)
+
+
+def run_language_model(client, experiment: str, run: Run, pid: str, batch_size: int = 32) -> str:
+    """A child of parent run ``pid`` with the language model ``run.encoder`` (:func:`lq.llm.model.model_file`) played
+    zero-shot through the environment, spaces, switch and evaluation of the ``llm`` run's RL module (no network of its
+    own), as an agent run logs its evaluation (:func:`lq.eval.llm.language_model_zero_shot`: ``val/``, ``test/`` and
+    the other decoding's ``test_greedy/`` or ``test_sampled/``), each score's validation figures
+    (``llm_val/<score>/...``) and the score chosen there (tag ``lq.llm_score``); its greedy plays are kept under
+    ``OUTPUTS/eval/llm-plays/`` (:class:`lq.eval.llm.GreedyPlays`: later seeds read them). Returns its run id."""
+    from lq.eval.llm import GreedyPlays, language_model_zero_shot
+    from lq.llm.model import load_language_model
+    from lq.llm.policy import SCORES, LanguageModelPolicy
+
+    def play(module, child: str, log_figures) -> None:
+        lm = load_language_model(run.encoder)
+        policies = {s: LanguageModelPolicy(lm, s, batch_size, run.threads) for s in SCORES}
+        plays = GreedyPlays(Path(run.root) / "eval" / "llm-plays", greedy_key(run, module.env_spec, lm.source))
+        with stage_threads(run):
+            zero_shot = language_model_zero_shot(module, policies, run.seed, plays, log=lambda s: print(f"[llm] {s}"))
+        client.set_tag(child, "lq.llm_score", zero_shot.chosen)
+        for score, result in zero_shot.validation.items():
+            log_figures(result.metrics(f"llm_val/{score}/"))
+        for prefix, result in zero_shot.played.items():
+            log_figures(result.metrics(f"{prefix}/"))
+
+    return _figures_child(client, experiment, run, pid, Config("llm", run.encoder, run.ability, run.switch), play)
+
+
+def greedy_key(run: Run, env: EnvSpec, model: str) -> dict[str, object]:
+    """What a greedy play of a language model reads, for :class:`lq.eval.llm.GreedyPlays`: the model's file (its
+    path, size and modification time), the module's configuration less what tells its seeds apart (the seed, the
+    folders of its RL run and BC start, the trainer), the environment models' weights, the data's fingerprint, the
+    threads and lq's commit."""
+    from lq.envs.models import checkpoint_digest
+
+    files = [Path(model)] if Path(model).is_file() else sorted(p for p in Path(model).iterdir() if p.is_file())
+    stamps = [(str(p.resolve()), p.stat().st_size, p.stat().st_mtime_ns) for p in files]
+    config = {k: v for k, v in run.config.items() if k not in ("seed_everything", "trainer", "checkpoint")}
+    config["model"] = {k: v for k, v in config["model"].items() if k not in ("seed", "bc_checkpoint")}  # the seed's
+    digests = {name: checkpoint_digest(path) for name, path in (("partner", env.partner_checkpoint),
+                                                                ("dm", env.dm_checkpoint))}  # fmt: skip
+    return {"model": stamps, "config": config, "models": digests, "dataset": dataset_id(env.data_dir),
+            "threads": run.threads, **commit_tag()}  # fmt: skip
+
+
+def _figures_child(client, experiment: str, run: Run, pid: str, config: Config, play) -> str:
+    """A finished child of parent ``pid`` for ``config`` with ``run``'s seed and identity (:func:`baselines_identity`),
+    whose figures ``play(module, child_id, log_figures)`` logs (NaN figures left out, an infinite one refused), then
+    its CPU time; killed or failed where ``play`` raises. Returns its run id."""
+    seed, started = run.seed, time.process_time()
+    module = baselines_module(run)
+    tags = {"mlflow.parentRunId": pid, "lq.config": config.key, "lq.seed": str(seed), "lq.stage": config.stage}
+    exp_id = experiment_id(client, experiment)
+    identity, params = baselines_identity(run, module.env_spec)
+    child = client.create_run(exp_id, run_name=f"{config.key}-s{seed}", tags={**tags, **identity, **run_tags()})
+    child_id = child.info.run_id
+
+    def log_figures(metrics: Mapping[str, float]) -> None:
+        figures = {k: v for k, v in metrics.items() if v == v}  # the ceiling has no speech columns (NaN, left out)
+        check_finite(figures, None, "evaluation figure")
+        for name, value in figures.items():
+            client.log_metric(child_id, name, stored(value))
+
+    try:
+        log_identity(client, child_id, params, module.data_dir)
+        play(module, child_id, log_figures)
+        client.log_metric(child_id, "time/cpu_s", stored(time.process_time() - started))  # as a stage run (StageTimer)
     except BaseException as error:
-        end_run(client, run_id, "KILLED" if isinstance(error, KeyboardInterrupt) else "FAILED")
+        end_run(client, child_id, "KILLED" if isinstance(error, KeyboardInterrupt) else "FAILED")
         raise
-    end_run(client, run_id, "FINISHED")
-    return run_id
+    end_run(client, child_id, "FINISHED")
+    return child_id
 
 
 def baselines_identity(run: Run, env: EnvSpec) -> tuple[dict[str, str], dict[str, object]]:
-    """The tags and params of a baselines child, as an agent's stage run records its own (:class:`lq.lit.cli.AgentCLI`),
-    so that every child of a table says what it ran on: its ability, switch, seed, profile, protocol, objective and
-    threads; its data (``lq.data``, as the setup names it) and that data's fingerprint (``lq.dataset``); the partner and
-    DM of ``env`` (``lq.partner``, ``lq.dm``); the commit."""
-    params = {"stage": "baselines", "ability": run.ability, "switch": run.switch, "seed": run.seed}
+    """The tags and params of a baselines or language-model child, as an agent's stage run records its own
+    (:class:`lq.lit.cli.AgentCLI`), so that every child of a table says what it ran on: its stage, ability, switch,
+    seed, profile, protocol, objective and threads (and the language model, ``llm``); its data (``lq.data``, as the
+    setup names it) and that data's fingerprint (``lq.dataset``); the partner and DM of ``env`` (``lq.partner``,
+    ``lq.dm``); the commit."""
+    params = {"stage": run.stage, "ability": run.ability, "switch": run.switch, "seed": run.seed}
+    params |= {"llm": run.encoder} if run.stage == "llm" else {}
     params |= {"profile": run.profile, "protocol": run.protocol, "objective": run.objective, "threads": run.threads}
     tags = {f"lq.{key}": str(params[key]) for key in ("ability", "switch", "profile", "protocol", "objective")}
     tags |= {"lq.data": str(run.data), "lq.dataset": dataset_id(env.data_dir), **model_tags(env), **commit_tag()}

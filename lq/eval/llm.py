@@ -6,12 +6,15 @@ with it, one evaluation per seed, beside the baselines through the same actor an
 
 from __future__ import annotations
 
+import hashlib
+import json
 import time
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
+from pathlib import Path
 
 from lq.envs.protocol import HEADLINE_RATE, Protocol
-from lq.eval.agents import Playable, agent_baselines, first_quests
+from lq.eval.agents import Playable, agent_baselines, first_quests, other_decoding
 from lq.eval.episodes import EvalResult, evaluate
 from lq.rl.acting import CandidateScorer
 from lq.rl.registry import TITLES
@@ -77,3 +80,80 @@ def evaluate_language_model(
     baselines = agent_baselines(agent, "test", seeds, quests)
     seconds["baselines"] = time.perf_counter() - started
     return LanguageModelEvaluation(agent.protocol, validation, chosen, test, baselines, seconds)
+
+
+class GreedyPlays:
+    """Greedy plays of a language model kept in ``folder``, one file per play, keyed by everything it reads: ``key``
+    (the model, the module's configuration, the environment models' weights, the data: the caller's), the score and
+    the split. A greedy play draws nothing (the policy, the partner and the Dungeon Master each take their argmax, and
+    every quest is played once in order), so its episodes are the same whatever the evaluation seed: an experiment's
+    children of later seeds read the first one's, not played again. A file is written whole, then renamed."""
+
+    def __init__(self, folder: str | Path, key: Mapping[str, object]):
+        self.folder, self.key = Path(folder), dict(key)
+
+    def file(self, score: str, split: str) -> Path:
+        text = json.dumps({**self.key, "score": score, "split": split}, sort_keys=True, default=str)
+        return self.folder / f"{split}-{score}-{hashlib.sha256(text.encode()).hexdigest()[:16]}.json"
+
+    def get(self, score: str, split: str, play: Callable[[], EvalResult]) -> tuple[EvalResult, bool]:
+        """The play's result, and whether it was read rather than played."""
+        from lq.data.io import write_json
+
+        path = self.file(score, split)
+        if path.is_file():
+            return EvalResult.of(json.loads(path.read_text(encoding="utf-8"))["episodes"]), True
+        result = play()
+        write_json(path, {"key": self.key, "score": score, "split": split, "episodes": result.episodes}, indent=None)
+        return result, False
+
+
+@dataclass
+class ZeroShotPlays:
+    """What an experiment's language-model child logs: ``validation``, each score's results on the validation quests
+    under the protocol's decoding; ``chosen``, the score chosen there (:func:`rank`); ``played``, the chosen score's
+    results by metric prefix as an agent run logs its own (:func:`lq.eval.agents.zero_shot`): ``val``, ``test`` (the
+    protocol's decoding) and ``test_greedy`` or ``test_sampled`` (the other)."""
+
+    validation: dict[str, EvalResult]
+    chosen: str
+    played: dict[str, EvalResult]
+
+
+def language_model_zero_shot(
+    agent: Playable,
+    policies: Mapping[str, CandidateScorer],
+    seed: int = 0,
+    plays: GreedyPlays | None = None,
+    log: Callable[[str], None] = print,
+) -> ZeroShotPlays:
+    """``policies`` (one language model by each score, :data:`lq.llm.policy.SCORES`) played through ``agent``'s actor
+    and environment with evaluation ``seed``: each on the validation quests under the protocol's decoding, the best
+    there (:func:`rank`) on the test quests under it and under the other decoding (sampling at temperature 1 from the
+    softmax of its scores). ``plays``: where greedy plays are read from when kept, and kept (:class:`GreedyPlays`)."""
+    if not policies:
+        raise ValueError("language_model_zero_shot: no policy to evaluate")
+
+    def played(score: str, split: str, greedy: bool) -> EvalResult:
+        def play() -> EvalResult:
+            started = time.perf_counter()
+            result = evaluate(agent.eval_env(split, seed), agent.make_actor(policy=policies[score]), seed=seed,
+                              greedy=greedy)  # fmt: skip
+            log(f"{where}: act goals {result.act_goal_rate:.3f}, speech goals {result.speech_goal_rate:.3f}, both "
+                f"{result.act_and_speech_rate:.3f} ({time.perf_counter() - started:.0f} s)")  # fmt: skip
+            return result
+
+        where = f"{'validation' if split == 'valid' else split}, {score}, {'greedy' if greedy else 'sampled'}"
+        if not greedy or plays is None:
+            return play()
+        result, read = plays.get(score, split, play)
+        if read:
+            log(f"{where}: read from {plays.file(score, split)} (a greedy play draws nothing: the same for every seed)")
+        return result
+
+    greedy = agent.protocol.greedy
+    validation = {score: played(score, "valid", greedy) for score in policies}
+    chosen = max(validation, key=lambda score: rank(validation[score]))
+    out = {"val": validation[chosen], "test": played(chosen, "test", greedy)}
+    out[f"test_{other_decoding(agent.protocol)}"] = played(chosen, "test", not greedy)
+    return ZeroShotPlays(validation, chosen, out)

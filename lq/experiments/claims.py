@@ -498,12 +498,19 @@ def current_parents(
     tracking_uri: str, profile: str, protocol: str, names: Sequence[str] = tuple(EXPERIMENTS)
 ) -> list[tuple[str, str | None, str | None]]:
     """The parents the results page shows, in its order: for each experiment and RL objective (None where it trains
-    no RL), the newest finished parent of ``profile`` and ``protocol`` in the store, None if there is none."""
+    no RL), the newest finished parent of ``profile`` and ``protocol`` (the experiment's own, where it has one:
+    :attr:`Experiment.protocol`) in the store, None if there is none."""
     return [
-        (name, objective, latest_parent(tracking_uri, name, profile, protocol, objective))
+        (name, objective, latest_parent(tracking_uri, name, profile, page_protocol(name, protocol), objective))
         for name in names
         for objective in objectives_of(name)
     ]
+
+
+def page_protocol(name: str, protocol: str) -> str:
+    """The protocol whose parents of experiment ``name`` a results page of ``protocol`` shows: its own, where its spec
+    names one (:attr:`Experiment.protocol`), else the page's."""
+    return EXPERIMENTS[name]().protocol or protocol
 
 
 def export_current(tracking_uri: str, profile: str, protocol: str, out_dir: str | Path) -> list[Path]:
@@ -516,7 +523,8 @@ def export_current(tracking_uri: str, profile: str, protocol: str, out_dir: str 
     for name, objective, parent in current_parents(tracking_uri, profile, protocol):
         if parent is not None:
             table = f"{name}-{objective}" if objective else name
-            written.append(write_record(client, parent, Path(out_dir) / f"{profile}-{protocol}-{table}.json.gz"))
+            file = f"{profile}-{page_protocol(name, protocol)}-{table}.json.gz"
+            written.append(write_record(client, parent, Path(out_dir) / file))
             (Path(out_dir) / parent_record_name(client.get_run(parent))).unlink(missing_ok=True)
     return written
 

@@ -484,7 +484,9 @@ def child_waves(experiment: Experiment, setup: Setup, pid: str, done: set[tuple[
         for config in experiment.configs:
             if (config.key, str(seed)) in done:
                 continue
-            children[child_run(config, setup, seed, experiment.name)] = (config, seed)
+            run = child_run(config, setup, seed, experiment.name)
+            run.kind.check(run)  # one that could not start refused now (an llm child's model), before any trains
+            children[run] = (config, seed)
 
     def step(run: Run) -> Step:
         config, seed = children[run]
@@ -503,6 +505,9 @@ def child_waves(experiment: Experiment, setup: Setup, pid: str, done: set[tuple[
         # goes on beside them); one nothing waits for keeps its slot to its end (its evaluation is no less urgent)
         # (and the BC start it needs where that is no child: a resumed parent's, made again; :func:`resumed_waves`)
         after = [label(n) if n in children else n.label for n in run.needs() if n in children or n.kind.agent]
+        first = dataclasses.replace(run, seed=setup.seeds[0])
+        if run.kind.after_first_seed and first != run and first in children:  # it reads what the first one keeps
+            after.append(label(first))
         released = functools.partial(trained, run.checkpoint) if run in needed and run.kind.trains else None
         return Step(label(run), args, config=config, seed=seed, run=child, after=after, released=released)
 

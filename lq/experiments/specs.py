@@ -53,7 +53,8 @@ MOTIVATION_TITLES = {"none": "No motivations", "short": "Short motivations", "lo
 class Config:
     """One configuration of a stage: trained once per seed, each a child run."""
 
-    stage: str  # "rl", "bc", "pretrain", "baselines" (and "partner", "dm": the environment's models)
+    stage: str  # "rl", "bc", "pretrain", "baselines", "llm" (and "partner", "dm": the environment's models)
+    # the encoder; a language model's name for "llm" (lq.llm.model.model_file: smollm2, a model folder or GGUF file)
     encoder: str = ""  # none for the baselines: they read no encoder
     ability: str = "act_speech"
     switch: str = "hardcoded"
@@ -140,6 +141,9 @@ class Experiment:
     validation_baselines: bool = False  # its baselines child plays the validation quests too
     evaluated: str = ""  # the line under its tables where no protocol evaluates it (no agent plays)
     note: str = ""  # said after the protocol line under its tables (how its rows' agents were chosen)
+    # the protocol a results page shows its parents of, where not the page's own (the language-model experiment's
+    # zero-shot rows run on a CPU under the restricted one: docs/agents.md)
+    protocol: str = ""
     configs: list[Config] = field(init=False)
 
     def __post_init__(self) -> None:
@@ -153,7 +157,7 @@ def baselines_table(
     actor and environment as the agents, the demonstrations replayed, and the ceiling; with ``validation``, on the
     validation quests too (``baselines_val/...``, columns before the test's); with ``worlds``, on the worlds the agents
     never saw too (``baselines_worlds/...``, columns after the test's)."""
-    settings = list(dict.fromkeys((c.ability, c.switch) for c in configs if c.stage in ("rl", "bc")))
+    settings = list(dict.fromkeys((c.ability, c.switch) for c in configs if c.stage in ("rl", "bc", "llm")))
     rows = []
     for ability, switch in settings:
         config = Config("baselines", ability=ability, switch=switch, variant=WORLDS_VARIANT if worlds else "")
@@ -600,6 +604,49 @@ def generalisation_long(
     return experiment
 
 
+# The language-model experiment (issue 111): a local causal LM played zero-shot through the agents' actor, switch and
+# environment (lq experiment llm), its way of scoring a candidate chosen on the validation quests, beside the agents
+# and the baselines. Each model by its name (lq.llm.model.model_file) and its row's title; each score's title.
+LANGUAGE_MODELS = {"smollm2": "SmolLM2-135M-Instruct"}
+LLM_SCORES = {"sum": "the answer's log-likelihood", "mean": "nats per token"}  # lq.llm.policy.SCORES
+LLM_PROTOCOL = "restricted"  # the results page's: a paper-protocol speaking turn is minutes of a CPU (docs/agents.md)
+SAMPLED_GOALS = tuple((f"Sampled {title.lower()}", metric.replace("test/", "test_sampled/")) for title, metric in GOALS)
+
+
+def llm(encoders: Sequence[str] = ("scratch",), objective: str = "lq", models: Sequence[str] = ("smollm2",)
+        ) -> Experiment:  # fmt: skip
+    """Language models as zero-shot agents beside the switch agent (issue 111): each of ``models`` played zero-shot
+    (its score chosen on the validation quests; each score's validation figures beside), then per encoder RL under lq's
+    objective and BC; validation, test and sampled-test columns; the baselines beside, on the validation quests too.
+    Raises ValueError for another objective or an unknown encoder."""
+    if objective != "lq":
+        raise ValueError(f"the language-model experiment's RL trains under lq's objective (--objective lq), not "
+                         f"{objective}")  # fmt: skip
+    _check_encoders(encoders)
+    columns = (*VALIDATION_GOALS, *GOALS, *SAMPLED_GOALS)
+    rows = []
+    for model in models:
+        config, name = Config("llm", model), LANGUAGE_MODELS.get(model, model)
+        rows.append((f"{name} zero-shot, score chosen on validation", {t: Cell(config, m) for t, m in columns}))
+        for score, title in LLM_SCORES.items():
+            cells = {t: Cell(config, m.replace("val/", f"llm_val/{score}/")) for t, m in VALIDATION_GOALS}
+            rows.append((f"{name} zero-shot, {title}", cells))
+    for e in encoders:
+        rows.append((f"{ENCODER_TITLES[e]}, {rl_title(objective)}", {t: Cell(Config("rl", e), m) for t, m in columns}))
+        rows.append((f"{ENCODER_TITLES[e]}, BC", {t: Cell(Config("bc", e), m) for t, m in columns}))
+    title = "Language models as zero-shot agents, beside the switch agent"
+    experiment = _with_baselines("llm", title, rows, encoders, objective, validation=True)
+    experiment.protocol = LLM_PROTOCOL
+    experiment.note = (
+        "A language model's row is its zero-shot play with the score chosen on the validation quests (the better act & "
+        "speech goals, then act goals), that score's validation figures in its first columns; the rows below it give "
+        "each score's. Sampled: the test quests again, each choice drawn from the softmax of the agent's scores at "
+        "temperature 1. A greedy play draws nothing: a language model's greedy figures are the same for every seed "
+        "(its std 0 by construction), its sampled ones are not."
+    )
+    return experiment
+
+
 EXPERIMENTS: dict[str, Callable[..., Experiment]] = {
     "generalisation": generalisation,
     "generalisation_long": generalisation_long,
@@ -610,6 +657,7 @@ EXPERIMENTS: dict[str, Callable[..., Experiment]] = {
     "table45": table45,
     "deviations": deviations,
     "candidates": candidates,
+    "llm": llm,
 }
 
 

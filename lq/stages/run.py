@@ -42,6 +42,9 @@ class Stage:
     trains: bool = False  # a stage CLI's training run (``lq NAME fit``); else a job of ``lq data`` or ``lq experiment``
     agent: bool = False  # an agent (its own ability, switch and seed, evaluated in the agents' environment)
     job: bool = False  # a job of its own, ``lq experiment NAME`` (the preparation computed from an RL run's config)
+    # an experiment's child that reads what the child of its configuration's first seed keeps (a language model's
+    # greedy plays): it starts after that one (lq.experiments.running.child_waves)
+    after_first_seed: bool = False
 
     def fixed(self, run: Run) -> dict[str, Any]:
         """What its runs do not depend on, set to one value so that two runs that write the same files are equal."""

@@ -243,3 +243,31 @@ def test_a_gain_ordering_compares_differences_of_means_with_their_standard_error
     assert marked([0.4, 0.5], [0.1, 0.2], [0.5, 0.6], [0.2, 0.3]).endswith("**within noise**")  # 0.3 vs 0.3
     assert marked([0.4, 0.5], [], [0.5, 0.6], [0.2, 0.3]) == "gains n/a: **not run**"
     assert marked([0.4], [0.1], [0.5], [0.2]) == "**not tested (one seed)**"
+
+
+def test_the_language_model_experiment_is_on_the_page_under_its_own_protocol(tmp_path):
+    """The LLM experiment's zero-shot rows run on a CPU under the restricted protocol: the results page of the paper
+    protocol shows its newest restricted parent (its LLM row beside the agents'), and its record is exported under
+    that protocol's name; a parent of the page's own protocol is not what it shows."""
+    from lq.experiments.claims import export_current, results_page
+
+    uri = f"sqlite:///{tmp_path / 'mlflow.db'}"
+    client = MlflowClient(uri)
+    experiment = X.EXPERIMENTS["llm"]()
+    for protocol, rate in (("restricted", 0.375), ("paper", 0.9)):
+        setup = X.Setup(seeds=(0,), tracking_uri=uri, outputs=str(tmp_path / "o"), protocol=protocol)
+        pid, _ = X.parents.open_parent(client, experiment, setup, False, print)
+        exp_id = client.get_run(pid).info.experiment_id
+        for config in experiment.configs:
+            tags = {"mlflow.parentRunId": pid, "lq.config": config.key, "lq.seed": "0", "lq.stage": config.stage}
+            child = client.create_run(exp_id, tags=tags).info.run_id
+            client.log_metric(child, "test/act_goal_rate", rate if config.stage == "llm" else 0.5)
+            client.set_terminated(child, "FINISHED")
+        client.set_terminated(pid, "FINISHED")
+    text = results_page(uri, "tiny", "paper", ["llm"])
+    section = text.split("\n## ")[1]
+    assert section.startswith(experiment.title) and "protocol `restricted`" in section
+    row = next(line for line in section.splitlines() if line.startswith("| SmolLM2-135M-Instruct zero-shot, score"))
+    assert "| 0.375 |" in row and "0.900" not in section
+    written = export_current(uri, "tiny", "paper", tmp_path / "records")
+    assert "tiny-restricted-llm-lq.json.gz" in [p.name for p in written]

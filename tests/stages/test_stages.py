@@ -29,13 +29,14 @@ def test_every_stage_kind_says_whether_it_is_done_and_what_it_writes_without_bui
     setup_dir, tmp_path, monkeypatch
 ):
     """The calibration's and the spaces' files are named by a key of the models' weights: found from the run's
-    configuration (no agent module, no CLI), and the same files the agent module would name; the baselines write no
-    file and are never done (a child always runs)."""
+    configuration (no agent module, no CLI), and the same files the agent module would name; the baselines and a
+    language model's zero-shot child write no file and are never done (a child always runs)."""
     monkeypatch.chdir(ROOT)
     outputs = tmp_path / "outputs"
     trained_env_models(setup_dir, outputs)
     where = stages.Resolver(data_dir=str(setup_dir / "data"), outputs=str(outputs))
-    encoders = {"pretrain": "general_light", "partner": "small", "dm": "small", "spaces": "general_light"}
+    encoders = {"pretrain": "general_light", "partner": "small", "dm": "small", "spaces": "general_light",
+                "llm": "smollm2"}  # fmt: skip
     runs = {kind: where.run(kind, encoders.get(kind, "general_light")) for kind in stages.KINDS}
 
     def built(*args, **kwargs):
@@ -45,14 +46,14 @@ def test_every_stage_kind_says_whether_it_is_done_and_what_it_writes_without_bui
     monkeypatch.setattr(StageCLI, "__init__", built)
     done = {kind: run.done for kind, run in runs.items()}
     assert done == {"pretrain": True, "partner": True, "dm": True, "rl": False, "bc": False, "data": True,
-                    "pool": False, "calibrate": False, "spaces": False, "baselines": False}  # fmt: skip
+                    "pool": False, "calibrate": False, "spaces": False, "baselines": False, "llm": False}  # fmt: skip
     pool = stages.Run("pool", data=str(setup_dir / "data"), folder=str(tmp_path / "data-pool-12"))
     assert pool.outputs == {"manifest": f"{tmp_path}/data-pool-12/manifest.json"} and not pool.done
     assert pool.args == ["data", "pool", str(setup_dir / "data"), "12", "--out", str(tmp_path / "data-pool-12")]
     calibration, spaces = Path(runs["calibrate"].outputs["file"]), Path(runs["spaces"].outputs["file"])
     assert calibration.parent == outputs / "partner/small/candidates"
     assert spaces.parent == outputs / "pretrain/general_light/candidates" and spaces.name.startswith("agent-utterances")
-    assert runs["baselines"].outputs == {} and runs["data"].outputs == {"manifest": f"{setup_dir}/data/manifest.json"}
+    assert runs["baselines"].outputs == runs["llm"].outputs == {} and runs["data"].outputs == {"manifest": f"{setup_dir}/data/manifest.json"}
     assert set(runs["rl"].outputs) == {"checkpoint", "last", "done", "config"}
     for file in (calibration, spaces):
         file.parent.mkdir(parents=True, exist_ok=True)
@@ -68,9 +69,9 @@ def test_every_stage_kind_says_whether_it_is_done_and_what_it_writes_without_bui
 
 def test_a_stage_kind_is_one_registry_entry():
     assert stages.STAGES == ("pretrain", "partner", "dm", "rl", "bc")
-    assert stages.PREPARATION == ("data", "pool", "calibrate", "spaces", "baselines")
+    assert stages.PREPARATION == ("data", "pool", "calibrate", "spaces", "baselines", "llm")
     assert stages.AGENT_STAGES == ("rl", "bc") and stages.ENV_STAGES == ("partner", "dm")
-    assert stages.JOBS == ("calibrate", "spaces", "baselines")
+    assert stages.JOBS == ("calibrate", "spaces", "baselines", "llm")
     with pytest.raises(ValueError, match="unknown stage eval: choose from pretrain, partner, dm, rl, bc, data"):
         stages.Run("eval")
 
