@@ -53,7 +53,8 @@ def test_every_stage_kind_says_whether_it_is_done_and_what_it_writes_without_bui
     calibration, spaces = Path(runs["calibrate"].outputs["file"]), Path(runs["spaces"].outputs["file"])
     assert calibration.parent == outputs / "partner/small/candidates"
     assert spaces.parent == outputs / "pretrain/general_light/candidates" and spaces.name.startswith("agent-utterances")
-    assert runs["baselines"].outputs == runs["llm"].outputs == {} and runs["data"].outputs == {"manifest": f"{setup_dir}/data/manifest.json"}
+    assert runs["baselines"].outputs == runs["llm"].outputs == {}
+    assert runs["data"].outputs == {"manifest": f"{setup_dir}/data/manifest.json"}
     assert set(runs["rl"].outputs) == {"checkpoint", "last", "done", "config"}
     for file in (calibration, spaces):
         file.parent.mkdir(parents=True, exist_ok=True)
