@@ -251,9 +251,11 @@ CHATML = (
 )
 
 
-def tiny_causal_lm(folder, max_positions: int = 4096, chat_template: str | None = CHATML):
+def tiny_causal_lm(folder, max_positions: int = 4096, chat_template: str | None = CHATML, init_range: float = 0.02):
     """A random two-layer Llama and a byte-level tokenizer with ChatML's chat template (a token per byte, so that every
-    text has its own ids), saved to ``folder`` as ``save_pretrained`` saves them; returns the folder."""
+    text has its own ids), saved to ``folder`` as ``save_pretrained`` saves them; returns the folder. ``init_range``:
+    the weights' standard deviation (Llama's 0.02 leaves a frozen output layer logits within about +-1, which no
+    adapter can pass: a model whose adapters are to learn needs a larger one)."""
     import torch
     from tokenizers import Tokenizer, decoders, models, pre_tokenizers
     from transformers import LlamaConfig, LlamaForCausalLM, PreTrainedTokenizerFast
@@ -270,7 +272,8 @@ def tiny_causal_lm(folder, max_positions: int = 4096, chat_template: str | None 
     torch.manual_seed(0)
     config = LlamaConfig(vocab_size=len(tokenizer), hidden_size=32, intermediate_size=64, num_hidden_layers=2,
                          num_attention_heads=4, num_key_value_heads=2, max_position_embeddings=max_positions,
-                         bos_token_id=tokenizer.bos_token_id, eos_token_id=tokenizer.eos_token_id)  # fmt: skip
+                         bos_token_id=tokenizer.bos_token_id, eos_token_id=tokenizer.eos_token_id,
+                         initializer_range=init_range)  # fmt: skip
     LlamaForCausalLM(config).save_pretrained(folder)
     tokenizer.save_pretrained(folder)
     return folder

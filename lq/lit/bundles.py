@@ -29,11 +29,12 @@ from lq.envs.models import load_poly_encoder, save_poly_encoder
 from lq.envs.spec import nested, overridden
 from lq.lit.agent import VOCABULARY, AgentModule
 from lq.lit.bc import BCModule
+from lq.lit.llm_bc import LanguageModelBCModule
 from lq.lit.rl import RLModule
 from lq.models.poly_encoder import stores_beside
 
 FORMAT = "lq-agent-bundle/1"
-AGENT_MODULES = {"bc": BCModule, "rl": RLModule}
+AGENT_MODULES = {"bc": BCModule, "rl": RLModule, "llm_bc": LanguageModelBCModule}
 DATA_SUFFIXES = (".json", ".jsonl", ".csv")  # the files a dataset's fingerprint covers (lq.data.dataset)
 # the files a bundle copies, by where its hyperparameters name them ("env.": in the environment's, EnvSpec) and the
 # name of the copy (the poly-encoders as NAME.safetensors, the dataset under data/)

@@ -82,6 +82,16 @@ class LanguageModelPolicy:
         """The prompt's token ids of a turn of ``head`` (``act``, ``speak``) given the agent's ``context``."""
         return prompt_ids(self.lm.tokenizer, chat_messages(context, head))
 
+    def check_fits(self, prompt: list[int], answers: Sequence[list[int]]) -> None:
+        """Raise :class:`lq.llm.model.ModelError` where ``prompt`` and its longest answer pass the model's context."""
+        longest = max(map(len, answers), default=0)
+        if len(prompt) + longest > self.lm.context_length:
+            raise ModelError(
+                f"--llm {self.lm.source}: a prompt of {len(prompt)} tokens and an answer of {longest} pass the "
+                f"model's context length, {self.lm.context_length} tokens (max_position_embeddings); give a model "
+                "with a longer context (the prompt is the whole scene and every turn so far)"
+            )
+
     def candidate_scores(self, contexts: Sequence[str], heads: Sequence[str], candidates: Sequence[Sequence[str]]
                          ) -> list[torch.Tensor]:  # fmt: skip
         """For each row, its candidates' scores ``[len(candidates[i])]`` as its head's answer given its context (one
@@ -91,13 +101,7 @@ class LanguageModelPolicy:
         for context, head, texts in zip(contexts, heads, candidates, strict=True):
             prompt = self.prompt(context, head)
             answers = [self.answer_ids(t) for t in texts]
-            longest = max(map(len, answers), default=0)
-            if len(prompt) + longest > self.lm.context_length:
-                raise ModelError(
-                    f"--llm {self.lm.source}: a prompt of {len(prompt)} tokens and an answer of {longest} pass the "
-                    f"model's context length, {self.lm.context_length} tokens (max_position_embeddings); give a model "
-                    "with a longer context (the prompt is the whole scene and every turn so far)"
-                )
+            self.check_fits(prompt, answers)
             scores = self._scored(prompt, answers)
             out.append(scores.total if self.score == "sum" else scores.mean)
             self.counted.update(turns=1, prompt_tokens=len(prompt), candidates=len(answers),
