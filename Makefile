@@ -153,6 +153,9 @@ llm: $(STAMP) ## a local language model as a zero-shot agent on DATA's test ques
 	$(BIN)/lq llm --llm $(LLM) --profile $(PROFILE) --protocol $(LLM_PROTOCOL) --data $(DATA) --seeds $(LLM_SEEDS) --jobs $(JOBS) \
 		$(if $(QUESTS),--quests $(QUESTS)) $(if $(ARGS),$(ARGS))
 
+llm_bc: $(STAMP) ## behaviour cloning of a language model itself (LoRA adapters), one run per seed, evaluated zero-shot: make llm_bc [LLM=smollm2|folder|file.gguf] [PROFILE] [PROTOCOL=restricted (its default)|paper] [SEEDS] [ARGS=...]
+	$(STAGE) llm_bc --protocol $(LLM_PROTOCOL) --encoder $(LLM) --ability $(ABILITY) --switch $(SWITCH) --seeds $(SEEDS)
+
 CKPT ?=
 eval: $(STAMP) ## zero-shot evaluation of agent checkpoints side by side: make eval CKPT="a.ckpt b.ckpt" [ARGS="--baselines 3"]
 	@test -n "$(CKPT)" || { echo "name the checkpoints: make eval CKPT=outputs/rl/.../agent.ckpt"; exit 1; }

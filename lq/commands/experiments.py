@@ -60,7 +60,14 @@ def _check_stage_choices(args: argparse.Namespace) -> None:
     from lq.stages import ENV_STAGES, kind_of
 
     problems = []
-    if args.encoder and args.stage not in ENV_STAGES:
+    if args.encoder and kind_of(args.stage).names_model:
+        from lq.llm.model import ModelError, model_file
+
+        try:
+            model_file(args.encoder)
+        except ModelError as e:
+            problems.append(str(e).replace("--llm", "--encoder", 1))
+    elif args.encoder and args.stage not in ENV_STAGES:
         # pretraining: scratch too, which says itself that it is not pretrained
         problems.append(_choice(args.encoder, ENCODERS, "--encoder", "ENCODER"))
     if kind_of(args.stage).agent:
@@ -74,13 +81,17 @@ def _check_stage_choices(args: argparse.Namespace) -> None:
 def _cmd_stage(args: argparse.Namespace) -> int:
     from lq import experiments as X
     from lq.experiments.launchers import JobFailed
-    from lq.stages import ENV_STAGES
+    from lq.stages import ENV_STAGES, kind_of
 
     _check_stage_choices(args)
     setup = _setup(
         args, args.stage, profile=args.profile, protocol=args.protocol, objective=args.objective, jobs=args.jobs
     )
     encoder = args.encoder or (setup.env_encoder if args.stage in ENV_STAGES else "general_light")
+    if not args.encoder and kind_of(args.stage).names_model:
+        from lq.llm.model import DEFAULT_MODEL
+
+        encoder = DEFAULT_MODEL
     if args.compare and args.stage != "rl":
         raise UsageError(f"--compare compares RL agents with BC's and the baselines: lq stage rl, not {args.stage}")
     if args.print:  # the same jobs run_stage runs, as command lines

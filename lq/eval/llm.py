@@ -47,6 +47,17 @@ def rank(result: EvalResult) -> tuple[float, float]:
     return result.metrics()[HEADLINE_RATE], result.act_goal_rate
 
 
+def timed_play(env, actor, seed: int, greedy: bool, label: str, log: Callable[[str], None]) -> tuple[EvalResult, float]:
+    """One zero-shot play of ``actor`` in ``env`` (:func:`lq.eval.evaluate`) and its wall time (seconds), its rates
+    logged under ``label``."""
+    started = time.perf_counter()
+    result = evaluate(env, actor, seed=seed, greedy=greedy)
+    seconds = time.perf_counter() - started
+    log(f"{label}: act goals {result.act_goal_rate:.3f}, speech goals {result.speech_goal_rate:.3f}, both "
+        f"{result.act_and_speech_rate:.3f} ({len(env.instances)} quests, {seconds:.0f} s)")  # fmt: skip
+    return result, seconds
+
+
 def evaluate_language_model(
     agent: Playable,
     policies: Mapping[str, CandidateScorer],
@@ -64,11 +75,7 @@ def evaluate_language_model(
 
     def played(policy: CandidateScorer, split: str, seed: int, label: str) -> EvalResult:
         env = first_quests(agent.eval_env(split, seed), quests, split)
-        started = time.perf_counter()
-        result = evaluate(env, agent.make_actor(policy=policy), seed=seed, greedy=greedy)
-        seconds[label] = time.perf_counter() - started
-        log(f"{label}: act goals {result.act_goal_rate:.3f}, speech goals {result.speech_goal_rate:.3f}, both "
-            f"{result.act_and_speech_rate:.3f} ({len(env.instances)} quests, {seconds[label]:.0f} s)")  # fmt: skip
+        result, seconds[label] = timed_play(env, agent.make_actor(policy=policy), seed, greedy, label, log)
         return result
 
     validation = {}
@@ -136,12 +143,8 @@ def language_model_zero_shot(
 
     def played(score: str, split: str, greedy: bool) -> EvalResult:
         def play() -> EvalResult:
-            started = time.perf_counter()
-            result = evaluate(agent.eval_env(split, seed), agent.make_actor(policy=policies[score]), seed=seed,
-                              greedy=greedy)  # fmt: skip
-            log(f"{where}: act goals {result.act_goal_rate:.3f}, speech goals {result.speech_goal_rate:.3f}, both "
-                f"{result.act_and_speech_rate:.3f} ({time.perf_counter() - started:.0f} s)")  # fmt: skip
-            return result
+            actor = agent.make_actor(policy=policies[score])
+            return timed_play(agent.eval_env(split, seed), actor, seed, greedy, where, log)[0]
 
         where = f"{'validation' if split == 'valid' else split}, {score}, {'greedy' if greedy else 'sampled'}"
         if not greedy or plays is None:

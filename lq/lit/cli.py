@@ -423,11 +423,13 @@ class AgentCLI(StageCLI):
         parser.add_argument("--eval_seeds", type=int, default=1, help="zero-shot evaluations after fitting")
         parser.add_argument(
             "--zero_shot",
-            choices=["all", "reported"],
+            choices=["all", "reported", "none"],
             default="all",
             help="all: the validation quests, the test quests under both decodings and the demonstrations read "
             "teacher-forced; reported: the test quests under the protocol's decoding alone, what Table 1 reads (the "
-            "quick profile's; an experiment whose tables read more passes all; an RL run's budgets evaluate all)",
+            "quick profile's; an experiment whose tables read more passes all; an RL run's budgets evaluate all); "
+            "none: no episode after fitting (a language model's quests cost CPU minutes each: lq eval --quests N "
+            "plays the kept checkpoint later)",
         )
 
     @property
@@ -485,8 +487,8 @@ class AgentCLI(StageCLI):
         quests (``val/...``: the protocol's decoding; what defaults are chosen by) and on the test quests (``test/...``,
         and ``test_greedy/...`` or ``test_sampled/...``: the other decoding beside it: what is reported), and the test
         transcripts; then the demonstrations read teacher-forced (``demos/...``); with ``--zero_shot reported``, the
-        test quests under the protocol's decoding alone (:func:`lq.eval.zero_shot`); returns the rates' means over the
-        evaluation seeds."""
+        test quests under the protocol's decoding alone (:func:`lq.eval.zero_shot`), with ``none`` no episode (the
+        kept checkpoint only tagged); returns the rates' means over the evaluation seeds."""
         from lq.eval import other_decoding, transcripts_html, zero_shot, zero_shot_lines
 
         config = self.stage_config
@@ -500,6 +502,8 @@ class AgentCLI(StageCLI):
                 if isinstance(logger, MLFlowLogger):
                     path = str(Path(callback.best_model_path).resolve())
                     logger.experiment.set_tag(logger.run_id, "lq.checkpoint", path)
+        if config.zero_shot == "none":
+            return {}
         rates: list[dict[str, float]] = []
         test_played = {}  # by evaluation seed and decoding: kept beside the checkpoint for lq eval (make rl's table)
         reported = config.zero_shot == "reported"
@@ -553,6 +557,33 @@ class BCCLI(AgentCLI):
     def add_arguments_to_parser(self, parser: LightningArgumentParser) -> None:
         super().add_arguments_to_parser(parser)
         parser.set_defaults({"checkpoint.monitor": "val/loss", "checkpoint.mode": "min"})
+
+
+class LanguageModelBCCLI(BCCLI):
+    """``lq llm_bc fit``: a language model's LoRA adapters trained on the training demonstrations
+    (:class:`lq.lit.llm_bc.LanguageModelBCModule`); the best checkpoint by ``val/loss``. Its runs name the model as
+    their encoder (params ``encoder`` and ``llm``: the ``model.llm`` it was given)."""
+
+    stage = "llm_bc"
+
+    def run_params(self) -> dict[str, object]:
+        model = self.stage_config.model
+        lora = {"rank": model.lora_rank, "alpha": model.lora_alpha, "dropout": model.lora_dropout,
+                "target_modules": str(model.target_modules)}  # fmt: skip
+        return {**super().run_params(), "encoder": model.llm, "llm": model.llm, "lora": lora, "score": model.score}
+
+    def description(self) -> str:
+        p = self.run_params()
+        profile = f"; profile {p['profile']}" if "profile" in p else ""
+        return (
+            f"lq llm_bc: LoRA behaviour cloning of the language model {p['llm']} (rank {p['lora']['rank']}), ability "
+            f"{p['ability']}, {p['switch']} switch, seed {p['seed']}; the {p['protocol']} protocol{profile}; "
+            f"{self.described_setup(p)}"
+        )
+
+    def run_name(self) -> str:
+        model = self.stage_config.model
+        return self.named(f"llm_bc-{Path(str(model.llm)).name}-{model.ability}-{model.switch}-s{model.seed}")
 
 
 class RLCLI(AgentCLI):

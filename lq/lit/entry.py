@@ -6,7 +6,7 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 
-from lq.lit.cli import BCCLI, RLCLI, DungeonMasterCLI, PartnerCLI, PretrainCLI, StageCLI
+from lq.lit.cli import BCCLI, RLCLI, DungeonMasterCLI, LanguageModelBCCLI, PartnerCLI, PretrainCLI, StageCLI
 
 STAGE_CLIS: dict[str, type[StageCLI]] = {
     "pretrain": PretrainCLI,
@@ -14,6 +14,7 @@ STAGE_CLIS: dict[str, type[StageCLI]] = {
     "dm": DungeonMasterCLI,
     "bc": BCCLI,
     "rl": RLCLI,
+    "llm_bc": LanguageModelBCCLI,
 }
 
 
@@ -71,6 +72,10 @@ def stage_classes(stage: str) -> tuple[type, type | None]:
         from lq.lit.bc import BCModule
 
         return BCModule, None
+    if stage == "llm_bc":
+        from lq.lit.llm_bc import LanguageModelBCModule
+
+        return LanguageModelBCModule, None
     from lq.lit.pretrain import PretrainDataModule, PretrainModule
 
     return PretrainModule, PretrainDataModule

@@ -17,6 +17,7 @@ from lq.stages.data import Data
 from lq.stages.dm import DungeonMaster
 from lq.stages.families import CONFIG, agent_dir, model_dir, pretrained_checkpoint
 from lq.stages.llm import ZeroShotLanguageModel
+from lq.stages.llm_bc import LanguageModelBehaviourCloning
 from lq.stages.partner import Partner
 from lq.stages.pool import Pool
 from lq.stages.pretrain import Pretrain
@@ -25,12 +26,13 @@ from lq.stages.run import KINDS, Resolver, Run, Stage, kind_of
 from lq.stages.spaces import Spaces
 
 # the registry: the training stages (lq NAME fit), then the preparation jobs
-for _kind in (Pretrain(), Partner(), DungeonMaster(), ReinforcementLearning(), BehaviourCloning(), Data(), Pool(),
-              Calibrate(), Spaces(), Baselines(), ZeroShotLanguageModel()):  # fmt: skip
+for _kind in (Pretrain(), Partner(), DungeonMaster(), ReinforcementLearning(), BehaviourCloning(),
+              LanguageModelBehaviourCloning(), Data(), Pool(), Calibrate(), Spaces(), Baselines(),
+              ZeroShotLanguageModel()):  # fmt: skip
     KINDS[_kind.name] = _kind
 
-STAGES = tuple(name for name, kind in KINDS.items() if kind.trains)  # pretrain, partner, dm, rl, bc
-AGENT_STAGES = tuple(name for name, kind in KINDS.items() if kind.agent)  # rl, bc
+STAGES = tuple(name for name, kind in KINDS.items() if kind.trains)  # pretrain, partner, dm, rl, bc, llm_bc
+AGENT_STAGES = tuple(name for name, kind in KINDS.items() if kind.agent)  # rl, bc, llm_bc
 ENV_STAGES = tuple(name for name, kind in KINDS.items() if kind.profile_file == "env")  # partner, dm
 PREPARATION = tuple(name for name, kind in KINDS.items() if not kind.trains)  # data, pool, calibrate, spaces, ...
 JOBS = tuple(name for name, kind in KINDS.items() if kind.job)  # calibrate, spaces, baselines, llm: lq experiment NAME

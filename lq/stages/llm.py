@@ -17,6 +17,7 @@ class ZeroShotLanguageModel(Baselines):
 
     name = "llm"
     after_first_seed = True  # its greedy plays, kept by the first seed's child, are read by the others'
+    names_model = True
 
     def fixed(self, run: Run) -> dict[str, Any]:
         return {}  # its encoder is its model's name

@@ -45,6 +45,8 @@ class Stage:
     # an experiment's child that reads what the child of its configuration's first seed keeps (a language model's
     # greedy plays): it starts after that one (lq.experiments.running.child_waves)
     after_first_seed: bool = False
+    names_model: bool = False  # its encoder names a language model (smollm2, a model folder, a GGUF file), not a file
+    # of conf/encoder/
 
     def fixed(self, run: Run) -> dict[str, Any]:
         """What its runs do not depend on, set to one value so that two runs that write the same files are equal."""

@@ -75,3 +75,27 @@ def test_a_checkpoint_of_other_adapters_is_refused(setup_dir, lm_folder):
     other = _module(setup_dir, lm_folder, lora_rank=2, target_modules=["q_proj"])
     with pytest.raises(RuntimeError, match="lora_rank, target_modules"):
         module.load_state_dict({k: v for k, v in other.state_dict().items() if "lora_" in k})
+
+
+def test_lq_llm_bc_fit_trains_keeps_the_best_adapters_and_evaluates_them_zero_shot(setup_dir, lm_folder, tmp_path):
+    from lq.cli import main
+    from tests.lit.test_agent_cli import ROOT
+
+    folder = tmp_path / "llm_bc" / "tiny" / "act_speech-hardcoded" / "seed-0"
+    data, env = setup_dir / "data", setup_dir
+    args = ["llm_bc", "fit", "--config", str(ROOT / "conf/agent.yaml"), "--config", str(ROOT / "conf/llm_bc.yaml"),
+            "--config", str(ROOT / "conf/protocol/restricted.yaml"), f"--model.llm={lm_folder}",
+            f"--model.env.data_dir={data}", f"--model.env.partner_checkpoint={env / 'partner.ckpt'}",
+            f"--model.env.dm_checkpoint={env / 'dm.ckpt'}", f"--checkpoint.dirpath={folder}",
+            f"--trainer.logger.init_args.tracking_uri=sqlite:///{tmp_path / 'mlflow.db'}", "--trainer.max_steps=4",
+            "--trainer.val_check_interval=2", "--trainer.limit_val_batches=2", "--trainer.accelerator=cpu",
+            "--model.batch_size=4", "--model.lr=2e-2", "--model.eval_max_steps=2", "--zero_shot=reported"]  # fmt: skip
+    assert main(args) == 0
+    saved = torch.load(folder / "best.ckpt", weights_only=False)
+    assert saved["lq_stage"] == "llm_bc" and all("lora_" in k for k in saved["state_dict"])
+    import mlflow
+
+    client = mlflow.MlflowClient(f"sqlite:///{tmp_path / 'mlflow.db'}")
+    (run,) = client.search_runs([client.get_experiment_by_name("lq-llm_bc").experiment_id])
+    assert run.data.params["llm"] == run.data.params["encoder"] == str(lm_folder)
+    assert "val/loss" in run.data.metrics and "test/act_goal_rate" in run.data.metrics

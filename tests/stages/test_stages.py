@@ -36,7 +36,7 @@ def test_every_stage_kind_says_whether_it_is_done_and_what_it_writes_without_bui
     trained_env_models(setup_dir, outputs)
     where = stages.Resolver(data_dir=str(setup_dir / "data"), outputs=str(outputs))
     encoders = {"pretrain": "general_light", "partner": "small", "dm": "small", "spaces": "general_light",
-                "llm": "smollm2"}  # fmt: skip
+                "llm": "smollm2", "llm_bc": "smollm2"}  # fmt: skip
     runs = {kind: where.run(kind, encoders.get(kind, "general_light")) for kind in stages.KINDS}
 
     def built(*args, **kwargs):
@@ -45,8 +45,9 @@ def test_every_stage_kind_says_whether_it_is_done_and_what_it_writes_without_bui
     monkeypatch.setattr(AgentModule, "__init__", built)
     monkeypatch.setattr(StageCLI, "__init__", built)
     done = {kind: run.done for kind, run in runs.items()}
-    assert done == {"pretrain": True, "partner": True, "dm": True, "rl": False, "bc": False, "data": True,
-                    "pool": False, "calibrate": False, "spaces": False, "baselines": False, "llm": False}  # fmt: skip
+    assert done == {"pretrain": True, "partner": True, "dm": True, "rl": False, "bc": False, "llm_bc": False,
+                    "data": True, "pool": False, "calibrate": False, "spaces": False, "baselines": False,
+                    "llm": False}  # fmt: skip
     pool = stages.Run("pool", data=str(setup_dir / "data"), folder=str(tmp_path / "data-pool-12"))
     assert pool.outputs == {"manifest": f"{tmp_path}/data-pool-12/manifest.json"} and not pool.done
     assert pool.args == ["data", "pool", str(setup_dir / "data"), "12", "--out", str(tmp_path / "data-pool-12")]
@@ -55,7 +56,12 @@ def test_every_stage_kind_says_whether_it_is_done_and_what_it_writes_without_bui
     assert spaces.parent == outputs / "pretrain/general_light/candidates" and spaces.name.startswith("agent-utterances")
     assert runs["baselines"].outputs == runs["llm"].outputs == {}
     assert runs["data"].outputs == {"manifest": f"{setup_dir}/data/manifest.json"}
-    assert set(runs["rl"].outputs) == {"checkpoint", "last", "done", "config"}
+    assert set(runs["rl"].outputs) == set(runs["llm_bc"].outputs) == {"checkpoint", "last", "done", "config"}
+    # a language model's BC: its folder named by the model, its config the model's and no pretrained encoder's
+    assert runs["llm_bc"].checkpoint == f"{outputs}/llm_bc/smollm2/act_speech-hardcoded/seed-0/best.ckpt"
+    assert runs["llm_bc"].config["model"]["llm"] == "smollm2"
+    assert runs["llm_bc"].config["model"]["pretrained_checkpoint"] is None
+    assert [n.stage for n in runs["llm_bc"].needs()] == ["data", "partner", "dm", "calibrate"]
     for file in (calibration, spaces):
         file.parent.mkdir(parents=True, exist_ok=True)
         file.touch()
@@ -69,11 +75,11 @@ def test_every_stage_kind_says_whether_it_is_done_and_what_it_writes_without_bui
 
 
 def test_a_stage_kind_is_one_registry_entry():
-    assert stages.STAGES == ("pretrain", "partner", "dm", "rl", "bc")
+    assert stages.STAGES == ("pretrain", "partner", "dm", "rl", "bc", "llm_bc")
     assert stages.PREPARATION == ("data", "pool", "calibrate", "spaces", "baselines", "llm")
-    assert stages.AGENT_STAGES == ("rl", "bc") and stages.ENV_STAGES == ("partner", "dm")
+    assert stages.AGENT_STAGES == ("rl", "bc", "llm_bc") and stages.ENV_STAGES == ("partner", "dm")
     assert stages.JOBS == ("calibrate", "spaces", "baselines", "llm")
-    with pytest.raises(ValueError, match="unknown stage eval: choose from pretrain, partner, dm, rl, bc, data"):
+    with pytest.raises(ValueError, match="unknown stage eval: choose from pretrain, partner, dm, rl, bc, llm_bc, data"):
         stages.Run("eval")
 
 
