@@ -134,21 +134,24 @@ def _figures_child(client, experiment: str, run: Run, pid: str, config: Config, 
     child = client.create_run(exp_id, run_name=f"{config.key}-s{seed}", tags={**tags, **identity, **run_tags()})
     child_id = child.info.run_id
 
-    def log_figures(metrics: Mapping[str, float]) -> None:
-        figures = {k: v for k, v in metrics.items() if v == v}  # the ceiling has no speech columns (NaN, left out)
-        check_finite(figures, None, "evaluation figure")
-        for name, value in figures.items():
-            client.log_metric(child_id, name, stored(value))
-
     try:
         log_identity(client, child_id, params, module.data_dir)
-        play(module, child_id, log_figures)
+        play(module, child_id, lambda metrics: log_figures(client, child_id, metrics))
         client.log_metric(child_id, "time/cpu_s", stored(time.process_time() - started))  # as a stage run (StageTimer)
     except BaseException as error:
         end_run(client, child_id, "KILLED" if isinstance(error, KeyboardInterrupt) else "FAILED")
         raise
     end_run(client, child_id, "FINISHED")
     return child_id
+
+
+def log_figures(client, run_id: str, metrics: Mapping[str, float], step: int = 0) -> None:
+    """Evaluation figures on the run ``run_id`` at ``step``, as lq stores them (:func:`lq.tracking.stored`); a NaN
+    figure is left out (the ceiling has no speech columns), an infinite one refused."""
+    figures = {k: v for k, v in metrics.items() if v == v}
+    check_finite(figures, step, "evaluation figure")
+    for name, value in figures.items():
+        client.log_metric(run_id, name, stored(value), step=step)
 
 
 def baselines_identity(run: Run, env: EnvSpec) -> tuple[dict[str, str], dict[str, object]]:

@@ -6,6 +6,7 @@ scoring a candidate on the validation quests, the better one on the test quests,
 from __future__ import annotations
 
 import argparse
+import dataclasses
 import os
 from pathlib import Path
 
@@ -97,7 +98,52 @@ def _play(args: argparse.Namespace, run, out: Path) -> int:
     with atomic_open(transcripts) as f:
         f.write(evaluation.test[0].transcripts())
     print(f"written to {out.with_suffix('.md')}, {out.with_suffix('.csv')} and {transcripts} (seed {args.seeds[0]})")
+    files = [out.with_suffix(".md"), out.with_suffix(".csv"), transcripts]
+    run_id = _log_run(args, dataclasses.replace(run, stage="llm", encoder=args.llm), module.env_spec, lm, evaluation,
+                      files)  # fmt: skip
+    print(f"MLflow run {run_id} (experiment lq-{EXPERIMENT}, {args.tracking_uri})")
     return 0
+
+
+EXPERIMENT = "llm-zero-shot"  # the MLflow experiment of lq llm's runs (lq-llm-zero-shot; lq-llm: make ablations')
+
+
+def _log_run(args: argparse.Namespace, run, env, lm, evaluation, files: list[Path]) -> str:
+    """``evaluation`` as a finished MLflow run of :data:`EXPERIMENT`, with a table child's identity
+    (:func:`lq.commands.jobs.baselines_identity`: stage ``llm``, the data, partner, DM and commit) and the model's
+    size, dtype and score: each score's validation figures (``llm_val/<score>/...``), the chosen score's test figures
+    (``test/...``) and the baselines' (``baselines/<rule>/...``) at each evaluation seed as the step, the table and
+    the first seed's transcripts as artifacts; returns its id."""
+    from mlflow import MlflowClient
+
+    from lq.commands.jobs import baselines_identity, log_figures, log_identity
+    from lq.experiments.reporting import experiment_id
+    from lq.tracking import end_run, run_tags
+
+    client = MlflowClient(args.tracking_uri)
+    tags, params = baselines_identity(run, env)
+    params |= {"llm_parameters": lm.parameters, "dtype": args.dtype, "score": evaluation.chosen,
+               "eval_seeds": " ".join(map(str, args.seeds)), "quests": args.quests or "all"}  # fmt: skip
+    name = f"llm-{_model_name(args.llm)}-{args.ability}-{args.switch}-{args.protocol}"
+    created = client.create_run(experiment_id(client, EXPERIMENT), run_name=name,
+                                tags={**tags, "lq.stage": "llm", "lq.llm_score": evaluation.chosen, **run_tags()})
+    run_id = created.info.run_id
+    try:
+        log_identity(client, run_id, params, env.data_dir)
+        for score, result in evaluation.validation.items():
+            log_figures(client, run_id, result.metrics(f"llm_val/{score}/"), step=args.seeds[0])
+        for seed, result in zip(args.seeds, evaluation.test, strict=True):
+            log_figures(client, run_id, result.metrics("test/"), step=seed)
+        for key, results in evaluation.baselines.items():  # the ceiling's and a greedy rule's: one play, nothing drawn
+            for seed, result in zip(args.seeds, results, strict=False):
+                log_figures(client, run_id, result.metrics(f"baselines/{key}/"), step=seed)
+        for file in files:
+            client.log_artifact(run_id, str(file))
+    except BaseException as error:
+        end_run(client, run_id, "KILLED" if isinstance(error, KeyboardInterrupt) else "FAILED")
+        raise
+    end_run(client, run_id, "FINISHED")
+    return run_id
 
 
 def add_parsers(sub) -> None:
@@ -119,6 +165,7 @@ def add_parsers(sub) -> None:
     p.add_argument("--quests", type=positive_count, help="only the first N quests of each split (default: all)")
     p.add_argument("--jobs", type=int, default=1, help="the partner's and DM's training side by side")
     p.add_argument("--data", default="data/default", help="dataset folder (data/default is generated if missing)")
-    p.add_argument("--tracking-uri", default="sqlite:///mlflow.db", help="MLflow store the partner and DM log to")
+    p.add_argument("--tracking-uri", default="sqlite:///mlflow.db", help="MLflow store the partner and DM log to, "
+                   "and this evaluation (experiment lq-llm-zero-shot)")  # fmt: skip
     p.add_argument("--out", type=Path, help="where the table goes (.md, .csv, -transcripts.txt)")
     p.set_defaults(func=_cmd_llm)

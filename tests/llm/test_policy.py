@@ -119,3 +119,29 @@ def test_lq_llm_refuses_a_model_path_before_anything_is_made(tmp_path, capsys, m
     assert "--switch hardcodd (SWITCH=hardcodd): unknown (did you mean hardcoded?)" in err
     assert "nowhere: no such file or folder" in err
     assert not list(tmp_path.iterdir())  # no data generated, no store opened
+
+
+def test_lq_llm_plays_beside_the_baselines_and_logs_its_own_mlflow_run(setup_dir, lm, tmp_path, capsys, monkeypatch):
+    import mlflow
+
+    from lq.cli import main
+    from tests.stages.test_stages import trained_env_models
+
+    monkeypatch.chdir(tmp_path)
+    trained_env_models(setup_dir, tmp_path / "outputs" / "data")  # the setup's partner and DM as its data's
+    store = f"sqlite:///{tmp_path / 'mlflow.db'}"
+    args = ["llm", "--llm", lm.source, "--data", str(setup_dir / "data"), "--quests", "1", "--seeds", "0", "1",
+            "--threads", "1", "--tracking-uri", store, "--out", str(tmp_path / "table")]  # fmt: skip
+    assert main(args) == 0
+    client = mlflow.MlflowClient(store)
+    (run,) = client.search_runs([client.get_experiment_by_name("lq-llm-zero-shot").experiment_id])
+    assert run.info.status == "FINISHED" and run.data.tags["lq.stage"] == "llm"
+    assert run.data.params["llm"] == lm.source and run.data.params["score"] == run.data.tags["lq.llm_score"]
+    assert {"llm_val/sum/act_goal_rate", "llm_val/mean/act_goal_rate", "test/act_goal_rate",
+            "baselines/random_valid/act_goal_rate"} <= set(run.data.metrics)  # fmt: skip
+    assert [m.step for m in client.get_metric_history(run.info.run_id, "test/act_goal_rate")] == [0, 1]
+    # the table the command printed is the one the run holds
+    table = (tmp_path / "table.md").read_text()
+    assert table in capsys.readouterr().out
+    held = client.download_artifacts(run.info.run_id, "table.md", str(tmp_path / "held"))
+    assert open(held).read() == table
