@@ -77,7 +77,8 @@ def agent_label(stage: str, h) -> str:
         how += [f"imitation {coef['imitation']:g}"] if coef.get("imitation") else []
         how += ["no policy gradient"] if coef.get("policy", 1.0) == 0 else []
         name += f" ({' + '.join(how)})" if how else ""  # no comma: the row name is a CSV file's first field
-    return f"{name} {h['encoder']['name']} {h['ability']} {h['switch']}"
+    encoder = Path(str(h["llm"])).name if stage == "llm_bc" else h["encoder"]["name"]  # its language model
+    return f"{name} {encoder} {h['ability']} {h['switch']}"
 
 
 PLAYED = "zero_shot.json"  # beside an agent's kept checkpoint: the test episodes its run played (record_played)

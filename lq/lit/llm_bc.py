@@ -9,7 +9,8 @@ and, as the model's answer, the demonstrated action or utterance followed by the
 (:meth:`LanguageModelPolicy.answer_ids`). The loss is the cross-entropy of the answer's tokens alone (nats per answer
 token; the prompt's tokens are masked, ``labels = -100``), what the policy's ``mean`` score reads. Validation: that loss
 on the validation demonstrations; the best checkpoint by ``val/loss``. A checkpoint holds the adapters' weights alone
-(the base model is read again from ``llm``), a few MB beside the model's hundreds.
+(the base model is read again from ``llm``): SmolLM2-135M's 2.4M adapter weights and their optimiser's state are
+30 MB.
 """
 
 from __future__ import annotations
