@@ -16,6 +16,7 @@ on the validation demonstrations; the best checkpoint by ``val/loss``. A checkpo
 from __future__ import annotations
 
 import dataclasses
+import warnings
 from collections.abc import Mapping
 
 import torch
@@ -101,7 +102,9 @@ class LanguageModelBCModule(AgentModule):
         targets = h.target_modules if isinstance(h.target_modules, str) else list(h.target_modules)
         config = LoraConfig(r=h.lora_rank, lora_alpha=h.lora_alpha, lora_dropout=h.lora_dropout,
                             target_modules=targets, task_type="CAUSAL_LM")  # fmt: skip
-        self.agent = get_peft_model(base.model, config).train()  # read in eval mode; Lightning switches it after
+        with warnings.catch_warnings():  # peft asks transformers 5 a name it deprecates: nothing a run can change
+            warnings.filterwarnings("ignore", message=r"`is_gradient_checkpointing` is deprecated")
+            self.agent = get_peft_model(base.model, config).train()  # read in eval mode; Lightning switches it after
         self.lm = dataclasses.replace(base, model=self.agent)
 
     def policy(self):

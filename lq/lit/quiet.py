@@ -52,5 +52,3 @@ def quiet_libraries() -> None:
     warnings.filterwarnings("ignore", message=r"Found \d+ module\(s\) in eval mode at the start of training")
     warnings.filterwarnings("ignore", message=r".*torch\.utils\._pytree\._register_pytree_node` is deprecated")
     warnings.filterwarnings("ignore", message=r"`isinstance\(treespec, LeafSpec\)` is deprecated")  # in Lightning
-    # peft's LoRA wrapping asks transformers 5 a name it deprecates (lq.lit.llm_bc): nothing a run can change
-    warnings.filterwarnings("ignore", message=r"`is_gradient_checkpointing` is deprecated")

@@ -123,7 +123,7 @@ class Trained(Stage):
         ("RL General+Light s0", "RL Scratch act only s1", "RL Scratch bc_start s0", "Pretrain Adaptive quests8 s2");
         the store is its extra arguments' (:func:`lq.experiments.running.with_extras`)."""
         abilities = {"act": "act only", "speech": "speech only", "speech_no_speech_goals": "speech, no speech goals"}
-        words = [{"rl": "RL", "bc": "BC", "dm": "DM"}.get(self.name, self.name.title())]
+        words = [{"rl": "RL", "bc": "BC", "dm": "DM", "llm_bc": "LoRA-BC"}.get(self.name, self.name.title())]
         words += [run.encoder.replace("_", "+").title()] if run.encoder else []
         words += [abilities.get(run.ability, run.ability)] if run.ability != "act_speech" else []
         words += [{"ratio": "learned switch"}.get(run.switch, run.switch)] if run.switch != "hardcoded" else []
