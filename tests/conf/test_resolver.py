@@ -181,7 +181,7 @@ def test_a_run_is_a_value_that_knows_its_configs_outputs_needs_and_whether_it_is
     assert not run.done  # a checkpoint alone: its run did not finish
     mark_finished(run.checkpoint)
     assert run.done
-    with pytest.raises(ValueError, match="unknown stage fit: choose from pretrain, partner, dm, rl, bc, data"):
+    with pytest.raises(ValueError, match="unknown stage fit: choose from pretrain, partner, dm, rl, bc, llm_bc, data"):
         Run("fit", "scratch")
 
 
