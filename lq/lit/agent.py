@@ -196,6 +196,11 @@ class AgentModule(L.LightningModule):
         return self.env_spec.protocol
 
     @property
+    def encoder_name(self) -> str:
+        """What the agent reads with, as its rows and model card name it: its encoder config's name."""
+        return self.hparams.encoder["name"]
+
+    @property
     def data_dir(self) -> str:
         """The dataset the agent's spaces and its environment's quests come from."""
         return self.env_spec.data_dir

@@ -100,6 +100,9 @@ def _copy_poly_encoder(checkpoint: str | Path, data_dir: str | Path, out: Path, 
 def export_bundle(module: AgentModule, checkpoint: str | Path, out: Path) -> None:
     """Write ``module`` (loaded from ``checkpoint``) and what it needs into the folder ``out`` (which must be a new,
     empty one: :func:`lq.data.io.atomic_dir` makes it). The model card is written by the caller."""
+    if module.stage == "llm_bc":
+        raise ValueError(f"{checkpoint}: a language model's LoRA adapters have no bundle yet (it would copy the whole "
+                         "base model); lq eval plays the checkpoint itself, its base read from model.llm")  # fmt: skip
     h = {k: v for k, v in module.hparams.items() if not k.startswith("_")}
     h["env"] = dict(h["env"])
     data_dir = Path(module.data_dir)

@@ -190,6 +190,10 @@ def training_curves(checkpoints: Sequence[str | Path], path: str | Path) -> bool
     return bool(series) and plot_curves(series, CURVES["rl"], path, "RL learning curves (training episodes)")
 
 
+# what each agent stage trains, as a model card says it
+STAGE_WORDS = {"bc": "behaviour cloning", "rl": "A2C", "llm_bc": "LoRA behaviour cloning of a language model"}
+
+
 def training_identity(module: AgentModule, training_run: dict | None) -> dict[str, object]:
     """Who the agent is, as its training run knew it: stage, encoder, ability, switch, seed, protocol, its dataset and
     the dataset's fingerprint, RL's objective, and where the training run is reachable its profile and commit (MLflow
@@ -197,7 +201,7 @@ def training_identity(module: AgentModule, training_run: dict | None) -> dict[st
     h = module.hparams
     identity: dict[str, object] = {
         "stage": module.stage,
-        "encoder": h.encoder["name"],
+        "encoder": module.encoder_name,
         "ability": h.ability,
         "switch": h.switch,
         "seed": h.seed,
@@ -278,14 +282,14 @@ def model_card(
         front_matter(module, identity, figures),
         f"# {agent_name(module)}, seed {h.seed}",
         "",
-        f"An lq agent ({module.stage.upper()}: {'behaviour cloning' if module.stage == 'bc' else 'A2C'}) that acts "
+        f"An lq agent ({module.stage.upper()}: {STAGE_WORDS.get(module.stage, module.stage)}) that acts "
         "and speaks toward its motivation in LIGHT-Quests, as in Ammanabrolu et al., *How to Motivate Your Dragon: "
         "Teaching Goal-Driven Agents to Speak and Act in Fantasy Worlds* (NAACL 2021, "
         "https://arxiv.org/abs/2010.00685).",
         "",
         "| | |",
         "| --- | --- |",
-        f"| encoder | {h.encoder['name']} |",
+        f"| encoder | {module.encoder_name} |",
         f"| ability, switch | {h.ability}, {h.switch} (every {h.switch_every} turns where hardcoded) |",
         f"| data | `{Path(data).name}`, fingerprint `{dataset_id(data)}` (a copy is in `data/`) |",
         f"| protocol | {protocol.describe()} |",

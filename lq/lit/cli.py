@@ -495,15 +495,17 @@ class AgentCLI(StageCLI):
         callback = self.trainer.checkpoint_callback
         module = self.model
         if callback is not None and callback.best_model_path:  # evaluate the checkpoint that was kept
-            from lq.lit.checkpoints import load_agent
-
-            module = load_agent(callback.best_model_path)
             for logger in self.trainer.loggers:  # where it is: lq export, and the driver's --log-model, find it
                 if isinstance(logger, MLFlowLogger):
                     path = str(Path(callback.best_model_path).resolve())
                     logger.experiment.set_tag(logger.run_id, "lq.checkpoint", path)
         if config.zero_shot == "none":
             return {}
+        if callback is not None and callback.best_model_path:
+            from lq.lit.checkpoints import load_agent
+
+            # read onto the CPU, played where the run trained (its partner and DM built there too: eval_env)
+            module = load_agent(callback.best_model_path).to(self.trainer.strategy.root_device)
         rates: list[dict[str, float]] = []
         test_played = {}  # by evaluation seed and decoding: kept beside the checkpoint for lq eval (make rl's table)
         reported = config.zero_shot == "reported"
@@ -522,7 +524,7 @@ class AgentCLI(StageCLI):
                                        step=seed)  # fmt: skip
                     logger.experiment.log_text(logger.run_id, result.transcripts(), f"transcripts/test_seed{seed}.txt")
                     page = transcripts_html(
-                        result.ordered(), f"{module.stage.upper()} {module.hparams.encoder['name']}, test, seed {seed}"
+                        result.ordered(), f"{module.stage.upper()} {module.encoder_name}, test, seed {seed}"
                     )
                     logger.experiment.log_text(logger.run_id, page, f"transcripts/test_seed{seed}.html")
         if test_played and callback is not None and callback.best_model_path and self.trainer.is_global_zero:

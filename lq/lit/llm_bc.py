@@ -18,11 +18,13 @@ from __future__ import annotations
 import dataclasses
 import warnings
 from collections.abc import Mapping
+from pathlib import Path
 
 import torch
 from torch.utils.data import DataLoader
 
 from lq.lit.agent import AgentModule, Episode
+from lq.llm.policy import SCORES, LanguageModelPolicy
 from lq.rl.acting import Actor
 
 IGNORED = -100  # the label of a token the loss leaves out (Hugging Face's convention)
@@ -51,6 +53,18 @@ def collate_answers(examples: list[AnswerExample], pad_id: int) -> dict[str, tor
     return {"input_ids": ids, "attention_mask": mask, "labels": labels}
 
 
+class _EvalPolicy(LanguageModelPolicy):
+    """The policy with its model in eval mode while it scores (no adapter dropout), its mode restored after."""
+
+    def _scored(self, prompt: list[int], answers: list[list[int]]):
+        training = self.lm.model.training
+        self.lm.model.eval()
+        try:
+            return super()._scored(prompt, answers)
+        finally:
+            self.lm.model.train(training)
+
+
 class LanguageModelBCModule(AgentModule):
     """``llm``: the model (:func:`lq.llm.model.model_file`: ``smollm2``, a model folder or a GGUF file), in ``dtype``;
     ``lora_rank``, ``lora_alpha``, ``lora_dropout`` and ``target_modules`` (peft's ``LoraConfig``: ``all-linear``, or
@@ -68,15 +82,13 @@ class LanguageModelBCModule(AgentModule):
         dtype: str = "float32",
         lora_rank: int = 8,
         lora_alpha: int = 16,
-        lora_dropout: float = 0.0,
+        lora_dropout: float = 0.05,
         target_modules: str | list[str] = "all-linear",
         batch_size: int = 8,
         score: str = "mean",
         score_batch_size: int = 32,
         **kwargs,
     ):
-        from lq.llm.policy import SCORES
-
         if kwargs.get("worlds") is not None:
             raise ValueError("model.worlds: a language model's BC does not play another dataset's worlds yet; leave "
                              "model.worlds out")  # fmt: skip
@@ -109,11 +121,10 @@ class LanguageModelBCModule(AgentModule):
 
     def policy(self):
         """The model as both heads' policy (:class:`lq.llm.policy.LanguageModelPolicy`), its prompt cache fresh: the
-        weights it caches under may have changed since the last one."""
-        from lq.llm.policy import LanguageModelPolicy
-
+        weights it caches under may have changed since the last one. It plays in eval mode (no adapter dropout), the
+        module's mode restored after it: :meth:`make_actor` leaves a training module training."""
         self.build_agent()
-        return LanguageModelPolicy(self.lm, self.hparams.score, self.hparams.score_batch_size)
+        return _EvalPolicy(self.lm, self.hparams.score, self.hparams.score_batch_size)
 
     def make_actor(self, temperature: float = 1.0, policy=None, restrict: bool | None = None) -> Actor:
         """The agents' actor with the trained model as its policy (:meth:`policy`), or another ``policy``."""
@@ -166,6 +177,17 @@ class LanguageModelBCModule(AgentModule):
 
     def validation_step(self, batch: dict[str, torch.Tensor], batch_idx: int) -> None:
         self.log("val/loss", self.answer_loss(batch), prog_bar=True, batch_size=len(batch["input_ids"]))
+
+    @property
+    def encoder_name(self) -> str:
+        return Path(str(self.hparams.llm)).name
+
+    def demonstration_figures(self, split: str, limit: int | None = None, batch_size: int = 16) -> dict[str, float]:
+        raise ValueError("lq eval --demonstrations: a language model's BC has no teacher-forced ranking of the whole "
+                         "spaces; its val/loss in MLflow is its figure of the held-out demonstrations")  # fmt: skip
+
+    def on_worlds(self, data_dir, partner_checkpoint, dm_checkpoint, networks: bool = True):
+        raise ValueError("--worlds: a language model's BC does not play another dataset's worlds yet")
 
     def demonstration_metrics(self, prefix: str = "") -> dict[str, float]:
         """None: the agents' teacher-forced figures rank every candidate of the whole spaces at each turn, thousands

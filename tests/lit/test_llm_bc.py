@@ -62,6 +62,8 @@ def test_its_loss_falls_and_its_checkpoint_holds_the_adapters_that_play_as_train
     args = [first.contexts[0]], ["speak"], [module.utterance_space[:5]]
     trained = module.policy().candidate_scores(*args)[0]
     assert torch.allclose(reloaded.policy().candidate_scores(*args)[0], trained)
+    module.train()  # a training module's policy scores without its adapters' dropout, and leaves it training
+    assert torch.equal(module.policy().candidate_scores(*args)[0], trained) and module.agent.training
     assert not torch.allclose(untrained.policy().candidate_scores(*args)[0], trained, atol=1e-3)
 
     # played zero-shot through the agents' actor and environment, as every BC agent is
