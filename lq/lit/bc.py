@@ -34,9 +34,13 @@ class BCModule(AgentModule):
         for split in ("train", "valid"):
             self.episodes[split] = self.demonstration_episodes(split, needed_by="behaviour cloning")
 
+    def collate(self, batch: list) -> object:
+        """A batch as :meth:`cloning_loss` reads it: the episodes themselves."""
+        return batch
+
     def _loader(self, split: str, shuffle: bool) -> DataLoader:
         return DataLoader(
-            self.episodes[split], batch_size=self.hparams.batch_size, shuffle=shuffle, collate_fn=lambda b: b
+            self.episodes[split], batch_size=self.hparams.batch_size, shuffle=shuffle, collate_fn=self.collate
         )
 
     def train_dataloader(self) -> DataLoader:
@@ -50,9 +54,13 @@ class BCModule(AgentModule):
 
     def training_step(self, batch: list[Episode], batch_idx: int) -> torch.Tensor:
         out = self.cloning_loss(batch)
-        self.log("train/loss", out["loss"], prog_bar=True, batch_size=len(batch))
+        self.log("train/loss", out["loss"], prog_bar=True, batch_size=self.batch_len(batch))
         return out["loss"]
 
     def validation_step(self, batch: list[Episode], batch_idx: int) -> None:
         for name, value in self.cloning_loss(batch).items():
-            self.log(f"val/{name}", value, prog_bar=name == "loss", batch_size=len(batch))
+            self.log(f"val/{name}", value, prog_bar=name == "loss", batch_size=self.batch_len(batch))
+
+    def batch_len(self, batch) -> int:
+        """How many examples ``batch`` holds (demonstrations here)."""
+        return len(batch)

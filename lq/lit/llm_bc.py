@@ -21,9 +21,9 @@ from collections.abc import Mapping
 from pathlib import Path
 
 import torch
-from torch.utils.data import DataLoader
 
-from lq.lit.agent import AgentModule, Episode
+from lq.lit.agent import Episode
+from lq.lit.bc import BCModule
 from lq.llm.policy import SCORES, LanguageModelPolicy
 from lq.rl.acting import Actor
 
@@ -65,7 +65,7 @@ class _EvalPolicy(LanguageModelPolicy):
             self.lm.model.train(training)
 
 
-class LanguageModelBCModule(AgentModule):
+class LanguageModelBCModule(BCModule):
     """``llm``: the model (:func:`lq.llm.model.model_file`: ``smollm2``, a model folder or a GGUF file), in ``dtype``;
     ``lora_rank``, ``lora_alpha``, ``lora_dropout`` and ``target_modules`` (peft's ``LoraConfig``: ``all-linear``, or
     module names such as ``[q_proj, v_proj]``); ``batch_size``: demonstrated turns per update; ``score``: how the
@@ -94,8 +94,7 @@ class LanguageModelBCModule(AgentModule):
                              "model.worlds out")  # fmt: skip
         if score not in SCORES:
             raise ValueError(f"model.score {score}: choose {' or '.join(SCORES)}")
-        super().__init__(**kwargs)
-        self.examples: dict[str, list[AnswerExample]] = {}
+        super().__init__(batch_size=batch_size, **kwargs)
         self.lm = None
 
     def build_agent(self, vocabulary: torch.Tensor | None = None, whole_vocabulary: bool = False) -> None:
@@ -131,12 +130,13 @@ class LanguageModelBCModule(AgentModule):
         return super().make_actor(temperature, policy or self.policy(), restrict)
 
     def setup(self, stage: str) -> None:
+        """Each split's demonstrated turns as answer examples (``self.episodes``: what :class:`BCModule` batches)."""
         self.build_agent()
-        if self.examples or stage not in ("fit", "validate"):
+        if self.episodes or stage not in ("fit", "validate"):
             return
         for split in ("train", "valid"):
             episodes = self.demonstration_episodes(split, needed_by="behaviour cloning of the language model")
-            self.examples[split] = self.answer_examples(episodes)
+            self.episodes[split] = self.answer_examples(episodes)
 
     def answer_examples(self, episodes: list[Episode]) -> list[AnswerExample]:
         """Every demonstrated turn of ``episodes`` as the policy's prompt and the demonstrated answer. Raises
@@ -151,32 +151,21 @@ class LanguageModelBCModule(AgentModule):
                 out.append(AnswerExample(prompt, answer))
         return out
 
-    def _loader(self, split: str, shuffle: bool) -> DataLoader:
+    def collate(self, batch: list[AnswerExample]) -> dict[str, torch.Tensor]:
         tokenizer = self.lm.tokenizer
         pad = tokenizer.pad_token_id if tokenizer.pad_token_id is not None else tokenizer.eos_token_id
-        return DataLoader(self.examples[split], batch_size=self.hparams.batch_size, shuffle=shuffle,
-                          collate_fn=lambda b: collate_answers(b, pad or 0))  # fmt: skip
+        return collate_answers(batch, pad or 0)
 
-    def train_dataloader(self) -> DataLoader:
-        return self._loader("train", True)
-
-    def val_dataloader(self) -> DataLoader:
-        return self._loader("valid", False)
+    def batch_len(self, batch: dict[str, torch.Tensor]) -> int:
+        return len(batch["input_ids"])
 
     def configure_optimizers(self):
         return torch.optim.AdamW([p for p in self.parameters() if p.requires_grad], lr=self.hparams.lr)
 
-    def answer_loss(self, batch: dict[str, torch.Tensor]) -> torch.Tensor:
-        """The answers' cross-entropy, nats per answer token (the model's own shifted loss over ``labels``)."""
-        return self.agent(**batch).loss
-
-    def training_step(self, batch: dict[str, torch.Tensor], batch_idx: int) -> torch.Tensor:
-        loss = self.answer_loss(batch)
-        self.log("train/loss", loss, prog_bar=True, batch_size=len(batch["input_ids"]))
-        return loss
-
-    def validation_step(self, batch: dict[str, torch.Tensor], batch_idx: int) -> None:
-        self.log("val/loss", self.answer_loss(batch), prog_bar=True, batch_size=len(batch["input_ids"]))
+    def cloning_loss(self, batch: dict[str, torch.Tensor]) -> dict[str, torch.Tensor]:
+        """``loss``: the answers' cross-entropy, nats per answer token (the model's own shifted loss over
+        ``labels``), what :class:`BCModule`'s steps log as ``train/loss`` and ``val/loss``."""
+        return {"loss": self.agent(**batch).loss}
 
     @property
     def encoder_name(self) -> str:

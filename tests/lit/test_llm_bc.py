@@ -43,12 +43,12 @@ def test_its_loss_falls_and_its_checkpoint_holds_the_adapters_that_play_as_train
 
     # every demonstrated self turn in the spaces is one example, its answer the demonstrated text and the end mark
     turns = sum(len(e.contexts) for e in module.demonstration_episodes("train"))
-    assert len(module.examples["train"]) == turns
+    assert len(module.episodes["train"]) == turns
     policy = module.policy()
     first = module.demonstration_episodes("train")[0]
     head, text = ("act", module.action_space[first.targets[0]]) if first.acted[0] else \
         ("speak", module.utterance_space[first.targets[0]])  # fmt: skip
-    assert module.examples["train"][0] == AnswerExample(policy.prompt(first.contexts[0], head), policy.answer_ids(text))
+    assert module.episodes["train"][0] == AnswerExample(policy.prompt(first.contexts[0], head), policy.answer_ids(text))
 
     trainer.save_checkpoint(tmp_path / "adapters.ckpt")
     saved = torch.load(tmp_path / "adapters.ckpt", weights_only=False)
