@@ -11,6 +11,7 @@ import os
 from pathlib import Path
 
 from lq.commands import Stopped, UsageError, positive_count
+from lq.stages.llm import model_name
 
 
 def _cmd_llm(args: argparse.Namespace) -> int:
@@ -40,13 +41,9 @@ def _cmd_llm(args: argparse.Namespace) -> int:
     run = X.running.prep("baselines", setup, ability=args.ability, switch=args.switch, seed=args.seeds[0])
     out = (
         args.out
-        or Path(run.root) / "eval" / f"llm-{_model_name(args.llm)}-{args.ability}-{args.switch}-{args.protocol}"
+        or Path(run.root) / "eval" / f"llm-{model_name(args.llm)}-{args.ability}-{args.switch}-{args.protocol}"
     )
     return _play(args, run, Path(out))
-
-
-def _model_name(llm: str) -> str:
-    return Path(llm).name.removesuffix(".gguf") if llm != "smollm2" else "smollm2"
 
 
 def _play(args: argparse.Namespace, run, out: Path) -> int:
@@ -73,7 +70,7 @@ def _play(args: argparse.Namespace, run, out: Path) -> int:
             )
         except ModelError as e:
             raise UsageError(str(e)) from None
-    name = f"LLM {_model_name(args.llm)}"
+    name = f"LLM {model_name(args.llm)}"
     rows = evaluation.rows(name)
     markdown, csv = results_table(rows)
     which = f"the first {args.quests} test quests" if args.quests else "the test quests"
@@ -124,7 +121,7 @@ def _log_run(args: argparse.Namespace, run, env, lm, evaluation, files: list[Pat
     tags, params = baselines_identity(run, env)
     params |= {"llm_parameters": lm.parameters, "dtype": args.dtype, "score": evaluation.chosen,
                "eval_seeds": " ".join(map(str, args.seeds)), "quests": args.quests or "all"}  # fmt: skip
-    name = f"llm-{_model_name(args.llm)}-{args.ability}-{args.switch}-{args.protocol}"
+    name = f"llm-{model_name(args.llm)}-{args.ability}-{args.switch}-{args.protocol}"
     created = client.create_run(experiment_id(client, EXPERIMENT), run_name=name,
                                 tags={**tags, "lq.stage": "llm", "lq.llm_score": evaluation.chosen, **run_tags()})
     run_id = created.info.run_id

@@ -20,6 +20,7 @@ from lq.eval import CURVES, EvalResult, compare_agents, markdown_table, plot_cur
 from lq.lit.agent import VOCABULARY, AgentModule, read_checkpoint
 from lq.lit.bundles import built_module, export_bundle, is_bundle, load_bundle
 from lq.lit.places import located, overridden_places
+from lq.stages.llm import model_name
 
 
 def load_agent(checkpoint: str | Path, **overrides) -> AgentModule:
@@ -77,7 +78,7 @@ def agent_label(stage: str, h) -> str:
         how += [f"imitation {coef['imitation']:g}"] if coef.get("imitation") else []
         how += ["no policy gradient"] if coef.get("policy", 1.0) == 0 else []
         name += f" ({' + '.join(how)})" if how else ""  # no comma: the row name is a CSV file's first field
-    encoder = Path(str(h["llm"])).name if stage == "llm_bc" else h["encoder"]["name"]  # its language model
+    encoder = model_name(str(h["llm"])) if stage == "llm_bc" else h["encoder"]["name"]  # its language model
     return f"{name} {encoder} {h['ability']} {h['switch']}"
 
 

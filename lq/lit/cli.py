@@ -29,6 +29,7 @@ from lq.lit.callbacks import RUN_ID, FiniteLosses, LogProgress, RunInCheckpoint,
 from lq.lit.loggers import LogConfigToMLflow, StageLogger, end_runs  # noqa: F401
 from lq.lit.quiet import quiet_libraries
 from lq.stages import KINDS
+from lq.stages.llm import model_name
 from lq.tracking import (
     DEFAULT_TRACKING_URI,
     RUN_NAME,
@@ -465,14 +466,21 @@ class AgentCLI(StageCLI):
         objective = f"; the {p['objective']} objective" if "objective" in p else ""
         profile = f"; profile {p['profile']}" if "profile" in p else ""
         return (
-            f"lq {self.stage}: a {self.stage.upper()} agent on the {p['encoder']} encoder, ability {p['ability']}, "
-            f"{p['switch']} switch, seed {p['seed']}; the {p['protocol']} protocol{objective}{profile}; "
-            f"{self.described_setup(p)}"
+            f"lq {self.stage}: {self.trains(p)}, ability {p['ability']}, {p['switch']} switch, seed {p['seed']}; the "
+            f"{p['protocol']} protocol{objective}{profile}; {self.described_setup(p)}"
         )
+
+    def trains(self, params: dict[str, object]) -> str:
+        """What the run trains, as its description opens (``params``: :meth:`run_params`)."""
+        return f"a {self.stage.upper()} agent on the {params['encoder']} encoder"
+
+    def reads(self) -> str:
+        """What the agent reads with, as its run's name says it: its encoder's name."""
+        return self.stage_config.model.encoder.name
 
     def run_name(self) -> str:
         model = self.stage_config.model
-        return self.named(f"{self.stage}-{model.encoder.name}-{model.ability}-{model.switch}-s{model.seed}")
+        return self.named(f"{self.stage}-{self.reads()}-{model.ability}-{model.switch}-s{model.seed}")
 
     def finish(self) -> dict[str, float]:
         self.mark_trained()  # RL's after it kept the weights chosen on validation (RLCLI.finish)
@@ -494,18 +502,18 @@ class AgentCLI(StageCLI):
         config = self.stage_config
         callback = self.trainer.checkpoint_callback
         module = self.model
-        if callback is not None and callback.best_model_path:  # evaluate the checkpoint that was kept
+        kept = callback.best_model_path if callback is not None else ""  # evaluate the checkpoint that was kept
+        if kept:
             for logger in self.trainer.loggers:  # where it is: lq export, and the driver's --log-model, find it
                 if isinstance(logger, MLFlowLogger):
-                    path = str(Path(callback.best_model_path).resolve())
-                    logger.experiment.set_tag(logger.run_id, "lq.checkpoint", path)
+                    logger.experiment.set_tag(logger.run_id, "lq.checkpoint", str(Path(kept).resolve()))
         if config.zero_shot == "none":
             return {}
-        if callback is not None and callback.best_model_path:
+        if kept:
             from lq.lit.checkpoints import load_agent
 
             # read onto the CPU, played where the run trained (its partner and DM built there too: eval_env)
-            module = load_agent(callback.best_model_path).to(self.trainer.strategy.root_device)
+            module = load_agent(kept).to(self.trainer.strategy.root_device)
         rates: list[dict[str, float]] = []
         test_played = {}  # by evaluation seed and decoding: kept beside the checkpoint for lq eval (make rl's table)
         reported = config.zero_shot == "reported"
@@ -527,10 +535,10 @@ class AgentCLI(StageCLI):
                         result.ordered(), f"{module.stage.upper()} {module.encoder_name}, test, seed {seed}"
                     )
                     logger.experiment.log_text(logger.run_id, page, f"transcripts/test_seed{seed}.html")
-        if test_played and callback is not None and callback.best_model_path and self.trainer.is_global_zero:
+        if test_played and kept and self.trainer.is_global_zero:
             from lq.lit.checkpoints import record_played
 
-            record_played(callback.best_model_path, module.protocol.name, test_played)
+            record_played(kept, module.protocol.name, test_played)
         read = {} if reported else module.demonstration_metrics()  # teacher-forced: the same whatever the seed
         for logger in self.trainer.loggers:
             logger.log_metrics(read, step=0)
@@ -574,18 +582,11 @@ class LanguageModelBCCLI(BCCLI):
                 "target_modules": str(model.target_modules)}  # fmt: skip
         return {**super().run_params(), "encoder": model.llm, "llm": model.llm, "lora": lora, "score": model.score}
 
-    def description(self) -> str:
-        p = self.run_params()
-        profile = f"; profile {p['profile']}" if "profile" in p else ""
-        return (
-            f"lq llm_bc: LoRA behaviour cloning of the language model {p['llm']} (rank {p['lora']['rank']}), ability "
-            f"{p['ability']}, {p['switch']} switch, seed {p['seed']}; the {p['protocol']} protocol{profile}; "
-            f"{self.described_setup(p)}"
-        )
+    def trains(self, params: dict[str, object]) -> str:
+        return f"LoRA behaviour cloning of the language model {params['llm']} (rank {params['lora']['rank']})"
 
-    def run_name(self) -> str:
-        model = self.stage_config.model
-        return self.named(f"llm_bc-{Path(str(model.llm)).name}-{model.ability}-{model.switch}-s{model.seed}")
+    def reads(self) -> str:
+        return model_name(str(self.stage_config.model.llm))
 
 
 class RLCLI(AgentCLI):

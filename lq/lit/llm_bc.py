@@ -18,7 +18,6 @@ from __future__ import annotations
 import dataclasses
 import warnings
 from collections.abc import Mapping
-from pathlib import Path
 
 import torch
 
@@ -26,6 +25,7 @@ from lq.lit.agent import Episode
 from lq.lit.bc import BCModule
 from lq.llm.policy import SCORES, LanguageModelPolicy
 from lq.rl.acting import Actor
+from lq.stages.llm import model_name
 
 IGNORED = -100  # the label of a token the loss leaves out (Hugging Face's convention)
 
@@ -169,7 +169,7 @@ class LanguageModelBCModule(BCModule):
 
     @property
     def encoder_name(self) -> str:
-        return Path(str(self.hparams.llm)).name
+        return model_name(str(self.hparams.llm))
 
     def demonstration_figures(self, split: str, limit: int | None = None, batch_size: int = 16) -> dict[str, float]:
         raise ValueError("lq eval --demonstrations: a language model's BC has no teacher-forced ranking of the whole "

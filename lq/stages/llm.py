@@ -6,10 +6,17 @@ its identity, whose environment, spaces, switch and evaluation it plays through.
 from __future__ import annotations
 
 import dataclasses
+from pathlib import Path
 from typing import Any
 
 from lq.stages.baselines import Baselines
 from lq.stages.run import Run
+
+
+def model_name(llm: str) -> str:
+    """A language model's short name in row, run and file names: ``smollm2`` as it is, a folder's or a GGUF file's
+    last part without ``.gguf``."""
+    return Path(llm).name.removesuffix(".gguf")
 
 
 class ZeroShotLanguageModel(Baselines):

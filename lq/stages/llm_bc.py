@@ -15,6 +15,7 @@ from lq.conf import path
 from lq.conf.resolver import Profile, merged
 from lq.stages.bc import CHECKPOINT
 from lq.stages.families import Agent, agent_dir, environment_needs
+from lq.stages.llm import model_name
 from lq.stages.run import Run
 
 
@@ -23,7 +24,7 @@ def model_folder_name(model: str) -> str:
     (two models of one name in two folders never share a folder)."""
     if "/" not in model and not model.endswith(".gguf"):
         return model
-    return f"{Path(model).name.removesuffix('.gguf')}-{hashlib.sha256(model.encode()).hexdigest()[:8]}"
+    return f"{model_name(model)}-{hashlib.sha256(model.encode()).hexdigest()[:8]}"
 
 
 class LanguageModelBehaviourCloning(Agent):
