@@ -572,18 +572,17 @@ class BCCLI(AgentCLI):
 class LanguageModelBCCLI(BCCLI):
     """``lq llm_bc fit``: a language model's LoRA adapters trained on the training demonstrations
     (:class:`lq.lit.llm_bc.LanguageModelBCModule`); the best checkpoint by ``val/loss``. Its runs name the model as
-    their encoder (params ``encoder`` and ``llm``: the ``model.llm`` it was given)."""
+    their encoder (param ``encoder``, beside the module's ``llm``: the ``model.llm`` it was given)."""
 
     stage = "llm_bc"
 
     def run_params(self) -> dict[str, object]:
-        model = self.stage_config.model
-        lora = {"rank": model.lora_rank, "alpha": model.lora_alpha, "dropout": model.lora_dropout,
-                "target_modules": str(model.target_modules)}  # fmt: skip
-        return {**super().run_params(), "encoder": model.llm, "llm": model.llm, "lora": lora, "score": model.score}
+        """An agent stage's, its encoder the model (``llm``, ``lora_rank`` ...: the module's hyperparameters)."""
+        return {**super().run_params(), "encoder": self.stage_config.model.llm}
 
     def trains(self, params: dict[str, object]) -> str:
-        return f"LoRA behaviour cloning of the language model {params['llm']} (rank {params['lora']['rank']})"
+        model = self.stage_config.model
+        return f"LoRA behaviour cloning of the language model {model.llm} (rank {model.lora_rank})"
 
     def reads(self) -> str:
         return model_name(str(self.stage_config.model.llm))
